@@ -1,0 +1,140 @@
+// Codecs turn an acemq::Value into a message body and back, and say which content types
+// they read. The engine asks a codec through the typed helpers at the bottom
+// (encode<T>, decode<T>), which go through reflect.hpp for the C++ side.
+//
+// A decode failure is a DecodeError, which the engine treats as fatal (the same bytes fail
+// the same way every time, so the message is parked, not retried). Codecs hold no mutable
+// state: one instance may be shared by any number of threads.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "acemq/reflect.hpp"
+#include "acemq/value.hpp"
+
+namespace acemq {
+
+// The content types the family writes (wire contract 7.2).
+namespace content_types {
+inline constexpr std::string_view json = "application/json";
+inline constexpr std::string_view text = "text/plain; charset=utf-8";
+inline constexpr std::string_view octet_stream = "application/octet-stream";
+inline constexpr std::string_view msgpack = "application/msgpack";
+}  // namespace content_types
+
+// The one virtual interface of the codec layer, so applications can add formats.
+class Codec {
+public:
+    virtual ~Codec() = default;
+
+    // A short name for error messages, e.g. "JsonCodec".
+    virtual std::string_view name() const noexcept = 0;
+    // What encode() produces; the publisher puts it on the message.
+    virtual std::string_view content_type() const noexcept = 0;
+    // Whether this codec claims a message of this content type. An empty content type
+    // means the sender set none; by family rule only JSON claims such a message.
+    virtual bool can_decode(std::string_view content_type) const noexcept = 0;
+
+    // Throws EncodeError for a value this format cannot carry.
+    virtual std::vector<std::byte> encode(const Value& value) const = 0;
+    // Throws DecodeError. Does not re-check can_decode: the caller already chose.
+    virtual Value decode(std::span<const std::byte> body, std::string_view content_type) const = 0;
+
+protected:
+    Codec() = default;
+    Codec(const Codec&) = default;
+    Codec& operator=(const Codec&) = default;
+};
+
+// Writes text/plain; charset=utf-8 and reads any text/* message, but never an untyped
+// one. Carries only strings; a body that is not UTF-8 is refused, never guessed at.
+class TextCodec final : public Codec {
+public:
+    std::string_view name() const noexcept override { return "TextCodec"; }
+    std::string_view content_type() const noexcept override { return content_types::text; }
+    bool can_decode(std::string_view content_type) const noexcept override;
+    std::vector<std::byte> encode(const Value& value) const override;
+    Value decode(std::span<const std::byte> body, std::string_view content_type) const override;
+};
+
+// Raw bytes in and out, for payloads the application parses itself. It claims every
+// typed message, so in a composite it belongs last; it does not claim an untyped
+// message (that one is JSON's), though decode() called directly accepts any body.
+class BytesCodec final : public Codec {
+public:
+    std::string_view name() const noexcept override { return "BytesCodec"; }
+    std::string_view content_type() const noexcept override {
+        return content_types::octet_stream;
+    }
+    bool can_decode(std::string_view content_type) const noexcept override;
+    std::vector<std::byte> encode(const Value& value) const override;
+    Value decode(std::span<const std::byte> body, std::string_view content_type) const override;
+};
+
+// Several codecs as one: the first writes; a message is read by the first codec that
+// claims its content type, and only by that one. Falling through to the next claimant
+// after a failure would let BytesCodec (which claims everything) hide the real reason;
+// the content type names a format and is believed.
+class CompositeCodec final : public Codec {
+public:
+    // Throws InvalidArgument when the list is empty or holds a null pointer.
+    explicit CompositeCodec(std::vector<std::shared_ptr<const Codec>> codecs);
+
+    std::string_view name() const noexcept override { return "CompositeCodec"; }
+    std::string_view content_type() const noexcept override;
+    bool can_decode(std::string_view content_type) const noexcept override;
+    std::vector<std::byte> encode(const Value& value) const override;
+    // When nothing can read the message the DecodeError lists every codec asked and why:
+    // "acemq: no codec could read this message. Tried MsgpackCodec: ...; JsonCodec: ...".
+    Value decode(std::span<const std::byte> body, std::string_view content_type) const override;
+
+    const std::vector<std::shared_ptr<const Codec>>& codecs() const noexcept { return codecs_; }
+
+private:
+    std::vector<std::shared_ptr<const Codec>> codecs_;
+};
+
+// msgpack writes (the compact C++ default); JSON, text and bytes read what other
+// languages and tools send. One shared immutable instance.
+std::shared_ptr<const Codec> default_codec();
+
+struct Encoded {
+    std::vector<std::byte> body;
+    std::string content_type;
+};
+
+namespace detail {
+[[noreturn]] void rethrow_as_encode_error(std::string_view type, std::string_view codec);
+[[noreturn]] void rethrow_as_decode_error(std::string_view type, std::string_view content_type);
+// Case-insensitive, as content types are.
+bool starts_with_ci(std::string_view text, std::string_view prefix) noexcept;
+bool contains_ci(std::string_view text, std::string_view part) noexcept;
+}  // namespace detail
+
+// Throws EncodeError naming T and the codec.
+template <class T>
+Encoded encode(const Codec& codec, const T& value) {
+    try {
+        return Encoded{codec.encode(to_value(value)), std::string(codec.content_type())};
+    } catch (...) {  // translated (or passed on, for bad_alloc) by the helper, never swallowed
+        detail::rethrow_as_encode_error(detail::type_name<T>(), codec.name());
+    }
+}
+
+// Throws DecodeError naming T, the content type and the reason, e.g.
+// "acemq: cannot decode a Payment from application/msgpack: Payment.amount_cents: ...".
+template <class T>
+T decode(const Codec& codec, std::span<const std::byte> body, std::string_view content_type) {
+    try {
+        return from_value<T>(codec.decode(body, content_type));
+    } catch (...) {  // translated (or passed on, for bad_alloc) by the helper, never swallowed
+        detail::rethrow_as_decode_error(detail::type_name<T>(), content_type);
+    }
+}
+
+}  // namespace acemq

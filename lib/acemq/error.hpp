@@ -1,0 +1,50 @@
+// Every exception acemq-cpp throws derives from acemq::Error, and its what() says what was
+// wrong and what to do about it. Catch the subclass for the failure class you can handle.
+#pragma once
+
+#include <stdexcept>
+#include <string>
+
+namespace acemq {
+
+class Error : public std::runtime_error {
+public:
+    using std::runtime_error::runtime_error;
+};
+
+// A value handed to the library cannot be used: a retry policy out of range, a queue name
+// that is not a name, an option that contradicts another. Fix the calling code.
+class InvalidArgument : public Error {
+public:
+    using Error::Error;
+};
+
+// An application header used a name in the reserved "x-acemq-" namespace, which the
+// library owns and strips on consume.
+class ReservedHeaderError : public InvalidArgument {
+public:
+    explicit ReservedHeaderError(const std::string& name);
+};
+
+// A topology is inconsistent, or the broker refused to declare it as asked
+// (RabbitMQ's PRECONDITION_FAILED).
+class TopologyError : public Error {
+public:
+    using Error::Error;
+};
+
+// A value could not be turned into bytes by the codec asked to encode it.
+class EncodeError : public Error {
+public:
+    using Error::Error;
+};
+
+// A body could not be turned back into the type asked for. Fatal by convention: the
+// same bytes fail the same way every time, so the engine parks such a message instead
+// of retrying it.
+class DecodeError : public Error {
+public:
+    using Error::Error;
+};
+
+}  // namespace acemq

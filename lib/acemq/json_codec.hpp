@@ -1,0 +1,34 @@
+// JSON, the default of every other AceMQ language: use it to talk to them. Writes
+// application/json; reads an untyped message (the family rule), application/json*,
+// text/json* and any +json type, case-insensitively.
+//
+// Mapping: a record (a C++ struct) is an object keyed by field name, in declaration
+// order (e.g. {"payment_id":"p-1","amount_cents":4250}); bytes are base64 text; int64 and
+// uint64 are exact. Map keys must be strings or integers (written as decimal text, as Go
+// does). NaN and infinities have no JSON form and are refused when encoding. Reading
+// gives maps with string keys, int64 (uint64 past INT64_MAX) for integers, double for
+// anything with a fraction or exponent.
+//
+// Invalid UTF-8, trailing bytes and nesting deeper than max_depth are DecodeErrors.
+// Stateless: safe to share between threads.
+#pragma once
+
+#include <cstddef>
+
+#include "acemq/codec.hpp"
+
+namespace acemq {
+
+class JsonCodec final : public Codec {
+public:
+    // Nested arrays and objects allowed, both ways: what this codec writes, it can read.
+    static constexpr std::size_t max_depth = 64;
+
+    std::string_view name() const noexcept override { return "JsonCodec"; }
+    std::string_view content_type() const noexcept override { return content_types::json; }
+    bool can_decode(std::string_view content_type) const noexcept override;
+    std::vector<std::byte> encode(const Value& value) const override;
+    Value decode(std::span<const std::byte> body, std::string_view content_type) const override;
+};
+
+}  // namespace acemq

@@ -1,0 +1,33 @@
+// MessagePack, the default codec for C++ structs (DESIGN: compact, and positional so a
+// struct costs no field names on the wire). Content type application/msgpack; also reads
+// application/x-msgpack and any *+msgpack type.
+//
+// Mapping: a record (a C++ struct) is written as an array of its fields in declaration
+// order, and reads back as that array, which from_value matches to the struct by
+// position; maps stay maps, bytes are bin, strings are str (UTF-8, checked both ways).
+// Positive integers read back as int64 unless only uint64 can hold them.
+//
+// Reading is hardened against hostile bodies: truncation, trailing bytes, nesting deeper
+// than max_depth, ext types, and lengths larger than the body could hold (refused before
+// anything is allocated) are all DecodeErrors. Stateless: safe to share between threads.
+#pragma once
+
+#include <cstddef>
+
+#include "acemq/codec.hpp"
+
+namespace acemq {
+
+class MsgpackCodec final : public Codec {
+public:
+    // Nested arrays and maps allowed, both ways: what this codec writes, it can read.
+    static constexpr std::size_t max_depth = 64;
+
+    std::string_view name() const noexcept override { return "MsgpackCodec"; }
+    std::string_view content_type() const noexcept override { return content_types::msgpack; }
+    bool can_decode(std::string_view content_type) const noexcept override;
+    std::vector<std::byte> encode(const Value& value) const override;
+    Value decode(std::span<const std::byte> body, std::string_view content_type) const override;
+};
+
+}  // namespace acemq

@@ -1,0 +1,366 @@
+// to_value / from_value: the bridge between C++ types and acemq::Value.
+//
+// Supported: bool, every integer type, enums (as their underlying integer), float and
+// double, std::string, std::vector<std::byte> (bytes), std::vector<T>, std::array<T, N>,
+// std::optional<T> (nullopt is null), std::map<K, T>, acemq::Value itself, and plain
+// aggregate structs of those, reflected with Boost.PFR so user types need no macros.
+// A struct becomes a record carrying its field names, so JSON can key objects by them.
+//
+// from_value is tolerant of how formats lose type information and strict about
+// everything else:
+// - a struct reads from a record or a map (by field name: unknown keys are ignored, a
+//   missing field is an error unless it is a std::optional) or from an array (by
+//   position, which is how msgpack carries it; the length must match);
+// - an integer reads from int64 or uint64 and must fit the target type;
+// - bytes read from bytes or from base64 text (JSON has no bytes);
+// - an integer map key reads from decimal text (JSON keys are always strings).
+// Every failure is a DecodeError naming the field path and the C++ type, e.g.
+// "acemq: Order.items[2].quantity: expected an integer (uint32_t), found a string".
+//
+// Stateless templates: safe from any thread.
+#pragma once
+
+#include <array>
+#include <boost/pfr.hpp>
+#include <charconv>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <typeinfo>
+#include <utility>
+#include <vector>
+
+#include "acemq/error.hpp"
+#include "acemq/value.hpp"
+
+namespace acemq {
+
+template <class T>
+Value to_value(const T& value);
+
+template <class T>
+T from_value(const Value& value);
+
+namespace detail {
+
+// ---- type names for error messages -------------------------------------------------
+
+template <class T>
+std::string type_name() {
+    if constexpr (std::is_same_v<T, bool>) return "bool";
+    else if constexpr (std::is_same_v<T, char>) return "char";
+    else if constexpr (std::is_integral_v<T>)
+        return std::string(std::is_signed_v<T> ? "int" : "uint") +
+               std::to_string(sizeof(T) * 8) + "_t";
+    else if constexpr (std::is_same_v<T, std::string>) return "std::string";
+    else if constexpr (std::is_same_v<T, Value>) return "acemq::Value";
+    else return demangle(typeid(T).name());
+}
+
+// ---- where in the value a problem is ------------------------------------------------
+
+// A chain of stack frames, one per step into the value, turned into text such as
+// "Order.items[2].sku" only when an error needs it, so the happy path allocates nothing.
+struct Path {
+    enum class Step { root, field, index, key };
+    Step step;
+    const Path* parent;
+    std::string_view name;  // the root type or a field name
+    std::size_t index;      // an array element
+    const Value* key;       // a map entry
+};
+
+[[noreturn]] void throw_decode_error(const Path& where, std::string_view problem);
+[[noreturn]] void throw_wrong_kind(const Path& where, std::string_view wanted,
+                                   std::string_view cpp_type, const Value& found);
+
+// ---- field names of aggregates --------------------------------------------------------
+
+// PFR 1.81 has no field names, but g++ spells out a pointer-to-member template argument in
+// __PRETTY_FUNCTION__, e.g. "[with auto Ptr = (& fake<P>.wrapper<P>::value.P::amount_cents);
+// ...]". The object is only named, never defined or read, so this is pure compile time.
+template <class T>
+struct field_name_probe {
+    const T value;
+};
+template <class T>
+extern const field_name_probe<T> field_name_object;
+
+template <auto Ptr>
+consteval std::string_view pretty_function_of() {
+    return __PRETTY_FUNCTION__;
+}
+
+consteval std::string_view last_identifier_of_argument(std::string_view pretty) {
+    const auto start = pretty.find("Ptr = ");
+    if (start == std::string_view::npos) return {};
+    auto end = pretty.find(';', start);
+    if (end == std::string_view::npos) end = pretty.find(']', start);
+    if (end == std::string_view::npos) return {};
+    while (end > start && pretty[end - 1] == ')') --end;
+    auto begin = end;
+    const auto identifier_char = [](char c) {
+        return c == '_' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+               (c >= '0' && c <= '9');
+    };
+    while (begin > start && identifier_char(pretty[begin - 1])) --begin;
+    if (begin < start + 2 || pretty.substr(begin - 2, 2) != "::") return {};
+    return pretty.substr(begin, end - begin);
+}
+
+template <class T, std::size_t I>
+consteval std::string_view field_name() {
+    constexpr std::string_view name = last_identifier_of_argument(
+        pretty_function_of<&boost::pfr::detail::sequence_tuple::get<I>(
+            boost::pfr::detail::tie_as_tuple(field_name_object<T>.value))>());
+    static_assert(!name.empty(),
+                  "acemq: could not read a field name of this struct from the compiler; "
+                  "this technique needs g++ 12 or a compatible __PRETTY_FUNCTION__");
+    return name;
+}
+
+template <class T>
+inline constexpr auto field_names = []<std::size_t... I>(std::index_sequence<I...>) {
+    return std::array<std::string_view, sizeof...(I)>{field_name<T, I>()...};
+}(std::make_index_sequence<boost::pfr::tuple_size_v<T>>{});
+
+// ---- classification -------------------------------------------------------------------
+
+template <class T> struct is_vector : std::false_type {};
+template <class T, class A> struct is_vector<std::vector<T, A>> : std::true_type {};
+template <class T> struct is_std_array : std::false_type {};
+template <class T, std::size_t N> struct is_std_array<std::array<T, N>> : std::true_type {};
+template <class T> struct is_optional : std::false_type {};
+template <class T> struct is_optional<std::optional<T>> : std::true_type {};
+template <class T> struct is_std_map : std::false_type {};
+template <class K, class V, class C, class A>
+struct is_std_map<std::map<K, V, C, A>> : std::true_type {};
+
+template <class T>
+inline constexpr bool is_reflected_struct =
+    std::is_class_v<T> && std::is_aggregate_v<T> && !is_std_array<T>::value;
+
+template <class T>
+inline constexpr bool unsupported = false;
+
+// ---- encoding -------------------------------------------------------------------------
+
+template <class T>
+Value encode(const T& v) {
+    if constexpr (std::is_same_v<T, Value>) {
+        return v;
+    } else if constexpr (std::is_same_v<T, bool>) {
+        return Value(v);
+    } else if constexpr (std::is_integral_v<T>) {
+        if constexpr (std::is_signed_v<T>) return Value(static_cast<std::int64_t>(v));
+        else return Value(static_cast<std::uint64_t>(v));
+    } else if constexpr (std::is_enum_v<T>) {
+        return encode(static_cast<std::underlying_type_t<T>>(v));
+    } else if constexpr (std::is_floating_point_v<T>) {
+        return Value(static_cast<double>(v));
+    } else if constexpr (std::is_same_v<T, std::string>) {
+        return Value(v);
+    } else if constexpr (std::is_same_v<T, Value::Bytes>) {
+        return Value(v);
+    } else if constexpr (is_vector<T>::value || is_std_array<T>::value) {
+        Value::Array out;
+        out.reserve(v.size());
+        for (const auto& element : v) out.push_back(encode(element));
+        return Value(std::move(out));
+    } else if constexpr (is_optional<T>::value) {
+        return v ? encode(*v) : Value();
+    } else if constexpr (is_std_map<T>::value) {
+        Value::Map out;
+        out.reserve(v.size());
+        for (const auto& [key, element] : v) out.emplace_back(encode(key), encode(element));
+        return Value(std::move(out));
+    } else if constexpr (is_reflected_struct<T>) {
+        Value::Record out;
+        out.reserve(boost::pfr::tuple_size_v<T>);
+        [&]<std::size_t... I>(std::index_sequence<I...>) {
+            (out.emplace_back(std::string(field_names<T>[I]), encode(boost::pfr::get<I>(v))), ...);
+        }(std::make_index_sequence<boost::pfr::tuple_size_v<T>>{});
+        return Value(std::move(out));
+    } else {
+        static_assert(unsupported<T>,
+                      "acemq: this type has no Value form. Use bool, integers, enums, float, "
+                      "double, std::string, std::vector, std::array, std::optional, std::map, "
+                      "acemq::Value, or an aggregate struct (no constructors, public fields) "
+                      "made of those.");
+    }
+}
+
+// ---- decoding -------------------------------------------------------------------------
+
+template <class T>
+T decode(const Value& v, const Path& at);
+
+template <class T>
+T decode_integer(const Value& v, const Path& at) {
+    using limits = std::numeric_limits<T>;
+    const auto out_of_range = [&](const std::string& number) {
+        throw_decode_error(at, number + " does not fit in " + type_name<T>() + " (" +
+                                   std::to_string(limits::min()) + ".." +
+                                   std::to_string(limits::max()) + ")");
+    };
+    if (v.kind() == Value::Kind::int64) {
+        const std::int64_t i = v.as_int64();
+        if (std::in_range<T>(i)) return static_cast<T>(i);
+        out_of_range(std::to_string(i));
+    }
+    if (v.kind() == Value::Kind::uint64) {
+        const std::uint64_t u = v.as_uint64();
+        if (std::in_range<T>(u)) return static_cast<T>(u);
+        out_of_range(std::to_string(u));
+    }
+    throw_wrong_kind(at, "an integer", type_name<T>(), v);
+}
+
+// JSON object keys are text; an integer-keyed std::map travels with decimal keys.
+template <class K>
+K decode_map_key(const Value& key, const Path& at) {
+    if constexpr (std::is_integral_v<K> && !std::is_same_v<K, bool>) {
+        if (key.kind() == Value::Kind::string) {
+            const std::string& text = key.as_string();
+            K number{};
+            const auto [end, err] = std::from_chars(text.data(), text.data() + text.size(), number);
+            if (err != std::errc() || end != text.data() + text.size() || text.empty())
+                throw_decode_error(at, "the key \"" + text + "\" is not a " + type_name<K>());
+            return number;
+        }
+    }
+    return decode<K>(key, at);
+}
+
+template <class T, std::size_t I>
+auto decode_field(const Value& v, const Path& at) {
+    using Field = boost::pfr::tuple_element_t<I, T>;
+    constexpr std::string_view name = field_names<T>[I];
+    const Path here{Path::Step::field, &at, name, 0, nullptr};
+    if (v.kind() == Value::Kind::array) return decode<Field>(v.as_array()[I], here);
+    if (const Value* field = v.find(name)) return decode<Field>(*field, here);
+    if constexpr (is_optional<Field>::value) {
+        return Field{};
+    } else {
+        throw_decode_error(at, "the " + type_name<T>() + " has no field \"" + std::string(name) +
+                                   "\" (send it, or declare the field std::optional)");
+    }
+}
+
+template <class T>
+T decode_struct(const Value& v, const Path& at) {
+    constexpr std::size_t fields = boost::pfr::tuple_size_v<T>;
+    switch (v.kind()) {
+        case Value::Kind::record:
+        case Value::Kind::map: break;
+        case Value::Kind::array:
+            if (v.as_array().size() != fields)
+                throw_decode_error(at, "expected " + std::to_string(fields) + " fields for " +
+                                           type_name<T>() + ", found an array of " +
+                                           std::to_string(v.as_array().size()));
+            break;
+        default: throw_wrong_kind(at, "a record, map or array", type_name<T>(), v);
+    }
+    return [&]<std::size_t... I>(std::index_sequence<I...>) {
+        return T{decode_field<T, I>(v, at)...};
+    }(std::make_index_sequence<fields>{});
+}
+
+template <class T>
+T decode(const Value& v, const Path& at) {
+    if constexpr (std::is_same_v<T, Value>) {
+        return v;
+    } else if constexpr (std::is_same_v<T, bool>) {
+        if (v.kind() != Value::Kind::boolean) throw_wrong_kind(at, "a bool", "bool", v);
+        return v.as_bool();
+    } else if constexpr (std::is_integral_v<T>) {
+        return decode_integer<T>(v, at);
+    } else if constexpr (std::is_enum_v<T>) {
+        return static_cast<T>(decode_integer<std::underlying_type_t<T>>(v, at));
+    } else if constexpr (std::is_floating_point_v<T>) {
+        const auto k = v.kind();
+        if (k != Value::Kind::float64 && k != Value::Kind::int64 && k != Value::Kind::uint64)
+            throw_wrong_kind(at, "a number", type_name<T>(), v);
+        const double d = v.as_double();
+        if (std::isfinite(d) && std::abs(d) > static_cast<double>(std::numeric_limits<T>::max()))
+            throw_decode_error(at, std::to_string(d) + " does not fit in " + type_name<T>());
+        return static_cast<T>(d);
+    } else if constexpr (std::is_same_v<T, std::string>) {
+        if (v.kind() != Value::Kind::string) throw_wrong_kind(at, "a string", "std::string", v);
+        return v.as_string();
+    } else if constexpr (std::is_same_v<T, Value::Bytes>) {
+        if (v.kind() == Value::Kind::bytes) return v.as_bytes();
+        if (v.kind() != Value::Kind::string) throw_wrong_kind(at, "bytes", "bytes", v);
+        auto bytes = base64_decode(v.as_string());
+        if (!bytes) throw_decode_error(at, "expected bytes, found a string that is not base64");
+        return std::move(*bytes);
+    } else if constexpr (is_vector<T>::value || is_std_array<T>::value) {
+        if (v.kind() != Value::Kind::array) throw_wrong_kind(at, "an array", type_name<T>(), v);
+        const auto& elements = v.as_array();
+        using Element = typename T::value_type;
+        const auto element_at = [&](std::size_t i) {
+            return decode<Element>(elements[i], Path{Path::Step::index, &at, {}, i, nullptr});
+        };
+        if constexpr (is_vector<T>::value) {
+            T out;
+            out.reserve(elements.size());
+            for (std::size_t i = 0; i < elements.size(); ++i) out.push_back(element_at(i));
+            return out;
+        } else {
+            if (elements.size() != std::tuple_size_v<T>)
+                throw_decode_error(at, "expected " + std::to_string(std::tuple_size_v<T>) +
+                                           " elements, found " + std::to_string(elements.size()));
+            return [&]<std::size_t... I>(std::index_sequence<I...>) {
+                return T{element_at(I)...};
+            }(std::make_index_sequence<std::tuple_size_v<T>>{});
+        }
+    } else if constexpr (is_optional<T>::value) {
+        if (v.is_null()) return T{};
+        return T{decode<typename T::value_type>(v, at)};
+    } else if constexpr (is_std_map<T>::value) {
+        T out;
+        const auto add = [&](const Value& key, const Value& element) {
+            const Path here{Path::Step::key, &at, {}, 0, &key};
+            // The first of duplicate keys wins, as Value::find and struct fields do.
+            out.try_emplace(decode_map_key<typename T::key_type>(key, here),
+                            decode<typename T::mapped_type>(element, here));
+        };
+        if (v.kind() == Value::Kind::map) {
+            for (const auto& [key, element] : v.as_map()) add(key, element);
+        } else if (v.kind() == Value::Kind::record) {
+            for (const auto& [name, element] : v.as_record()) add(Value(name), element);
+        } else {
+            throw_wrong_kind(at, "a map", type_name<T>(), v);
+        }
+        return out;
+    } else if constexpr (is_reflected_struct<T>) {
+        return decode_struct<T>(v, at);
+    } else {
+        static_assert(unsupported<T>,
+                      "acemq: this type has no Value form. Use bool, integers, enums, float, "
+                      "double, std::string, std::vector, std::array, std::optional, std::map, "
+                      "acemq::Value, or an aggregate struct (no constructors, public fields) "
+                      "made of those.");
+    }
+}
+
+}  // namespace detail
+
+template <class T>
+Value to_value(const T& value) {
+    return detail::encode(value);
+}
+
+template <class T>
+T from_value(const Value& value) {
+    const std::string root = detail::type_name<T>();
+    return detail::decode<T>(value, detail::Path{detail::Path::Step::root, nullptr, root, 0, nullptr});
+}
+
+}  // namespace acemq

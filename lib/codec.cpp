@@ -1,0 +1,181 @@
+#include "acemq/codec.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <exception>
+#include <new>
+
+#include "acemq/error.hpp"
+#include "acemq/json_codec.hpp"
+#include "acemq/msgpack_codec.hpp"
+
+namespace acemq {
+
+namespace {
+
+// Messages from inside the library already start with "acemq: "; when one is wrapped in
+// a wider sentence the prefix would otherwise appear twice.
+std::string_view without_prefix(std::string_view message) {
+    constexpr std::string_view prefix = "acemq: ";
+    if (message.starts_with(prefix)) message.remove_prefix(prefix.size());
+    return message;
+}
+
+std::string describe_content_type(std::string_view content_type) {
+    return content_type.empty() ? "an untyped message" : std::string(content_type);
+}
+
+// "an Order", "a Payment": error messages name the type in a sentence.
+std::string with_article(std::string_view type) {
+    const bool vowel = !type.empty() && std::string_view("AEIOaeio").find(type.front()) !=
+                                            std::string_view::npos;
+    return (vowel ? "an " : "a ") + std::string(type);
+}
+
+std::string invalid_utf8_message(std::string_view what, std::size_t at) {
+    return "acemq: " + std::string(what) + " is not valid UTF-8 (bad byte at offset " +
+           std::to_string(at) + ")";
+}
+
+}  // namespace
+
+namespace detail {
+
+void rethrow_as_encode_error(std::string_view type, std::string_view codec) {
+    const std::string context =
+        "acemq: cannot encode " + with_article(type) + " with " + std::string(codec) + ": ";
+    try {
+        throw;
+    } catch (const std::bad_alloc&) {
+        throw;  // running out of memory says nothing about the value; let it through as is
+    } catch (const std::exception& e) {
+        throw EncodeError(context + std::string(without_prefix(e.what())));
+    }
+}
+
+void rethrow_as_decode_error(std::string_view type, std::string_view content_type) {
+    const std::string context = "acemq: cannot decode " + with_article(type) + " from " +
+                                describe_content_type(content_type) + ": ";
+    try {
+        throw;
+    } catch (const std::bad_alloc&) {
+        throw;  // transient, unlike a bad body: must not turn into a fatal DecodeError
+    } catch (const std::exception& e) {
+        throw DecodeError(context + std::string(without_prefix(e.what())));
+    }
+}
+
+namespace {
+bool same_letter(char a, char b) noexcept {
+    return std::tolower(static_cast<unsigned char>(a)) == std::tolower(static_cast<unsigned char>(b));
+}
+}  // namespace
+
+bool starts_with_ci(std::string_view text, std::string_view prefix) noexcept {
+    return text.size() >= prefix.size() &&
+           std::equal(prefix.begin(), prefix.end(), text.begin(), same_letter);
+}
+
+bool contains_ci(std::string_view text, std::string_view part) noexcept {
+    return !std::ranges::search(text, part, same_letter).empty() || part.empty();
+}
+
+}  // namespace detail
+
+// ---- TextCodec ------------------------------------------------------------------------
+
+bool TextCodec::can_decode(std::string_view content_type) const noexcept {
+    return detail::starts_with_ci(content_type, "text/");
+}
+
+std::vector<std::byte> TextCodec::encode(const Value& value) const {
+    if (value.kind() != Value::Kind::string)
+        throw EncodeError("acemq: TextCodec writes only strings, not " +
+                          std::string(kind_name(value.kind())) +
+                          " values; use JsonCodec or MsgpackCodec for structured data");
+    const std::string& text = value.as_string();
+    if (const auto bad = detail::invalid_utf8_at(text))
+        throw EncodeError(invalid_utf8_message("the string", *bad) +
+                          "; send binary data with BytesCodec");
+    const auto* first = reinterpret_cast<const std::byte*>(text.data());
+    return {first, first + text.size()};
+}
+
+Value TextCodec::decode(std::span<const std::byte> body, std::string_view) const {
+    std::string text(reinterpret_cast<const char*>(body.data()), body.size());
+    if (const auto bad = detail::invalid_utf8_at(text))
+        throw DecodeError(invalid_utf8_message("the text body", *bad) +
+                          "; a text/* message must be UTF-8");
+    return Value(std::move(text));
+}
+
+// ---- BytesCodec -----------------------------------------------------------------------
+
+bool BytesCodec::can_decode(std::string_view content_type) const noexcept {
+    return !content_type.empty();
+}
+
+std::vector<std::byte> BytesCodec::encode(const Value& value) const {
+    if (value.kind() != Value::Kind::bytes)
+        throw EncodeError("acemq: BytesCodec writes only bytes (std::vector<std::byte>), not " +
+                          std::string(kind_name(value.kind())) + " values");
+    return value.as_bytes();
+}
+
+Value BytesCodec::decode(std::span<const std::byte> body, std::string_view) const {
+    return Value(Value::Bytes(body.begin(), body.end()));
+}
+
+// ---- CompositeCodec -------------------------------------------------------------------
+
+CompositeCodec::CompositeCodec(std::vector<std::shared_ptr<const Codec>> codecs)
+    : codecs_(std::move(codecs)) {
+    if (codecs_.empty())
+        throw InvalidArgument("acemq: a CompositeCodec needs at least one codec; the first writes");
+    if (std::ranges::find(codecs_, nullptr) != codecs_.end())
+        throw InvalidArgument("acemq: a CompositeCodec was given a null codec");
+}
+
+std::string_view CompositeCodec::content_type() const noexcept {
+    return codecs_.front()->content_type();
+}
+
+bool CompositeCodec::can_decode(std::string_view content_type) const noexcept {
+    return std::ranges::any_of(codecs_,
+                               [&](const auto& codec) { return codec->can_decode(content_type); });
+}
+
+std::vector<std::byte> CompositeCodec::encode(const Value& value) const {
+    return codecs_.front()->encode(value);
+}
+
+Value CompositeCodec::decode(std::span<const std::byte> body,
+                             std::string_view content_type) const {
+    std::string tried;
+    for (const auto& codec : codecs_) {
+        if (!tried.empty()) tried += "; ";
+        tried += codec->name();
+        tried += ": ";
+        if (!codec->can_decode(content_type)) {
+            tried += "does not read " + describe_content_type(content_type);
+            continue;
+        }
+        try {
+            return codec->decode(body, content_type);
+        } catch (const DecodeError& e) {
+            tried += without_prefix(e.what());
+            break;  // the first claimant decides; see the class comment
+        }
+    }
+    throw DecodeError("acemq: no codec could read this message. Tried " + tried);
+}
+
+std::shared_ptr<const Codec> default_codec() {
+    static const std::shared_ptr<const Codec> codec = std::make_shared<const CompositeCodec>(
+        std::vector<std::shared_ptr<const Codec>>{
+            std::make_shared<const MsgpackCodec>(), std::make_shared<const JsonCodec>(),
+            std::make_shared<const TextCodec>(), std::make_shared<const BytesCodec>()});
+    return codec;
+}
+
+}  // namespace acemq

@@ -1,0 +1,182 @@
+#include "acemq/envelope.hpp"
+
+#include <limits>
+
+#include "acemq/error.hpp"
+#include "acemq/uuid.hpp"
+
+namespace acemq {
+
+namespace {
+
+constexpr std::string_view untyped_message = "message";
+
+std::string type_for(std::string_view routing_key) {
+    return routing_key.empty() ? std::string(untyped_message) : std::string(routing_key);
+}
+
+const FieldValue* find(const Headers& headers, std::string_view name) {
+    auto it = headers.find(name);
+    return it == headers.end() ? nullptr : &it->second;
+}
+
+std::string read_text(const Headers& headers, std::string_view name) {
+    const FieldValue* value = find(headers, name);
+    if (value == nullptr) return {};
+    return value->as_text().value_or(std::string{});
+}
+
+// Absent, unreadable, out of range or below one: the default of one.
+std::int32_t read_positive_int32(const Headers& headers, std::string_view name) {
+    const FieldValue* value = find(headers, name);
+    if (value == nullptr) return 1;
+    auto number = value->as_integer();
+    if (!number || *number < 1 || *number > std::numeric_limits<std::int32_t>::max()) return 1;
+    return static_cast<std::int32_t>(*number);
+}
+
+std::vector<std::string> split_route(std::string_view text) {
+    std::vector<std::string> steps;
+    while (!text.empty()) {
+        std::size_t comma = text.find(',');
+        std::string_view piece = text.substr(0, comma);
+        while (!piece.empty() && piece.front() == ' ') piece.remove_prefix(1);
+        while (!piece.empty() && piece.back() == ' ') piece.remove_suffix(1);
+        if (!piece.empty()) steps.emplace_back(piece);
+        if (comma == std::string_view::npos) break;
+        text.remove_prefix(comma + 1);
+    }
+    return steps;
+}
+
+void put_if_present(Headers& headers, std::string_view name, const std::string& value) {
+    if (!value.empty()) headers.insert_or_assign(std::string(name), FieldValue(value));
+}
+
+void validate_for_sending(const Envelope& envelope) {
+    if (envelope.id.empty())
+        throw InvalidArgument("acemq: the envelope has an empty id; leave it to "
+                              "Envelope::for_new_message or give a non-empty one");
+    if (envelope.version < 1)
+        throw InvalidArgument("acemq: envelope version " + std::to_string(envelope.version) +
+                              " is below 1; versions count from 1");
+    if (envelope.attempt < 1)
+        throw InvalidArgument("acemq: envelope attempt " + std::to_string(envelope.attempt) +
+                              " is below 1; the first delivery is attempt 1");
+    for (const std::string& step : envelope.route) {
+        if (step.find(',') != std::string::npos || step.find_first_not_of(' ') == std::string::npos)
+            throw InvalidArgument("acemq: route step \"" + step +
+                                  "\" is blank or contains ','; steps are names joined with ','");
+    }
+    if (envelope.route_position < 0)
+        throw InvalidArgument("acemq: route position " + std::to_string(envelope.route_position) +
+                              " is negative; positions count from 0");
+}
+
+}  // namespace
+
+bool is_reserved_header(std::string_view name) noexcept {
+    return name.starts_with(header::reserved_prefix);
+}
+
+EpochMillis epoch_millis_now() {
+    return std::chrono::time_point_cast<std::chrono::milliseconds>(std::chrono::system_clock::now());
+}
+
+Envelope Envelope::for_new_message(std::string_view routing_key, std::string_view origin) {
+    Envelope envelope;
+    envelope.id = new_uuid();
+    envelope.type = type_for(routing_key);
+    envelope.correlation = envelope.id;
+    envelope.first_seen = epoch_millis_now();
+    envelope.origin = std::string(origin);
+    return envelope;
+}
+
+std::optional<std::chrono::milliseconds> Envelope::age(EpochMillis now) const {
+    if (!first_seen || first_seen->time_since_epoch().count() <= 0) return std::nullopt;
+    return now - *first_seen;
+}
+
+std::optional<std::string> Envelope::traceparent() const {
+    const FieldValue* value = find(headers, header::traceparent);
+    return value ? value->as_text() : std::nullopt;
+}
+
+std::optional<std::string> Envelope::tracestate() const {
+    const FieldValue* value = find(headers, header::tracestate);
+    return value ? value->as_text() : std::nullopt;
+}
+
+void set_header(Envelope& envelope, std::string name, FieldValue value) {
+    if (is_reserved_header(name)) throw ReservedHeaderError(name);
+    envelope.headers.insert_or_assign(std::move(name), std::move(value));
+}
+
+Headers render_headers(const Envelope& envelope) {
+    validate_for_sending(envelope);
+    Headers out;
+    for (const auto& [name, value] : envelope.headers) {
+        if (is_reserved_header(name)) throw ReservedHeaderError(name);
+        out.emplace(name, value);
+    }
+    out.insert_or_assign(std::string(header::id), FieldValue(envelope.id));
+    out.insert_or_assign(std::string(header::type), FieldValue(envelope.type));
+    out.insert_or_assign(std::string(header::version), FieldValue(envelope.version));
+    out.insert_or_assign(std::string(header::correlation),
+                         FieldValue(envelope.correlation.empty() ? envelope.id : envelope.correlation));
+    out.insert_or_assign(std::string(header::attempt), FieldValue(envelope.attempt));
+    if (envelope.first_seen) {
+        out.insert_or_assign(std::string(header::first_seen),
+                             FieldValue(static_cast<std::int64_t>(envelope.first_seen->time_since_epoch().count())));
+    }
+    put_if_present(out, header::causation, envelope.causation);
+    put_if_present(out, header::origin, envelope.origin);
+    put_if_present(out, header::error, envelope.error);
+    put_if_present(out, header::claim, envelope.claim);
+    if (!envelope.route.empty()) {
+        std::string joined;
+        for (const std::string& step : envelope.route) joined += (joined.empty() ? "" : ",") + step;
+        out.insert_or_assign(std::string(header::route), FieldValue(joined));
+        out.insert_or_assign(std::string(header::route_position), FieldValue(envelope.route_position));
+        put_if_present(out, header::route_id, envelope.route_id);
+    }
+    return out;
+}
+
+Envelope read_envelope(const Headers& headers, std::string_view routing_key,
+                       std::string_view message_id_property) {
+    Envelope envelope;
+    envelope.id = read_text(headers, header::id);
+    if (envelope.id.empty()) envelope.id = std::string(message_id_property);
+    if (envelope.id.empty()) envelope.id = new_uuid();
+    envelope.type = read_text(headers, header::type);
+    if (envelope.type.empty()) envelope.type = type_for(routing_key);
+    envelope.version = read_positive_int32(headers, header::version);
+    envelope.correlation = read_text(headers, header::correlation);
+    if (envelope.correlation.empty()) envelope.correlation = envelope.id;
+    envelope.causation = read_text(headers, header::causation);
+    envelope.attempt = read_positive_int32(headers, header::attempt);
+    if (const FieldValue* seen = find(headers, header::first_seen)) {
+        if (auto millis = seen->as_integer(); millis && *millis > 0)
+            envelope.first_seen = EpochMillis(std::chrono::milliseconds(*millis));
+    }
+    envelope.origin = read_text(headers, header::origin);
+    envelope.error = read_text(headers, header::error);
+    envelope.claim = read_text(headers, header::claim);
+    envelope.route = split_route(read_text(headers, header::route));
+    if (!envelope.route.empty()) {
+        if (const FieldValue* position = find(headers, header::route_position)) {
+            auto number = position->as_integer();
+            if (number && *number >= 0 && *number <= std::numeric_limits<std::int32_t>::max())
+                envelope.route_position = static_cast<std::int32_t>(*number);
+        }
+        envelope.route_id = read_text(headers, header::route_id);
+    }
+    for (const auto& [name, value] : headers) {
+        if (!is_reserved_header(name)) envelope.headers.emplace(name, value);
+    }
+    return envelope;
+}
+
+}  // namespace acemq

@@ -1,0 +1,95 @@
+#include "acemq/field.hpp"
+
+#include <charconv>
+#include <cmath>
+#include <limits>
+
+namespace acemq {
+
+namespace {
+
+std::optional<std::int64_t> parse_decimal(std::string_view text) {
+    std::int64_t parsed = 0;
+    const char* first = text.data();
+    const char* last = text.data() + text.size();
+    if (first != last && *first == '+') ++first;
+    auto [end, error] = std::from_chars(first, last, parsed);
+    if (error != std::errc{} || end != last || first == last) return std::nullopt;
+    return parsed;
+}
+
+std::string_view as_view(const Bytes& bytes) {
+    return {reinterpret_cast<const char*>(bytes.data()), bytes.size()};
+}
+
+}  // namespace
+
+std::optional<std::int64_t> FieldValue::as_integer() const {
+    return std::visit(
+        [](const auto& value) -> std::optional<std::int64_t> {
+            using T = std::decay_t<decltype(value)>;
+            if constexpr (std::is_same_v<T, std::int32_t> || std::is_same_v<T, std::int64_t>) {
+                return value;
+            } else if constexpr (std::is_same_v<T, std::uint64_t>) {
+                if (value > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()))
+                    return std::nullopt;
+                return static_cast<std::int64_t>(value);
+            } else if constexpr (std::is_same_v<T, double>) {
+                // JSON fixtures and some clients carry integers as doubles; only whole values
+                // inside the exactly representable range count.
+                if (!std::isfinite(value) || value != std::trunc(value) || std::fabs(value) > 9.0e15)
+                    return std::nullopt;
+                return static_cast<std::int64_t>(value);
+            } else if constexpr (std::is_same_v<T, std::string>) {
+                return parse_decimal(value);
+            } else if constexpr (std::is_same_v<T, Bytes>) {
+                return parse_decimal(as_view(value));
+            } else {
+                return std::nullopt;
+            }
+        },
+        value_);
+}
+
+std::optional<std::string> FieldValue::as_text() const {
+    if (const auto* text = std::get_if<std::string>(&value_)) return *text;
+    if (const auto* bytes = std::get_if<Bytes>(&value_)) return std::string(as_view(*bytes));
+    return std::nullopt;
+}
+
+std::string FieldValue::to_string() const {
+    return std::visit(
+        [](const auto& value) -> std::string {
+            using T = std::decay_t<decltype(value)>;
+            if constexpr (std::is_same_v<T, std::monostate>) {
+                return "void";
+            } else if constexpr (std::is_same_v<T, bool>) {
+                return value ? "true" : "false";
+            } else if constexpr (std::is_same_v<T, std::string>) {
+                return value;
+            } else if constexpr (std::is_same_v<T, Bytes>) {
+                return std::string(as_view(value));
+            } else if constexpr (std::is_same_v<T, FieldArray>) {
+                std::string out = "[";
+                for (std::size_t i = 0; i < value.size(); ++i)
+                    out += (i ? ", " : "") + value[i].to_string();
+                return out + "]";
+            } else if constexpr (std::is_same_v<T, FieldTable>) {
+                return "{" + acemq::to_string(value) + "}";
+            } else {
+                return std::to_string(value);
+            }
+        },
+        value_);
+}
+
+std::string to_string(const FieldTable& table) {
+    std::string out;
+    for (const auto& [name, value] : table) {
+        if (!out.empty()) out += ", ";
+        out += name + "=" + value.to_string();
+    }
+    return out;
+}
+
+}  // namespace acemq

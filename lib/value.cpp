@@ -1,0 +1,301 @@
+#include "acemq/value.hpp"
+
+#include <cmath>
+#include <cstdlib>
+#include <cxxabi.h>
+#include <limits>
+#include <memory>
+
+#include "acemq/error.hpp"
+#include "acemq/reflect.hpp"
+
+namespace acemq {
+
+Value::Value() noexcept = default;
+Value::Value(std::nullptr_t) noexcept {}
+Value::Value(bool b) noexcept : data_(b) {}
+Value::Value(std::int64_t i) noexcept : data_(i) {}
+Value::Value(std::uint64_t u) noexcept : data_(u) {}
+Value::Value(double d) noexcept : data_(d) {}
+Value::Value(std::string s) noexcept : data_(std::move(s)) {}
+Value::Value(const char* s) : data_(std::string(s)) {}
+Value::Value(Bytes b) noexcept : data_(std::move(b)) {}
+Value::Value(Array a) noexcept : data_(std::move(a)) {}
+Value::Value(Map m) noexcept : data_(std::move(m)) {}
+Value::Value(Record r) noexcept : data_(std::move(r)) {}
+Value::Value(const Value&) = default;
+Value::Value(Value&&) noexcept = default;
+Value& Value::operator=(const Value&) = default;
+Value& Value::operator=(Value&&) noexcept = default;
+Value::~Value() = default;
+
+Value::Kind Value::kind() const noexcept { return static_cast<Kind>(data_.index()); }
+
+std::string_view kind_name(Value::Kind kind) noexcept {
+    switch (kind) {
+        case Value::Kind::null: return "null";
+        case Value::Kind::boolean: return "bool";
+        case Value::Kind::int64: return "int64";
+        case Value::Kind::uint64: return "uint64";
+        case Value::Kind::float64: return "double";
+        case Value::Kind::string: return "string";
+        case Value::Kind::bytes: return "bytes";
+        case Value::Kind::array: return "array";
+        case Value::Kind::map: return "map";
+        case Value::Kind::record: return "record";
+    }
+    return "unknown";
+}
+
+namespace {
+
+[[noreturn]] void wrong_kind(std::string_view wanted, Value::Kind found) {
+    throw DecodeError("acemq: expected " + std::string(wanted) + ", found a value of kind " +
+                      std::string(kind_name(found)));
+}
+
+template <class T>
+const T& get_or_throw(const auto& data, std::string_view wanted, Value::Kind found) {
+    if (const T* p = std::get_if<T>(&data)) return *p;
+    wrong_kind(wanted, found);
+}
+
+}  // namespace
+
+bool Value::as_bool() const { return get_or_throw<bool>(data_, "a bool", kind()); }
+
+std::int64_t Value::as_int64() const {
+    if (const auto* i = std::get_if<std::int64_t>(&data_)) return *i;
+    if (const auto* u = std::get_if<std::uint64_t>(&data_)) {
+        if (*u <= static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()))
+            return static_cast<std::int64_t>(*u);
+        throw DecodeError("acemq: expected an int64, found " + std::to_string(*u) +
+                          ", which is larger than INT64_MAX");
+    }
+    wrong_kind("an int64", kind());
+}
+
+std::uint64_t Value::as_uint64() const {
+    if (const auto* u = std::get_if<std::uint64_t>(&data_)) return *u;
+    if (const auto* i = std::get_if<std::int64_t>(&data_)) {
+        if (*i >= 0) return static_cast<std::uint64_t>(*i);
+        throw DecodeError("acemq: expected a uint64, found the negative number " +
+                          std::to_string(*i));
+    }
+    wrong_kind("a uint64", kind());
+}
+
+double Value::as_double() const {
+    if (const auto* d = std::get_if<double>(&data_)) return *d;
+    if (const auto* i = std::get_if<std::int64_t>(&data_)) return static_cast<double>(*i);
+    if (const auto* u = std::get_if<std::uint64_t>(&data_)) return static_cast<double>(*u);
+    wrong_kind("a number", kind());
+}
+
+const std::string& Value::as_string() const {
+    return get_or_throw<std::string>(data_, "a string", kind());
+}
+const Value::Bytes& Value::as_bytes() const { return get_or_throw<Bytes>(data_, "bytes", kind()); }
+const Value::Array& Value::as_array() const {
+    return get_or_throw<Array>(data_, "an array", kind());
+}
+const Value::Map& Value::as_map() const { return get_or_throw<Map>(data_, "a map", kind()); }
+const Value::Record& Value::as_record() const {
+    return get_or_throw<Record>(data_, "a record", kind());
+}
+
+const Value* Value::find(std::string_view key) const {
+    if (const auto* record = std::get_if<Record>(&data_)) {
+        for (const auto& [name, value] : *record)
+            if (name == key) return &value;
+        return nullptr;
+    }
+    if (const auto* map = std::get_if<Map>(&data_)) {
+        for (const auto& [k, value] : *map) {
+            const auto* name = std::get_if<std::string>(&k.data_);
+            if (name && *name == key) return &value;
+        }
+        return nullptr;
+    }
+    wrong_kind("a record or a map", kind());
+}
+
+bool operator==(const Value& a, const Value& b) {
+    using Kind = Value::Kind;
+    const Kind ka = a.kind();
+    const Kind kb = b.kind();
+    const bool a_int = ka == Kind::int64 || ka == Kind::uint64;
+    const bool b_int = kb == Kind::int64 || kb == Kind::uint64;
+    if (a_int && b_int) {
+        if (ka == kb) return a.data_ == b.data_;
+        const std::int64_t i = ka == Kind::int64 ? std::get<std::int64_t>(a.data_)
+                                                 : std::get<std::int64_t>(b.data_);
+        const std::uint64_t u = ka == Kind::uint64 ? std::get<std::uint64_t>(a.data_)
+                                                   : std::get<std::uint64_t>(b.data_);
+        return i >= 0 && static_cast<std::uint64_t>(i) == u;
+    }
+    if (ka != kb) return false;
+    if (ka == Kind::float64) {
+        const double x = std::get<double>(a.data_);
+        const double y = std::get<double>(b.data_);
+        return x == y || (std::isnan(x) && std::isnan(y));
+    }
+    return a.data_ == b.data_;
+}
+
+namespace detail {
+
+std::optional<std::size_t> invalid_utf8_at(std::string_view text) noexcept {
+    const auto* s = reinterpret_cast<const unsigned char*>(text.data());
+    const std::size_t n = text.size();
+    std::size_t i = 0;
+    while (i < n) {
+        const unsigned char c = s[i];
+        if (c < 0x80) {
+            ++i;
+            continue;
+        }
+        std::size_t len;
+        unsigned char lo = 0x80, hi = 0xBF;  // allowed range of the second byte
+        if (c >= 0xC2 && c <= 0xDF) {
+            len = 2;
+        } else if (c >= 0xE0 && c <= 0xEF) {
+            len = 3;
+            if (c == 0xE0) lo = 0xA0;  // overlong
+            if (c == 0xED) hi = 0x9F;  // UTF-16 surrogates
+        } else if (c >= 0xF0 && c <= 0xF4) {
+            len = 4;
+            if (c == 0xF0) lo = 0x90;  // overlong
+            if (c == 0xF4) hi = 0x8F;  // past U+10FFFF
+        } else {
+            return i;
+        }
+        if (n - i < len) return i;
+        if (s[i + 1] < lo || s[i + 1] > hi) return i;
+        for (std::size_t k = 2; k < len; ++k)
+            if ((s[i + k] & 0xC0) != 0x80) return i;
+        i += len;
+    }
+    return std::nullopt;
+}
+
+namespace {
+constexpr std::string_view base64_alphabet =
+    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+int base64_digit(char c) noexcept {
+    const auto at = base64_alphabet.find(c);
+    return at == std::string_view::npos ? -1 : static_cast<int>(at);
+}
+}  // namespace
+
+std::string base64_encode(std::span<const std::byte> bytes) {
+    std::string out;
+    out.reserve((bytes.size() + 2) / 3 * 4);
+    std::size_t i = 0;
+    for (; i + 3 <= bytes.size(); i += 3) {
+        const auto v = std::to_integer<unsigned>(bytes[i]) << 16 |
+                       std::to_integer<unsigned>(bytes[i + 1]) << 8 |
+                       std::to_integer<unsigned>(bytes[i + 2]);
+        for (int shift = 18; shift >= 0; shift -= 6) out += base64_alphabet[(v >> shift) & 63];
+    }
+    const std::size_t rest = bytes.size() - i;
+    if (rest > 0) {
+        unsigned v = std::to_integer<unsigned>(bytes[i]) << 16;
+        if (rest == 2) v |= std::to_integer<unsigned>(bytes[i + 1]) << 8;
+        out += base64_alphabet[(v >> 18) & 63];
+        out += base64_alphabet[(v >> 12) & 63];
+        out += rest == 2 ? base64_alphabet[(v >> 6) & 63] : '=';
+        out += '=';
+    }
+    return out;
+}
+
+std::optional<std::vector<std::byte>> base64_decode(std::string_view text) {
+    if (text.size() % 4 != 0) return std::nullopt;
+    std::vector<std::byte> out;
+    out.reserve(text.size() / 4 * 3);
+    for (std::size_t i = 0; i < text.size(); i += 4) {
+        const bool last = i + 4 == text.size();
+        int pad = 0;
+        if (last && text[i + 3] == '=') pad = text[i + 2] == '=' ? 2 : 1;
+        unsigned v = 0;
+        for (std::size_t k = 0; k < 4; ++k) {
+            int d = 0;
+            if (k < 4 - static_cast<std::size_t>(pad)) {
+                d = base64_digit(text[i + k]);
+                if (d < 0) return std::nullopt;
+            }
+            v = v << 6 | static_cast<unsigned>(d);
+        }
+        out.push_back(static_cast<std::byte>(v >> 16));
+        if (pad < 2) out.push_back(static_cast<std::byte>(v >> 8));
+        if (pad < 1) out.push_back(static_cast<std::byte>(v));
+    }
+    return out;
+}
+
+namespace {
+
+std::string with_article(Value::Kind kind) {
+    switch (kind) {
+        case Value::Kind::null:
+        case Value::Kind::bytes: return std::string(kind_name(kind));
+        case Value::Kind::int64:
+        case Value::Kind::array: return "an " + std::string(kind_name(kind));
+        default: return "a " + std::string(kind_name(kind));
+    }
+}
+
+void append_path(std::string& out, const Path& at) {
+    if (at.parent) append_path(out, *at.parent);
+    switch (at.step) {
+        case Path::Step::root: out += at.name; break;
+        case Path::Step::field: out += '.', out += at.name; break;
+        case Path::Step::index: out += '[' + std::to_string(at.index) + ']'; break;
+        case Path::Step::key:
+            if (at.key->kind() == Value::Kind::string) out += "[\"" + at.key->as_string() + "\"]";
+            else if (at.key->kind() == Value::Kind::int64) out += '[' + std::to_string(at.key->as_int64()) + ']';
+            else if (at.key->kind() == Value::Kind::uint64) out += '[' + std::to_string(at.key->as_uint64()) + ']';
+            else out += "[<" + std::string(kind_name(at.key->kind())) + " key>]";
+            break;
+    }
+}
+
+}  // namespace
+
+void throw_decode_error(const Path& where, std::string_view problem) {
+    std::string message = "acemq: ";
+    if (where.step != Path::Step::root) {
+        append_path(message, where);
+        message += ": ";
+    }
+    message += problem;
+    throw DecodeError(message);
+}
+
+void throw_wrong_kind(const Path& where, std::string_view wanted, std::string_view cpp_type,
+                      const Value& found) {
+    throw_decode_error(where, "expected " + std::string(wanted) + " (" + std::string(cpp_type) +
+                                  "), found " + with_article(found.kind()));
+}
+
+std::string demangle(const char* mangled) {
+    int status = 0;
+    std::unique_ptr<char, decltype(&std::free)> plain(
+        abi::__cxa_demangle(mangled, nullptr, nullptr, &status), &std::free);
+    std::string name = status == 0 && plain ? plain.get() : mangled;
+    const auto replace_all = [&name](std::string_view from, std::string_view to) {
+        for (auto at = name.find(from); at != std::string::npos; at = name.find(from, at))
+            name.replace(at, from.size(), to), at += to.size();
+    };
+    replace_all("std::__cxx11::basic_string<char, std::char_traits<char>, std::allocator<char> >",
+                "std::string");
+    replace_all("std::__cxx11::", "std::");
+    replace_all("(anonymous namespace)::", "");
+    return name;
+}
+
+}  // namespace detail
+
+}  // namespace acemq

@@ -1,0 +1,295 @@
+#include <catch2/catch.hpp>
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <set>
+
+#include "../support/fixtures.hpp"
+#include "acemq/envelope.hpp"
+#include "acemq/error.hpp"
+#include "acemq/uuid.hpp"
+
+using namespace acemq;
+
+namespace {
+
+bool is_uuid_v4(const std::string& id) {
+    return is_canonical_uuid(id) && id[14] == '4' && std::string("89ab").find(id[19]) != std::string::npos;
+}
+
+Headers minimal_headers() {
+    return Headers{{"x-acemq-id", FieldValue("id-1")}, {"x-acemq-type", FieldValue("t")}};
+}
+
+}  // namespace
+
+TEST_CASE("every envelope fixture case reads and writes back unchanged") {
+    const auto document = fixtures::load("envelope-fixtures.json");
+    const auto& cases = document.at("cases").as_array();
+    REQUIRE(cases.size() == 3);
+    for (const auto& fixture_case : cases) {
+        const std::string name = fixtures::text(fixture_case.at("case"));
+        SECTION(name) {
+            const Headers wire = fixtures::table(fixture_case.at("headers").as_object());
+            const Envelope envelope = read_envelope(wire, fixtures::text(fixture_case.at("routingKey")),
+                                                    fixtures::text(fixture_case.at("messageId")));
+            CHECK(envelope.id == fixtures::text(fixture_case.at("messageId")));
+            const Headers written = render_headers(envelope);
+
+            // Nothing gained, lost or renamed.
+            std::set<std::string> expected_names, written_names;
+            for (const auto& [header, value] : wire) expected_names.insert(header);
+            for (const auto& [header, value] : written) written_names.insert(header);
+            CHECK(written_names == expected_names);
+
+            // Nothing changed in value, and the family's integer widths.
+            for (const auto& [header, value] : wire) {
+                INFO(header);
+                const FieldValue& out = written.at(header);
+                if (value.holds<std::string>()) {
+                    CHECK(out.holds<std::string>());
+                    CHECK(out.as_text() == value.as_text());
+                } else {
+                    CHECK(out.as_integer() == value.as_integer());
+                }
+                if (header == "x-acemq-version" || header == "x-acemq-attempt") CHECK(out.holds<std::int32_t>());
+                if (header == "x-acemq-first-seen") CHECK(out.holds<std::int64_t>());
+            }
+        }
+    }
+}
+
+TEST_CASE("the populated and replayed fixtures land on the right envelope fields") {
+    const auto document = fixtures::load("envelope-fixtures.json");
+    const auto& cases = document.at("cases").as_array();
+
+    const auto& populated = cases.at(1);
+    REQUIRE(fixtures::text(populated.at("case")) == "populated");
+    Envelope rich = read_envelope(fixtures::table(populated.at("headers").as_object()), "fx.rich",
+                                  "11111111-2222-3333-4444-555555555555");
+    CHECK(rich.id == "11111111-2222-3333-4444-555555555555");
+    CHECK(rich.type == "order.placed");
+    CHECK(rich.version == 3);
+    CHECK(rich.attempt == 1);
+    CHECK(rich.causation == "cause-1");
+    CHECK(rich.correlation == "corr-1");
+    CHECK(rich.origin == "orders@host-7");
+    REQUIRE(rich.first_seen.has_value());
+    // Epoch milliseconds, not seconds: 1767323045678 ms is 2026-01-02.
+    CHECK(rich.first_seen->time_since_epoch().count() == 1767323045678);
+    CHECK(std::chrono::floor<std::chrono::days>(*rich.first_seen) ==
+          std::chrono::sys_days{std::chrono::year{2026} / 1 / 2});
+    CHECK(rich.headers == Headers{{"x-tenant", FieldValue("acme")}});
+
+    const auto& replayed = cases.at(2);
+    REQUIRE(fixtures::text(replayed.at("case")) == "replayed");
+    Envelope again = read_envelope(fixtures::table(replayed.at("headers").as_object()), "fx.replayed");
+    CHECK(again.headers.size() == 3);
+    CHECK(again.headers.at(std::string(header::replayed_from)).as_text() == "orders.new.dlq");
+    CHECK(again.headers.at(std::string(header::replay_count)).as_integer() == 2);
+    CHECK(again.headers.at(std::string(header::replayed_at)).as_integer() == 1770091506789);
+    CHECK(again.causation.empty());
+    CHECK_FALSE(render_headers(again).contains("x-acemq-causation"));
+}
+
+TEST_CASE("a new message's envelope") {
+    const EpochMillis before = epoch_millis_now();
+    Envelope envelope = Envelope::for_new_message("order.placed", "orders@pod-1");
+    const EpochMillis after = epoch_millis_now();
+    CHECK(is_uuid_v4(envelope.id));
+    CHECK(envelope.correlation == envelope.id);
+    CHECK(envelope.type == "order.placed");
+    CHECK(envelope.version == 1);
+    CHECK(envelope.attempt == 1);
+    CHECK(envelope.origin == "orders@pod-1");
+    REQUIRE(envelope.first_seen.has_value());
+    CHECK(*envelope.first_seen >= before);
+    CHECK(*envelope.first_seen <= after);
+
+    SECTION("an empty routing key (a fanout publish) is typed \"message\"") {
+        CHECK(Envelope::for_new_message("").type == "message");
+    }
+    SECTION("absent is absent: empty optional fields are not written") {
+        Headers wire = render_headers(envelope);
+        CHECK(wire.size() == 7);
+        for (const char* absent : {"x-acemq-causation", "x-acemq-error", "x-acemq-claim", "x-acemq-route",
+                                   "x-acemq-route-position", "x-acemq-route-id"})
+            CHECK_FALSE(wire.contains(absent));
+        envelope.origin.clear();
+        CHECK_FALSE(render_headers(envelope).contains("x-acemq-origin"));
+    }
+    SECTION("every optional field is written when set") {
+        envelope.causation = "c-1";
+        envelope.error = "the handler rejected it: std::runtime_error: no";
+        envelope.claim = "claims/abc";
+        envelope.route = {"validate", "charge"};
+        envelope.route_position = 1;
+        envelope.route_id = "r-1";
+        set_header(envelope, "traceparent", "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01");
+        Headers wire = render_headers(envelope);
+        CHECK(wire.at("x-acemq-route").as_text() == "validate,charge");
+        CHECK(wire.at("x-acemq-route-position").holds<std::int32_t>());
+        Envelope back = read_envelope(wire, "ignored");
+        CHECK(back == envelope);
+        CHECK(back.traceparent() == "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01");
+        CHECK_FALSE(back.tracestate().has_value());
+    }
+}
+
+TEST_CASE("reserved header names are refused as application headers") {
+    Envelope envelope = Envelope::for_new_message("k");
+    try {
+        set_header(envelope, "x-acemq-id", "mine");
+        FAIL("set_header accepted a reserved name");
+    } catch (const ReservedHeaderError& refused) {
+        CHECK(std::string(refused.what()) ==
+              "acemq: header \"x-acemq-id\" is in the reserved \"x-acemq-\" namespace and would be dropped on "
+              "consume; use a namespace of your own, such as x-yourcompany-");
+    }
+    CHECK_THROWS_AS(set_header(envelope, "x-acemq-newer-feature", 1), ReservedHeaderError);
+    envelope.headers.emplace("x-acemq-sneaked-in", FieldValue("x"));
+    CHECK_THROWS_AS(render_headers(envelope), ReservedHeaderError);
+    // The shared "acemq-" namespace is not reserved.
+    Envelope other = Envelope::for_new_message("k");
+    set_header(other, "acemq-replay-count", std::int64_t{1});
+    CHECK(render_headers(other).contains("acemq-replay-count"));
+}
+
+TEST_CASE("envelopes that must not be sent are refused with the reason") {
+    Envelope envelope = Envelope::for_new_message("k");
+    SECTION("version below 1") {
+        envelope.version = 0;
+        CHECK_THROWS_WITH(render_headers(envelope), Catch::Contains("version 0 is below 1"));
+    }
+    SECTION("attempt below 1") {
+        envelope.attempt = -3;
+        CHECK_THROWS_WITH(render_headers(envelope), Catch::Contains("attempt -3 is below 1"));
+    }
+    SECTION("empty id") {
+        envelope.id.clear();
+        CHECK_THROWS_AS(render_headers(envelope), InvalidArgument);
+    }
+    SECTION("route steps") {
+        envelope.route = {"a,b"};
+        CHECK_THROWS_WITH(render_headers(envelope), Catch::Contains("\"a,b\""));
+        envelope.route = {"  "};
+        CHECK_THROWS_AS(render_headers(envelope), InvalidArgument);
+        envelope.route = {"a"};
+        envelope.route_position = -1;
+        CHECK_THROWS_AS(render_headers(envelope), InvalidArgument);
+    }
+}
+
+TEST_CASE("reading is tolerant of every representation another client may hand back") {
+    SECTION("integers of any width, whole doubles, decimal strings and byte strings") {
+        for (const FieldValue& two : {FieldValue(std::int32_t{2}), FieldValue(std::int64_t{2}), FieldValue(std::uint64_t{2}),
+                                      FieldValue(2.0), FieldValue("2"), FieldValue(Bytes{std::byte{'2'}})}) {
+            Headers headers = minimal_headers();
+            headers["x-acemq-attempt"] = two;
+            headers["x-acemq-version"] = two;
+            Envelope envelope = read_envelope(headers, "k");
+            CHECK(envelope.attempt == 2);
+            CHECK(envelope.version == 2);
+        }
+    }
+    SECTION("unreadable, zero, negative or oversized counters read as 1") {
+        for (const FieldValue& odd : {FieldValue("soon"), FieldValue(std::int32_t{0}), FieldValue(std::int64_t{-4}),
+                                      FieldValue(std::int64_t{1} << 40), FieldValue(2.5), FieldValue(true),
+                                      FieldValue(FieldArray{}), FieldValue(std::uint64_t{UINT64_MAX}), FieldValue("")}) {
+            Headers headers = minimal_headers();
+            headers["x-acemq-attempt"] = odd;
+            CHECK(read_envelope(headers, "k").attempt == 1);
+        }
+    }
+    SECTION("strings may arrive as byte arrays") {
+        Headers headers = minimal_headers();
+        const std::string origin = "billing@host-2";
+        Bytes bytes;
+        for (char c : origin) bytes.push_back(static_cast<std::byte>(c));
+        headers["x-acemq-origin"] = bytes;
+        CHECK(read_envelope(headers, "k").origin == origin);
+    }
+    SECTION("an id falls back to the message-id property, then to a fresh UUID") {
+        CHECK(read_envelope({}, "k", "from-property").id == "from-property");
+        Envelope fresh = read_envelope({}, "k");
+        CHECK(is_uuid_v4(fresh.id));
+        CHECK(fresh.correlation == fresh.id);
+    }
+    SECTION("type falls back to the routing key, correlation to the id") {
+        Headers headers{{"x-acemq-id", FieldValue("abc")}, {"x-acemq-type", FieldValue("")}};
+        Envelope envelope = read_envelope(headers, "orders.new");
+        CHECK(envelope.type == "orders.new");
+        CHECK(envelope.correlation == "abc");
+    }
+    SECTION("first-seen: integer, decimal string, absent and zero") {
+        Headers headers = minimal_headers();
+        headers["x-acemq-first-seen"] = FieldValue("1767323045678");
+        CHECK(read_envelope(headers, "k").first_seen->time_since_epoch().count() == 1767323045678);
+        headers["x-acemq-first-seen"] = FieldValue(std::int64_t{0});
+        CHECK_FALSE(read_envelope(headers, "k").first_seen.has_value());
+        headers.erase("x-acemq-first-seen");
+        Envelope unknown = read_envelope(headers, "k");
+        CHECK_FALSE(unknown.first_seen.has_value());
+        CHECK_FALSE(unknown.age(epoch_millis_now()).has_value());
+    }
+    SECTION("age is measured from first-seen") {
+        Envelope envelope = Envelope::for_new_message("k");
+        envelope.first_seen = EpochMillis(std::chrono::milliseconds(1000));
+        CHECK(envelope.age(EpochMillis(std::chrono::milliseconds(121000))) == std::chrono::milliseconds(120000));
+    }
+    SECTION("unknown x-acemq-* names are dropped, everything else reaches the handler") {
+        Headers headers = minimal_headers();
+        headers["x-acemq-from-the-future"] = FieldValue("v9");
+        headers["x-death"] = FieldValue(FieldArray{FieldValue(FieldTable{{"count", FieldValue(std::int64_t{1})}})});
+        headers["traceparent"] = FieldValue("00-abc-def-01");
+        headers["acemq-replayed-from"] = FieldValue("q.dlq");
+        Envelope envelope = read_envelope(headers, "k");
+        CHECK(envelope.headers.size() == 3);
+        CHECK_FALSE(envelope.headers.contains("x-acemq-from-the-future"));
+        CHECK(envelope.headers.contains("x-death"));
+        CHECK(envelope.traceparent() == "00-abc-def-01");
+        CHECK_NOTHROW(render_headers(envelope));
+    }
+    SECTION("route: split on commas, blanks dropped, position read") {
+        Headers headers = minimal_headers();
+        headers["x-acemq-route"] = FieldValue(" a , ,b,");
+        headers["x-acemq-route-position"] = FieldValue("1");
+        Envelope envelope = read_envelope(headers, "k");
+        CHECK(envelope.route == std::vector<std::string>{"a", "b"});
+        CHECK(envelope.route_position == 1);
+    }
+}
+
+TEST_CASE("ids are canonical UUID v4 and unique") {
+    std::set<std::string> seen;
+    for (int i = 0; i < 20000; ++i) {
+        std::string id = new_uuid();
+        REQUIRE(is_uuid_v4(id));
+        REQUIRE(seen.insert(id).second);
+    }
+    CHECK_FALSE(is_canonical_uuid("F67AFF08-6293-4CE2-AF9E-1B8797FB8451"));
+    CHECK_FALSE(is_canonical_uuid("f67aff08629343e2af9e1b8797fb8451"));
+    CHECK(is_canonical_uuid("f67aff08-6293-4ce2-af9e-1b8797fb8451"));
+}
+
+TEST_CASE("a forked child never repeats the parent's ids") {
+    (void)new_uuid();  // the parent's random block is now partly spent
+    int pipe_ends[2];
+    REQUIRE(pipe(pipe_ends) == 0);
+    pid_t child = fork();
+    REQUIRE(child >= 0);
+    if (child == 0) {
+        std::string id = new_uuid();
+        ssize_t written = write(pipe_ends[1], id.data(), id.size());
+        _exit(written == static_cast<ssize_t>(id.size()) ? 0 : 1);
+    }
+    close(pipe_ends[1]);
+    std::string child_id(36, '\0');
+    ssize_t got = read(pipe_ends[0], child_id.data(), child_id.size());
+    close(pipe_ends[0]);
+    int status = 0;
+    REQUIRE(waitpid(child, &status, 0) == child);
+    REQUIRE(got == 36);
+    CHECK(child_id != new_uuid());
+}
