@@ -27,8 +27,8 @@ std::string describe_content_type(std::string_view content_type) {
 
 // "an Order", "a Payment": error messages name the type in a sentence.
 std::string with_article(std::string_view type) {
-    const bool vowel = !type.empty() && std::string_view("AEIOaeio").find(type.front()) !=
-                                            std::string_view::npos;
+    const bool vowel =
+        !type.empty() && std::string_view("AEIOaeio").find(type.front()) != std::string_view::npos;
     return (vowel ? "an " : "a ") + std::string(type);
 }
 
@@ -67,7 +67,8 @@ void rethrow_as_decode_error(std::string_view type, std::string_view content_typ
 
 namespace {
 bool same_letter(char a, char b) noexcept {
-    return std::tolower(static_cast<unsigned char>(a)) == std::tolower(static_cast<unsigned char>(b));
+    return std::tolower(static_cast<unsigned char>(a)) ==
+           std::tolower(static_cast<unsigned char>(b));
 }
 }  // namespace
 
@@ -149,8 +150,7 @@ std::vector<std::byte> CompositeCodec::encode(const Value& value) const {
     return codecs_.front()->encode(value);
 }
 
-Value CompositeCodec::decode(std::span<const std::byte> body,
-                             std::string_view content_type) const {
+Value CompositeCodec::decode(std::span<const std::byte> body, std::string_view content_type) const {
     std::string tried;
     for (const auto& codec : codecs_) {
         if (!tried.empty()) tried += "; ";
@@ -171,8 +171,8 @@ Value CompositeCodec::decode(std::span<const std::byte> body,
 }
 
 std::shared_ptr<const Codec> default_codec() {
-    static const std::shared_ptr<const Codec> codec = std::make_shared<const CompositeCodec>(
-        std::vector<std::shared_ptr<const Codec>>{
+    static const std::shared_ptr<const Codec> codec =
+        std::make_shared<const CompositeCodec>(std::vector<std::shared_ptr<const Codec>>{
             std::make_shared<const MsgpackCodec>(), std::make_shared<const JsonCodec>(),
             std::make_shared<const TextCodec>(), std::make_shared<const BytesCodec>()});
     return codec;

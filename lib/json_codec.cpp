@@ -2,7 +2,10 @@
 
 // Boost.JSON, header-only: this is the one translation unit that compiles it.
 #include <boost/json/src.hpp>
+#include <charconv>
 #include <cmath>
+#include <limits>
+#include <utility>
 #include <string>
 
 #include "acemq/error.hpp"
@@ -87,35 +90,116 @@ json::value to_json(const Value& value, std::size_t depth) {
     throw EncodeError("acemq: a Value of unknown kind cannot be written as JSON");
 }
 
-Value from_json(const json::value& value) {
-    switch (value.kind()) {
-        case json::kind::null: return Value();
-        case json::kind::bool_: return Value(value.get_bool());
-        case json::kind::int64: return Value(value.get_int64());
-        case json::kind::uint64: {
-            const std::uint64_t u = value.get_uint64();
-            if (u <= static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()))
-                return Value(static_cast<std::int64_t>(u));
-            return Value(u);
-        }
-        case json::kind::double_: return Value(value.get_double());
-        case json::kind::string: return Value(std::string(value.get_string()));
-        case json::kind::array: {
-            Value::Array out;
-            out.reserve(value.get_array().size());
-            for (const auto& element : value.get_array()) out.push_back(from_json(element));
-            return Value(std::move(out));
-        }
-        case json::kind::object: {
-            Value::Map out;
-            out.reserve(value.get_object().size());
-            for (const auto& member : value.get_object())
-                out.emplace_back(Value(std::string(member.key())), from_json(member.value()));
-            return Value(std::move(out));
-        }
+// Builds a Value straight from Boost.JSON's SAX events. Going through json::value would
+// lose doubles: Boost 1.81 parses them imprecisely (about one in four random doubles comes
+// back one ulp off), so numbers are re-read from their text with std::from_chars.
+class ValueBuilder {
+public:
+    static constexpr std::size_t max_object_size = json::object::max_size();
+    static constexpr std::size_t max_array_size = json::array::max_size();
+    static constexpr std::size_t max_key_size = json::string::max_size();
+    static constexpr std::size_t max_string_size = json::string::max_size();
+
+    Value take_result() { return std::move(result_); }
+
+    bool on_document_begin(json::error_code&) { return true; }
+    bool on_document_end(json::error_code&) { return true; }
+    bool on_object_begin(json::error_code&) { return open(true); }
+    bool on_object_end(std::size_t, json::error_code&) {
+        return close([](Frame& frame) { return Value(std::move(frame.members)); });
     }
-    throw DecodeError("acemq: the JSON parser returned a value of unknown kind");
-}
+    bool on_array_begin(json::error_code&) { return open(false); }
+    bool on_array_end(std::size_t, json::error_code&) {
+        return close([](Frame& frame) { return Value(std::move(frame.elements)); });
+    }
+    bool on_key_part(json::string_view part, std::size_t, json::error_code&) {
+        text_.append(part.data(), part.size());
+        return true;
+    }
+    bool on_key(json::string_view part, std::size_t, json::error_code&) {
+        text_.append(part.data(), part.size());
+        stack_.back().key = std::exchange(text_, {});
+        return true;
+    }
+    bool on_string_part(json::string_view part, std::size_t, json::error_code&) {
+        text_.append(part.data(), part.size());
+        return true;
+    }
+    bool on_string(json::string_view part, std::size_t, json::error_code&) {
+        text_.append(part.data(), part.size());
+        return emit(Value(std::exchange(text_, {})));
+    }
+    bool on_number_part(json::string_view part, json::error_code&) {
+        text_.append(part.data(), part.size());
+        return true;
+    }
+    bool on_int64(std::int64_t i, json::string_view, json::error_code&) {
+        text_.clear();
+        return emit(Value(i));
+    }
+    bool on_uint64(std::uint64_t u, json::string_view, json::error_code&) {
+        text_.clear();
+        if (u <= static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()))
+            return emit(Value(static_cast<std::int64_t>(u)));
+        return emit(Value(u));
+    }
+    bool on_double(double rough, json::string_view part, json::error_code& error) {
+        text_.append(part.data(), part.size());
+        const std::string number = std::exchange(text_, {});
+        double exact = 0;
+        const auto [end, failure] =
+            std::from_chars(number.data(), number.data() + number.size(), exact);
+        if (failure == std::errc() && end == number.data() + number.size())
+            return emit(Value(exact));
+        // Out of range: an underflow (1e-400) is as near zero as Boost's reading of it;
+        // an overflow (1e400) has no double and is refused.
+        if (failure == std::errc::result_out_of_range && std::isfinite(rough) &&
+            std::abs(rough) < 1.0)
+            return emit(Value(rough));
+        error = json::error::exponent_overflow;
+        return false;
+    }
+    bool on_bool(bool b, json::error_code&) { return emit(Value(b)); }
+    bool on_null(json::error_code&) { return emit(Value()); }
+    // Comments are off in the parse options, so these are never called.
+    bool on_comment_part(json::string_view, json::error_code&) { return true; }
+    bool on_comment(json::string_view, json::error_code&) { return true; }
+
+private:
+    struct Frame {
+        bool object;
+        Value::Array elements;
+        Value::Map members;
+        std::string key;
+    };
+
+    bool open(bool object) {
+        stack_.push_back(Frame{object, {}, {}, {}});
+        return true;
+    }
+
+    template <class Finish>
+    bool close(Finish finish) {
+        Value done = finish(stack_.back());
+        stack_.pop_back();
+        return emit(std::move(done));
+    }
+
+    bool emit(Value value) {
+        if (stack_.empty()) {
+            result_ = std::move(value);
+        } else if (Frame& top = stack_.back(); top.object) {
+            top.members.emplace_back(Value(std::move(top.key)), std::move(value));
+        } else {
+            top.elements.push_back(std::move(value));
+        }
+        return true;
+    }
+
+    std::vector<Frame> stack_;
+    std::string text_;  // the string, key or number being read, when split into parts
+    Value result_;
+};
 
 }  // namespace
 
@@ -140,20 +224,19 @@ Value JsonCodec::decode(std::span<const std::byte> body, std::string_view) const
                           std::to_string(*bad) + ")");
     json::parse_options options;
     options.max_depth = max_depth;
-    json::parser parser({}, options);
-    boost::system::error_code error;
-    const std::size_t used = parser.write_some(text.data(), text.size(), error);
+    json::basic_parser<ValueBuilder> parser(options);
+    json::error_code error;
+    const std::size_t used = parser.write_some(false, text.data(), text.size(), error);
     if (error == json::error::too_deep)
         throw DecodeError("acemq: the JSON body nests arrays and objects deeper than " +
                           std::to_string(max_depth) + " levels");
     if (error)
-        throw DecodeError("acemq: the body is not valid JSON: " + error.message() +
-                          " (at byte " + std::to_string(used) + " of " +
-                          std::to_string(text.size()) + ")");
+        throw DecodeError("acemq: the body is not valid JSON: " + error.message() + " (at byte " +
+                          std::to_string(used) + " of " + std::to_string(text.size()) + ")");
     if (used != text.size())
         throw DecodeError("acemq: " + std::to_string(text.size() - used) +
                           " bytes left over after the JSON value; a body holds one value");
-    return from_json(parser.release());
+    return parser.handler().take_result();
 }
 
 }  // namespace acemq

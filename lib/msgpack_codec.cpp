@@ -1,5 +1,6 @@
 #include "acemq/msgpack_codec.hpp"
 
+#include <bit>
 #include <cstdint>
 #include <limits>
 #include <msgpack.hpp>
@@ -34,13 +35,23 @@ void enter_container(std::size_t depth) {
                           " levels, which no AceMQ reader accepts");
 }
 
-void pack(msgpack::packer<ByteSink>& out, const Value& value, std::size_t depth) {
+// msgpack-cxx's pack_double writes integral doubles (0.0, 2.0, -0.0) as integers, which
+// loses the kind and the sign of zero; a float 64 is always written as one here.
+void pack_float64(ByteSink& sink, double d) {
+    const auto bits = std::bit_cast<std::uint64_t>(d);
+    char buffer[9];
+    buffer[0] = static_cast<char>(0xcb);
+    for (int i = 0; i < 8; ++i) buffer[1 + i] = static_cast<char>((bits >> (56 - 8 * i)) & 0xff);
+    sink.write(buffer, sizeof buffer);
+}
+
+void pack(msgpack::packer<ByteSink>& out, ByteSink& sink, const Value& value, std::size_t depth) {
     switch (value.kind()) {
         case Value::Kind::null: out.pack_nil(); return;
         case Value::Kind::boolean: value.as_bool() ? out.pack_true() : out.pack_false(); return;
         case Value::Kind::int64: out.pack_int64(value.as_int64()); return;
         case Value::Kind::uint64: out.pack_uint64(value.as_uint64()); return;
-        case Value::Kind::float64: out.pack_double(value.as_double()); return;
+        case Value::Kind::float64: pack_float64(sink, value.as_double()); return;
         case Value::Kind::string: {
             const std::string& text = value.as_string();
             if (const auto bad = detail::invalid_utf8_at(text))
@@ -62,20 +73,20 @@ void pack(msgpack::packer<ByteSink>& out, const Value& value, std::size_t depth)
         case Value::Kind::array:
             enter_container(depth);
             out.pack_array(checked_length(value.as_array().size(), "an array"));
-            for (const auto& element : value.as_array()) pack(out, element, depth + 1);
+            for (const auto& element : value.as_array()) pack(out, sink, element, depth + 1);
             return;
         case Value::Kind::map:
             enter_container(depth);
             out.pack_map(checked_length(value.as_map().size(), "a map"));
             for (const auto& [key, element] : value.as_map()) {
-                pack(out, key, depth + 1);
-                pack(out, element, depth + 1);
+                pack(out, sink, key, depth + 1);
+                pack(out, sink, element, depth + 1);
             }
             return;
         case Value::Kind::record:  // positionally: the reader knows the struct
             enter_container(depth);
             out.pack_array(checked_length(value.as_record().size(), "a struct"));
-            for (const auto& field : value.as_record()) pack(out, field.second, depth + 1);
+            for (const auto& field : value.as_record()) pack(out, sink, field.second, depth + 1);
             return;
     }
 }
@@ -85,7 +96,8 @@ Value to_value(const msgpack::object& object) {
         case msgpack::type::NIL: return Value();
         case msgpack::type::BOOLEAN: return Value(object.via.boolean);
         case msgpack::type::POSITIVE_INTEGER:
-            if (object.via.u64 <= static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()))
+            if (object.via.u64 <=
+                static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()))
                 return Value(static_cast<std::int64_t>(object.via.u64));
             return Value(object.via.u64);
         case msgpack::type::NEGATIVE_INTEGER: return Value(object.via.i64);
@@ -138,7 +150,7 @@ std::vector<std::byte> MsgpackCodec::encode(const Value& value) const {
     std::vector<std::byte> body;
     ByteSink sink{body};
     msgpack::packer<ByteSink> packer(sink);
-    pack(packer, value, 0);
+    pack(packer, sink, value, 0);
     return body;
 }
 
@@ -161,9 +173,10 @@ Value MsgpackCodec::decode(std::span<const std::byte> body, std::string_view) co
         throw DecodeError("acemq: the msgpack body nests arrays and maps deeper than " +
                           std::to_string(max_depth) + " levels");
     } catch (const msgpack::size_overflow&) {
-        throw DecodeError("acemq: the msgpack body declares an array, map, string or bin longer "
-                          "than the whole body (" +
-                          std::to_string(size) + " bytes): it is truncated or not msgpack");
+        throw DecodeError(
+            "acemq: the msgpack body declares an array, map, string or bin longer "
+            "than the whole body (" +
+            std::to_string(size) + " bytes): it is truncated or not msgpack");
     } catch (const msgpack::unpack_error& e) {
         throw DecodeError("acemq: the body is not msgpack: " + std::string(e.what()));
     }

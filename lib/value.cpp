@@ -128,8 +128,8 @@ bool operator==(const Value& a, const Value& b) {
     const bool b_int = kb == Kind::int64 || kb == Kind::uint64;
     if (a_int && b_int) {
         if (ka == kb) return a.data_ == b.data_;
-        const std::int64_t i = ka == Kind::int64 ? std::get<std::int64_t>(a.data_)
-                                                 : std::get<std::int64_t>(b.data_);
+        const std::int64_t i =
+            ka == Kind::int64 ? std::get<std::int64_t>(a.data_) : std::get<std::int64_t>(b.data_);
         const std::uint64_t u = ka == Kind::uint64 ? std::get<std::uint64_t>(a.data_)
                                                    : std::get<std::uint64_t>(b.data_);
         return i >= 0 && static_cast<std::uint64_t>(i) == u;
@@ -254,10 +254,14 @@ void append_path(std::string& out, const Path& at) {
         case Path::Step::field: out += '.', out += at.name; break;
         case Path::Step::index: out += '[' + std::to_string(at.index) + ']'; break;
         case Path::Step::key:
-            if (at.key->kind() == Value::Kind::string) out += "[\"" + at.key->as_string() + "\"]";
-            else if (at.key->kind() == Value::Kind::int64) out += '[' + std::to_string(at.key->as_int64()) + ']';
-            else if (at.key->kind() == Value::Kind::uint64) out += '[' + std::to_string(at.key->as_uint64()) + ']';
-            else out += "[<" + std::string(kind_name(at.key->kind())) + " key>]";
+            if (at.key->kind() == Value::Kind::string)
+                out += "[\"" + at.key->as_string() + "\"]";
+            else if (at.key->kind() == Value::Kind::int64)
+                out += '[' + std::to_string(at.key->as_int64()) + ']';
+            else if (at.key->kind() == Value::Kind::uint64)
+                out += '[' + std::to_string(at.key->as_uint64()) + ']';
+            else
+                out += "[<" + std::string(kind_name(at.key->kind())) + " key>]";
             break;
     }
 }

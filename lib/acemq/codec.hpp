@@ -93,8 +93,6 @@ public:
     // "acemq: no codec could read this message. Tried MsgpackCodec: ...; JsonCodec: ...".
     Value decode(std::span<const std::byte> body, std::string_view content_type) const override;
 
-    const std::vector<std::shared_ptr<const Codec>>& codecs() const noexcept { return codecs_; }
-
 private:
     std::vector<std::shared_ptr<const Codec>> codecs_;
 };

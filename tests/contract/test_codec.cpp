@@ -138,7 +138,9 @@ class Generator {
 public:
     explicit Generator(std::uint32_t seed) : rng_(seed) {}
 
-    std::size_t below(std::size_t n) { return std::uniform_int_distribution<std::size_t>(0, n - 1)(rng_); }
+    std::size_t below(std::size_t n) {
+        return std::uniform_int_distribution<std::size_t>(0, n - 1)(rng_);
+    }
     bool coin() { return below(2) == 0; }
 
     template <class I>
@@ -154,8 +156,14 @@ public:
 
     double finite_double() {
         static constexpr std::array<double, 9> special = {
-            0.0, -0.0, 0.1, -1.5, 1e300, std::numeric_limits<double>::max(),
-            std::numeric_limits<double>::lowest(), std::numeric_limits<double>::min(),
+            0.0,
+            -0.0,
+            0.1,
+            -1.5,
+            1e300,
+            std::numeric_limits<double>::max(),
+            std::numeric_limits<double>::lowest(),
+            std::numeric_limits<double>::min(),
             std::numeric_limits<double>::denorm_min()};
         if (coin()) return special[below(special.size())];
         for (;;) {  // random bit patterns, skipping NaN and infinities
@@ -221,16 +229,18 @@ public:
         for (std::size_t i = below(4); i > 0; --i) o.tags[text(6)] = integer<std::int32_t>();
         for (std::size_t i = below(4); i > 0; --i) o.by_number[integer<std::int64_t>()] = text(4);
         o.blob = blob();
-        o.extremes = {integer<std::int64_t>(), integer<std::uint64_t>(), integer<std::int8_t>(),
-                      integer<std::uint16_t>(), integer<std::int32_t>(), finite_float()};
+        o.extremes = {integer<std::int64_t>(),  integer<std::uint64_t>(), integer<std::int8_t>(),
+                      integer<std::uint16_t>(), integer<std::int32_t>(),  finite_float()};
         o.triple = {integer<std::int16_t>(), integer<std::int16_t>(), integer<std::int16_t>()};
         o.colour = static_cast<Colour>(below(3));
         for (std::size_t i = below(3); i > 0; --i) {
             o.matrix.emplace_back();
-            for (std::size_t j = below(4); j > 0; --j) o.matrix.back().push_back(integer<std::uint64_t>());
+            for (std::size_t j = below(4); j > 0; --j)
+                o.matrix.back().push_back(integer<std::uint64_t>());
         }
         for (std::size_t i = below(4); i > 0; --i)
-            o.sparse.push_back(coin() ? std::optional<std::int32_t>(integer<std::int32_t>()) : std::nullopt);
+            o.sparse.push_back(coin() ? std::optional<std::int32_t>(integer<std::int32_t>())
+                                      : std::nullopt);
         return o;
     }
 
@@ -253,8 +263,8 @@ public:
                 Value::Map m;
                 for (std::size_t i = below(5); i > 0; --i) {
                     Value key = json || coin() ? Value(text(6)) : value(json, depth + 1);
-                    const bool duplicate = std::any_of(m.begin(), m.end(),
-                                                       [&](const auto& kv) { return kv.first == key; });
+                    const bool duplicate = std::any_of(
+                        m.begin(), m.end(), [&](const auto& kv) { return kv.first == key; });
                     if (!duplicate) m.emplace_back(std::move(key), value(json, depth + 1));
                 }
                 return Value(std::move(m));
@@ -332,9 +342,11 @@ TEST_CASE("Value equality treats integers by value, NaN as itself, records apart
 TEST_CASE("Value accessors name the kind they wanted and the kind they found") {
     const auto message = decode_error_of([] { (void)Value(42).as_string(); });
     CHECK(message == "acemq: expected a string, found a value of kind int64");
-    CHECK(decode_error_of([] { (void)Value(-1).as_uint64(); }).find("negative") != std::string::npos);
-    CHECK(decode_error_of([] { (void)Value(std::numeric_limits<std::uint64_t>::max()).as_int64(); })
-              .find("INT64_MAX") != std::string::npos);
+    CHECK(decode_error_of([] { (void)Value(-1).as_uint64(); }).find("negative") !=
+          std::string::npos);
+    CHECK(decode_error_of([] {
+              (void)Value(std::numeric_limits<std::uint64_t>::max()).as_int64();
+          }).find("INT64_MAX") != std::string::npos);
     CHECK(Value(3).as_double() == 3.0);
     CHECK(decode_error_of([] { (void)Value(true).find("x"); }).find("a record or a map") !=
           std::string::npos);
@@ -400,8 +412,9 @@ TEST_CASE("a struct reads from a record, a map by name, or an array by position"
         const auto message = decode_error_of([] {
             (void)acemq::from_value<Payment>(Value(Value::Map{{Value("payment_id"), Value("p")}}));
         });
-        CHECK(message == "acemq: the Payment has no field \"amount_cents\" (send it, or declare "
-                         "the field std::optional)");
+        CHECK(message ==
+              "acemq: the Payment has no field \"amount_cents\" (send it, or declare "
+              "the field std::optional)");
     }
     SECTION("a missing optional field is nullopt") {
         const auto m = acemq::from_value<Maybe>(Value(Value::Map{{Value("id"), Value("x")}}));
@@ -415,42 +428,51 @@ TEST_CASE("a struct reads from a record, a map by name, or an array by position"
 }
 
 TEST_CASE("integers are range-checked against the target type") {
-    CHECK(decode_error_of([] { (void)acemq::from_value<Reading>(Value(Value::Map{{Value("level"), Value(300)}})); }) ==
-          "acemq: Reading.level: 300 does not fit in uint8_t (0..255)");
+    CHECK(decode_error_of([] {
+              (void)acemq::from_value<Reading>(Value(Value::Map{{Value("level"), Value(300)}}));
+          }) == "acemq: Reading.level: 300 does not fit in uint8_t (0..255)");
     CHECK(decode_error_of([] { (void)acemq::from_value<std::uint32_t>(Value(-1)); }) ==
           "acemq: -1 does not fit in uint32_t (0..4294967295)");
-    CHECK(decode_error_of([] { (void)acemq::from_value<std::int64_t>(Value(std::numeric_limits<std::uint64_t>::max())); })
-              .find("18446744073709551615 does not fit in int64_t") != std::string::npos);
-    CHECK(decode_error_of([] { (void)acemq::from_value<std::int16_t>(Value(40000)); })
-              .find("does not fit in int16_t (-32768..32767)") != std::string::npos);
+    CHECK(decode_error_of([] {
+              (void)acemq::from_value<std::int64_t>(
+                  Value(std::numeric_limits<std::uint64_t>::max()));
+          }).find("18446744073709551615 does not fit in int64_t") != std::string::npos);
+    CHECK(decode_error_of([] {
+              (void)acemq::from_value<std::int16_t>(Value(40000));
+          }).find("does not fit in int16_t (-32768..32767)") != std::string::npos);
     CHECK(acemq::from_value<std::int8_t>(Value(-128)) == -128);
     CHECK(acemq::from_value<std::uint64_t>(Value(std::numeric_limits<std::uint64_t>::max())) ==
           std::numeric_limits<std::uint64_t>::max());
     CHECK(decode_error_of([] { (void)acemq::from_value<int>(Value(1.5)); }) ==
           "acemq: expected an integer (int32_t), found a double");
-    CHECK(decode_error_of([] { (void)acemq::from_value<float>(Value(1e300)); })
-              .find("does not fit in float") != std::string::npos);
+    CHECK(decode_error_of([] {
+              (void)acemq::from_value<float>(Value(1e300));
+          }).find("does not fit in float") != std::string::npos);
     CHECK(acemq::from_value<double>(Value(7)) == 7.0);
 }
 
 TEST_CASE("wrong kinds name the field path") {
-    const Value cart(Value::Map{
-        {Value("id"), Value("c-1")},
-        {Value("items"), Value(Value::Array{
-                             Value(Value::Map{{Value("sku"), Value("a")}, {Value("qty"), Value(1)}}),
-                             Value(Value::Array{Value("b"), Value(2)}),
-                             Value(Value::Map{{Value("sku"), Value(7)}, {Value("qty"), Value(3)}}),
-                         })}});
+    const Value cart(
+        Value::Map{{Value("id"), Value("c-1")},
+                   {Value("items"),
+                    Value(Value::Array{
+                        Value(Value::Map{{Value("sku"), Value("a")}, {Value("qty"), Value(1)}}),
+                        Value(Value::Array{Value("b"), Value(2)}),
+                        Value(Value::Map{{Value("sku"), Value(7)}, {Value("qty"), Value(3)}}),
+                    })}});
     CHECK(decode_error_of([&] { (void)acemq::from_value<Cart>(cart); }) ==
           "acemq: Cart.items[2].sku: expected a string (std::string), found an int64");
     const Value tags(Value::Map{{Value("eur"), Value("ten")}});
-    CHECK(decode_error_of([&] { (void)acemq::from_value<std::map<std::string, int>>(tags); })
-              .find("[\"eur\"]: expected an integer (int32_t), found a string") != std::string::npos);
+    CHECK(decode_error_of([&] {
+              (void)acemq::from_value<std::map<std::string, int>>(tags);
+          }).find("[\"eur\"]: expected an integer (int32_t), found a string") != std::string::npos);
     const Value keys(Value::Map{{Value("x1"), Value("a")}});
-    CHECK(decode_error_of([&] { (void)acemq::from_value<std::map<int, std::string>>(keys); })
-              .find("the key \"x1\" is not a int32_t") != std::string::npos);
-    CHECK(decode_error_of([] { (void)acemq::from_value<Bytes>(Value("not base64!")); })
-              .find("not base64") != std::string::npos);
+    CHECK(decode_error_of([&] {
+              (void)acemq::from_value<std::map<int, std::string>>(keys);
+          }).find("the key \"x1\" is not a int32_t") != std::string::npos);
+    CHECK(decode_error_of([] {
+              (void)acemq::from_value<Bytes>(Value("not base64!"));
+          }).find("not base64") != std::string::npos);
 }
 
 // ---- round trips ---------------------------------------------------------------------
@@ -460,9 +482,9 @@ TEST_CASE("generated structs survive msgpack and JSON unchanged") {
     const auto composite = acemq::default_codec();
     for (int i = 0; i < 400; ++i) {
         const Order order = gen.order();
-        for (const acemq::Codec* codec : {static_cast<const acemq::Codec*>(&msgpack_codec),
-                                          static_cast<const acemq::Codec*>(&json_codec),
-                                          composite.get()}) {
+        for (const acemq::Codec* codec :
+             {static_cast<const acemq::Codec*>(&msgpack_codec),
+              static_cast<const acemq::Codec*>(&json_codec), composite.get()}) {
             INFO("case " << i << " via " << codec->name());
             const acemq::Encoded encoded = acemq::encode(*codec, order);
             CHECK(encoded.content_type == codec->content_type());
@@ -494,14 +516,21 @@ TEST_CASE("a record travels positionally in msgpack and by name in JSON") {
           R"({"payment_id":"p-1","amount_cents":4250})");
     CHECK(msgpack_codec.decode(acemq::encode(msgpack_codec, p).body, "") ==
           Value(Value::Array{Value("p-1"), Value(4250)}));
+    // A double stays a double, even when integral or negative zero.
+    CHECK(msgpack_codec.encode(Value(2.0)) == bytes_of({0xcb, 0x40, 0, 0, 0, 0, 0, 0, 0}));
+    const Value zero = msgpack_codec.decode(msgpack_codec.encode(Value(-0.0)), "");
+    CHECK(zero.kind() == Value::Kind::float64);
+    CHECK(std::signbit(zero.as_double()));
     // Field order on the wire is the sender's business in JSON.
-    CHECK(acemq::decode<Payment>(json_codec, bytes_of(R"({"amount_cents":4250,"payment_id":"p-1"})"),
+    CHECK(acemq::decode<Payment>(json_codec,
+                                 bytes_of(R"({"amount_cents":4250,"payment_id":"p-1"})"),
                                  "application/json") == p);
 }
 
 TEST_CASE("JSON mapping details") {
     SECTION("bytes are base64 and integers are exact at both ends of their range") {
-        const Value v(Value::Array{Value(bytes_of("foo")), Value(std::numeric_limits<std::int64_t>::min()),
+        const Value v(Value::Array{Value(bytes_of("foo")),
+                                   Value(std::numeric_limits<std::int64_t>::min()),
                                    Value(std::numeric_limits<std::uint64_t>::max())});
         CHECK(text_of(json_codec.encode(v)) ==
               R"(["Zm9v",-9223372036854775808,18446744073709551615])");
@@ -510,12 +539,15 @@ TEST_CASE("JSON mapping details") {
         const std::map<std::int64_t, std::string> m{{-3, "a"}, {10, "b"}};
         const auto encoded = acemq::encode(json_codec, m);
         CHECK(text_of(encoded.body) == R"({"-3":"a","10":"b"})");
-        CHECK((acemq::decode<std::map<std::int64_t, std::string>>(json_codec, encoded.body, "") == m));
+        CHECK((acemq::decode<std::map<std::int64_t, std::string>>(json_codec, encoded.body, "") ==
+               m));
     }
     SECTION("non-finite doubles are refused when encoding, naming the type") {
         for (double d : {std::numeric_limits<double>::infinity(), std::nan("")}) {
-            const auto message = encode_error_of([&] { (void)acemq::encode(json_codec, Scaled{d}); });
-            CHECK(message.starts_with("acemq: cannot encode a Scaled with JsonCodec: JSON has no form for "));
+            const auto message =
+                encode_error_of([&] { (void)acemq::encode(json_codec, Scaled{d}); });
+            CHECK(message.starts_with(
+                "acemq: cannot encode a Scaled with JsonCodec: JSON has no form for "));
         }
         CHECK_NOTHROW(acemq::encode(msgpack_codec, Scaled{std::nan("")}));
     }
@@ -529,35 +561,48 @@ TEST_CASE("JSON mapping details") {
     }
     SECTION("strings that are not UTF-8 are refused by every text format") {
         const Value bad(std::string("ab\xFF"));
-        CHECK(encode_error_of([&] { (void)json_codec.encode(bad); }).find("not valid UTF-8") != std::string::npos);
-        CHECK(encode_error_of([&] { (void)msgpack_codec.encode(bad); }).find("not valid UTF-8") != std::string::npos);
-        CHECK(encode_error_of([&] { (void)text_codec.encode(bad); }).find("not valid UTF-8") != std::string::npos);
+        CHECK(encode_error_of([&] { (void)json_codec.encode(bad); }).find("not valid UTF-8") !=
+              std::string::npos);
+        CHECK(encode_error_of([&] { (void)msgpack_codec.encode(bad); }).find("not valid UTF-8") !=
+              std::string::npos);
+        CHECK(encode_error_of([&] { (void)text_codec.encode(bad); }).find("not valid UTF-8") !=
+              std::string::npos);
     }
     SECTION("floats read as double, integers as int64 or uint64") {
-        const Value v = json_codec.decode(bytes_of(R"([1.0, 2, -3, 18446744073709551615, 1e2])"), "");
+        const Value v =
+            json_codec.decode(bytes_of(R"([1.0, 2, -3, 18446744073709551615, 1e2])"), "");
         CHECK(v.as_array()[0].kind() == Value::Kind::float64);
         CHECK(v.as_array()[1].kind() == Value::Kind::int64);
         CHECK(v.as_array()[2].as_int64() == -3);
         CHECK(v.as_array()[3].kind() == Value::Kind::uint64);
         CHECK(v.as_array()[4].as_double() == 100.0);
+        CHECK(json_codec.decode(bytes_of("1e-400"), "") == Value(0.0));
+        CHECK(decode_error_of([] {
+                  (void)json_codec.decode(bytes_of("1e400"), "");
+              }).starts_with("acemq: the body is not valid JSON: "));
     }
 }
 
 TEST_CASE("text and bytes codecs carry only their own kind") {
     const auto encoded = acemq::encode(text_codec, std::string("h\xC3\xA9llo"));
     CHECK(encoded.content_type == "text/plain; charset=utf-8");
-    CHECK(acemq::decode<std::string>(text_codec, encoded.body, encoded.content_type) == "h\xC3\xA9llo");
-    CHECK(encode_error_of([] { (void)acemq::encode(text_codec, Payment{"p", 1}); }) ==
-          "acemq: cannot encode a Payment with TextCodec: TextCodec writes only strings, not record "
-          "values; use JsonCodec or MsgpackCodec for structured data");
+    CHECK(acemq::decode<std::string>(text_codec, encoded.body, encoded.content_type) ==
+          "h\xC3\xA9llo");
+    CHECK(
+        encode_error_of([] {
+            (void)acemq::encode(text_codec, Payment{"p", 1});
+        }) ==
+        "acemq: cannot encode a Payment with TextCodec: TextCodec writes only strings, not record "
+        "values; use JsonCodec or MsgpackCodec for structured data");
 
     const Bytes raw = bytes_of({0, 0xFF, 0x80});
     const auto b = acemq::encode(bytes_codec, raw);
     CHECK(b.content_type == "application/octet-stream");
     CHECK(b.body == raw);
     CHECK(acemq::decode<Bytes>(bytes_codec, b.body, "image/png") == raw);
-    CHECK(encode_error_of([] { (void)acemq::encode(bytes_codec, std::string("x")); })
-              .find("BytesCodec writes only bytes") != std::string::npos);
+    CHECK(encode_error_of([] {
+              (void)acemq::encode(bytes_codec, std::string("x"));
+          }).find("BytesCodec writes only bytes") != std::string::npos);
 }
 
 // ---- content types and the composite -------------------------------------------------
@@ -626,16 +671,19 @@ TEST_CASE("the composite says what it tried when nothing can read a message") {
     const auto composite = acemq::default_codec();
 
     SECTION("the first claimant fails: its reason is final") {
-        const auto message = decode_error_of([&] { (void)composite->decode(bytes_of("{oops"), "application/json"); });
-        CHECK(message.starts_with("acemq: no codec could read this message. Tried MsgpackCodec: does "
-                                  "not read application/json; JsonCodec: the body is not valid JSON: "));
+        const auto message = decode_error_of(
+            [&] { (void)composite->decode(bytes_of("{oops"), "application/json"); });
+        CHECK(message.starts_with(
+            "acemq: no codec could read this message. Tried MsgpackCodec: does "
+            "not read application/json; JsonCodec: the body is not valid JSON: "));
         CHECK(message.find("BytesCodec") == std::string::npos);
     }
     SECTION("an untyped body is JSON's alone") {
         const auto body = acemq::encode(msgpack_codec, Payment{"p-1", 1}).body;
         const auto message = decode_error_of([&] { (void)composite->decode(body, ""); });
-        CHECK(message.starts_with("acemq: no codec could read this message. Tried MsgpackCodec: does "
-                                  "not read an untyped message; JsonCodec: "));
+        CHECK(
+            message.starts_with("acemq: no codec could read this message. Tried MsgpackCodec: does "
+                                "not read an untyped message; JsonCodec: "));
     }
     SECTION("no claimant at all") {
         const acemq::CompositeCodec no_json({std::make_shared<acemq::MsgpackCodec>(),
@@ -648,11 +696,13 @@ TEST_CASE("the composite says what it tried when nothing can read a message") {
     }
     SECTION("the typed helper names the type and the content type") {
         const auto message = decode_error_of([&] {
-            (void)acemq::decode<Payment>(*composite, bytes_of({0x92, 0xa3, 'p', '-', '1', 0xa1, 'x'}),
+            (void)acemq::decode<Payment>(*composite,
+                                         bytes_of({0x92, 0xa3, 'p', '-', '1', 0xa1, 'x'}),
                                          "application/msgpack");
         });
-        CHECK(message == "acemq: cannot decode a Payment from application/msgpack: "
-                         "Payment.amount_cents: expected an integer (int64_t), found a string");
+        CHECK(message ==
+              "acemq: cannot decode a Payment from application/msgpack: "
+              "Payment.amount_cents: expected an integer (int64_t), found a string");
     }
     SECTION("a bad list is refused up front") {
         CHECK_THROWS_AS(acemq::CompositeCodec({}), acemq::InvalidArgument);
@@ -664,44 +714,57 @@ TEST_CASE("the composite says what it tried when nothing can read a message") {
 
 TEST_CASE("wrong kinds in real bodies name the field, in both formats") {
     const auto json_message = decode_error_of([] {
-        (void)acemq::decode<Cart>(json_codec,
-                                  bytes_of(R"({"id":"c","items":[{"sku":"a","qty":1},{"sku":"b","qty":2},{"sku":7,"qty":3}]})"),
-                                  "application/json");
+        (void)acemq::decode<Cart>(
+            json_codec,
+            bytes_of(
+                R"({"id":"c","items":[{"sku":"a","qty":1},{"sku":"b","qty":2},{"sku":7,"qty":3}]})"),
+            "application/json");
     });
-    CHECK(json_message == "acemq: cannot decode a Cart from application/json: Cart.items[2].sku: "
-                          "expected a string (std::string), found an int64");
+    CHECK(json_message ==
+          "acemq: cannot decode a Cart from application/json: Cart.items[2].sku: "
+          "expected a string (std::string), found an int64");
     const Value positional(Value::Array{
         Value("c"), Value(Value::Array{Value(Value::Array{Value("a"), Value(1)}),
                                        Value(Value::Array{Value("b"), Value("two")})})});
     const auto msgpack_message = decode_error_of([&] {
-        (void)acemq::decode<Cart>(msgpack_codec, msgpack_codec.encode(positional), "application/msgpack");
+        (void)acemq::decode<Cart>(msgpack_codec, msgpack_codec.encode(positional),
+                                  "application/msgpack");
     });
-    CHECK(msgpack_message.ends_with("Cart.items[1].qty: expected an integer (int32_t), found a string"));
+    CHECK(msgpack_message.ends_with(
+        "Cart.items[1].qty: expected an integer (int32_t), found a string"));
 
-    CHECK(decode_error_of([] { (void)acemq::decode<Reading>(json_codec, bytes_of(R"({"level":300})"), ""); }) ==
+    CHECK(decode_error_of(
+              [] { (void)acemq::decode<Reading>(json_codec, bytes_of(R"({"level":300})"), ""); }) ==
           "acemq: cannot decode a Reading from an untyped message: Reading.level: 300 does not fit "
           "in uint8_t (0..255)");
-    CHECK(decode_error_of([] { (void)acemq::decode<Reading>(msgpack_codec, bytes_of({0x91, 0xcd, 0x01, 0x2c}), "application/msgpack"); })
-              .ends_with("Reading.level: 300 does not fit in uint8_t (0..255)"));
+    CHECK(decode_error_of([] {
+              (void)acemq::decode<Reading>(msgpack_codec, bytes_of({0x91, 0xcd, 0x01, 0x2c}),
+                                           "application/msgpack");
+          }).ends_with("Reading.level: 300 does not fit in uint8_t (0..255)"));
 }
 
 TEST_CASE("invalid UTF-8 is refused by text, JSON and msgpack readers") {
-    for (std::string_view bad : {"\xFF", "ok\xC3\x28", "\xC0\xAF", "\xED\xA0\x80", "\xF4\x90\x80\x80", "\xE2\x82"}) {
+    for (std::string_view bad :
+         {"\xFF", "ok\xC3\x28", "\xC0\xAF", "\xED\xA0\x80", "\xF4\x90\x80\x80", "\xE2\x82"}) {
         INFO("bytes " << Catch::Detail::stringify(std::string(bad)));
-        CHECK(decode_error_of([&] { (void)text_codec.decode(bytes_of(bad), "text/plain"); })
-                  .find("the text body is not valid UTF-8") != std::string::npos);
+        CHECK(decode_error_of([&] {
+                  (void)text_codec.decode(bytes_of(bad), "text/plain");
+              }).find("the text body is not valid UTF-8") != std::string::npos);
         const std::string json = "\"" + std::string(bad) + "\"";
-        CHECK(decode_error_of([&] { (void)json_codec.decode(bytes_of(json), ""); })
-                  .find("the JSON body is not valid UTF-8") != std::string::npos);
+        CHECK(decode_error_of([&] {
+                  (void)json_codec.decode(bytes_of(json), "");
+              }).find("the JSON body is not valid UTF-8") != std::string::npos);
         Bytes msgpack = bytes_of({0xa0 | static_cast<int>(bad.size())});
         const auto tail = bytes_of(bad);
         msgpack.insert(msgpack.end(), tail.begin(), tail.end());
-        CHECK(decode_error_of([&] { (void)msgpack_codec.decode(msgpack, ""); })
-                  .find("a msgpack str is not valid UTF-8") != std::string::npos);
+        CHECK(decode_error_of([&] {
+                  (void)msgpack_codec.decode(msgpack, "");
+              }).find("a msgpack str is not valid UTF-8") != std::string::npos);
     }
     // A lone surrogate escape is valid UTF-8 text but not a valid JSON string.
-    CHECK(decode_error_of([] { (void)json_codec.decode(bytes_of(R"("\ud800")"), ""); })
-              .starts_with("acemq: the body is not valid JSON: "));
+    CHECK(decode_error_of([] {
+              (void)json_codec.decode(bytes_of(R"("\ud800")"), "");
+          }).starts_with("acemq: the body is not valid JSON: "));
 }
 
 TEST_CASE("declared lengths larger than the body fail fast without allocating") {
@@ -715,15 +778,19 @@ TEST_CASE("declared lengths larger than the body fail fast without allocating") 
         bytes_of({0xc9, 0xff, 0xff, 0xff, 0xff, 1}),              // ext32 of 4 GB
     };
     for (const auto& body : lies) {
-        INFO("body " << text_of(body).size() << " bytes starting " << std::to_integer<int>(body[0]));
+        INFO("body " << text_of(body).size() << " bytes starting "
+                     << std::to_integer<int>(body[0]));
         const auto message = decode_error_of([&] { (void)msgpack_codec.decode(body, ""); });
         const bool named = message.find("longer than the whole body") != std::string::npos ||
                            message.find("truncated") != std::string::npos;
         CHECK(named);
     }
-    CHECK(decode_error_of([] { (void)msgpack_codec.decode(bytes_of({0xdd, 0xff, 0xff, 0xff, 0xff, 1, 2, 3, 4, 5}), ""); }) ==
-          "acemq: the msgpack body declares an array, map, string or bin longer than the whole "
-          "body (10 bytes): it is truncated or not msgpack");
+    CHECK(
+        decode_error_of([] {
+            (void)msgpack_codec.decode(bytes_of({0xdd, 0xff, 0xff, 0xff, 0xff, 1, 2, 3, 4, 5}), "");
+        }) ==
+        "acemq: the msgpack body declares an array, map, string or bin longer than the whole "
+        "body (10 bytes): it is truncated or not msgpack");
 }
 
 TEST_CASE("nesting is limited to 64 levels, the same for writing and reading") {
@@ -736,35 +803,43 @@ TEST_CASE("nesting is limited to 64 levels, the same for writing and reading") {
                                       static_cast<const acemq::Codec*>(&json_codec)}) {
         INFO(codec->name());
         CHECK(codec->decode(codec->encode(nested(64)), "") == nested(64));
-        CHECK(encode_error_of([&] { (void)codec->encode(nested(65)); }).find("deeper than 64 levels") !=
-              std::string::npos);
+        CHECK(encode_error_of([&] {
+                  (void)codec->encode(nested(65));
+              }).find("deeper than 64 levels") != std::string::npos);
     }
     Bytes deep_msgpack(65, std::byte{0x91});
     deep_msgpack.push_back(std::byte{0xc0});
     CHECK(decode_error_of([&] { (void)msgpack_codec.decode(deep_msgpack, ""); }) ==
           "acemq: the msgpack body nests arrays and maps deeper than 64 levels");
     Bytes very_deep(100000, std::byte{0x91});  // would overflow a naive recursive reader
-    CHECK(decode_error_of([&] { (void)msgpack_codec.decode(very_deep, ""); }).find("deeper than 64") !=
-          std::string::npos);
+    CHECK(decode_error_of([&] {
+              (void)msgpack_codec.decode(very_deep, "");
+          }).find("deeper than 64") != std::string::npos);
     const std::string deep_json = std::string(100000, '[') + std::string(100000, ']');
     CHECK(decode_error_of([&] { (void)json_codec.decode(bytes_of(deep_json), ""); }) ==
           "acemq: the JSON body nests arrays and objects deeper than 64 levels");
 }
 
 TEST_CASE("trailing bytes and empty bodies are refused") {
-    CHECK(decode_error_of([] { (void)msgpack_codec.decode(bytes_of({0xc0, 0xc0, 0x01}), ""); }) ==
-          "acemq: 2 bytes left over after the msgpack value; a body holds one value");
+    CHECK(decode_error_of([] {
+              (void)msgpack_codec.decode(bytes_of({0xc0, 0xc0, 0x01}), "");
+          }) == "acemq: 2 bytes left over after the msgpack value; a body holds one value");
     CHECK(decode_error_of([] { (void)json_codec.decode(bytes_of("{} x"), ""); }) ==
           "acemq: 1 bytes left over after the JSON value; a body holds one value");
-    CHECK(decode_error_of([] { (void)json_codec.decode(bytes_of("[1] [2]"), ""); })
-              .find("bytes left over") != std::string::npos);
+    CHECK(decode_error_of([] {
+              (void)json_codec.decode(bytes_of("[1] [2]"), "");
+          }).find("bytes left over") != std::string::npos);
     CHECK_NOTHROW(json_codec.decode(bytes_of(" {} \n"), ""));
-    CHECK(decode_error_of([] { (void)msgpack_codec.decode({}, ""); }) == "acemq: the msgpack body is empty");
-    CHECK(decode_error_of([] { (void)json_codec.decode({}, ""); }) == "acemq: the JSON body is empty");
-    CHECK(decode_error_of([] { (void)msgpack_codec.decode(bytes_of({0xc1}), ""); })
-              .starts_with("acemq: the body is not msgpack"));
-    CHECK(decode_error_of([] { (void)msgpack_codec.decode(bytes_of({0xd4, 0x01, 0x00}), ""); })
-              .find("ext value (type 1)") != std::string::npos);
+    CHECK(decode_error_of([] { (void)msgpack_codec.decode({}, ""); }) ==
+          "acemq: the msgpack body is empty");
+    CHECK(decode_error_of([] { (void)json_codec.decode({}, ""); }) ==
+          "acemq: the JSON body is empty");
+    CHECK(decode_error_of([] {
+              (void)msgpack_codec.decode(bytes_of({0xc1}), "");
+          }).starts_with("acemq: the body is not msgpack"));
+    CHECK(decode_error_of([] {
+              (void)msgpack_codec.decode(bytes_of({0xd4, 0x01, 0x00}), "");
+          }).find("ext value (type 1)") != std::string::npos);
 }
 
 TEST_CASE("every strict prefix of a valid body is refused") {
@@ -775,16 +850,20 @@ TEST_CASE("every strict prefix of a valid body is refused") {
                                           static_cast<const acemq::Codec*>(&json_codec)}) {
             const auto body = acemq::encode(*codec, order).body;
             for (std::size_t n = 0; n < body.size(); ++n) {
-                INFO(codec->name() << " case " << i << ", prefix of " << n << " of " << body.size() << " bytes");
+                INFO(codec->name()
+                     << " case " << i << ", prefix of " << n << " of " << body.size() << " bytes");
                 const std::span<const std::byte> prefix(body.data(), n);
-                const auto message = decode_error_of([&] { (void)codec->decode(prefix, codec->content_type()); });
-                const bool explained = message.find("truncated") != std::string::npos ||
-                                       message.find("empty") != std::string::npos ||
-                                       message.find("longer than the whole body") != std::string::npos ||
-                                       message.find("not valid JSON") != std::string::npos ||
-                                       message.find("not valid UTF-8") != std::string::npos;
+                const auto message =
+                    decode_error_of([&] { (void)codec->decode(prefix, codec->content_type()); });
+                const bool explained =
+                    message.find("truncated") != std::string::npos ||
+                    message.find("empty") != std::string::npos ||
+                    message.find("longer than the whole body") != std::string::npos ||
+                    message.find("not valid JSON") != std::string::npos ||
+                    message.find("not valid UTF-8") != std::string::npos;
                 REQUIRE(explained);
-                CHECK_THROWS_AS(acemq::decode<Order>(*codec, prefix, codec->content_type()), acemq::DecodeError);
+                CHECK_THROWS_AS(acemq::decode<Order>(*codec, prefix, codec->content_type()),
+                                acemq::DecodeError);
             }
         }
     }
@@ -794,8 +873,10 @@ TEST_CASE("every strict prefix of a valid body is refused") {
     for (std::size_t n = 0; n <= body.size(); ++n) {
         INFO("text prefix of " << n);
         const std::span<const std::byte> prefix(body.data(), n);
-        if (n == 2 || n == 4 || n == 5) CHECK_THROWS_AS(text_codec.decode(prefix, "text/plain"), acemq::DecodeError);
-        else CHECK(text_codec.decode(prefix, "text/plain") == Value(text.substr(0, n)));
+        if (n == 2 || n == 4 || n == 5)
+            CHECK_THROWS_AS(text_codec.decode(prefix, "text/plain"), acemq::DecodeError);
+        else
+            CHECK(text_codec.decode(prefix, "text/plain") == Value(text.substr(0, n)));
     }
 }
 
@@ -803,7 +884,8 @@ TEST_CASE("random and mutated bodies end in a value or a DecodeError, never anyt
     Generator gen(31337);
     auto& rng = gen.engine();
     const auto composite = acemq::default_codec();
-    const std::vector<const acemq::Codec*> codecs = {&msgpack_codec, &json_codec, &text_codec, composite.get()};
+    const std::vector<const acemq::Codec*> codecs = {&msgpack_codec, &json_codec, &text_codec,
+                                                     composite.get()};
     std::vector<Bytes> valid;
     for (int i = 0; i < 10; ++i) {
         valid.push_back(acemq::encode(msgpack_codec, gen.order()).body);
@@ -816,7 +898,8 @@ TEST_CASE("random and mutated bodies end in a value or a DecodeError, never anyt
             body.resize(gen.below(48));
             const std::string_view json_chars = "{}[]\":,0123456789.eE-+tfnul \\u";
             for (auto& b : body)
-                b = gen.coin() ? static_cast<std::byte>(rng()) : static_cast<std::byte>(json_chars[gen.below(json_chars.size())]);
+                b = gen.coin() ? static_cast<std::byte>(rng())
+                               : static_cast<std::byte>(json_chars[gen.below(json_chars.size())]);
         } else {  // a valid body with a few bytes changed, dropped or added
             body = valid[gen.below(valid.size())];
             for (std::size_t k = 1 + gen.below(4); k > 0; --k) {
@@ -824,13 +907,16 @@ TEST_CASE("random and mutated bodies end in a value or a DecodeError, never anyt
                 switch (gen.below(3)) {
                     case 0: body[at] = static_cast<std::byte>(rng()); break;
                     case 1: body.erase(body.begin() + static_cast<std::ptrdiff_t>(at)); break;
-                    default: body.insert(body.begin() + static_cast<std::ptrdiff_t>(at), static_cast<std::byte>(rng()));
+                    default:
+                        body.insert(body.begin() + static_cast<std::ptrdiff_t>(at),
+                                    static_cast<std::byte>(rng()));
                 }
                 if (body.empty()) break;
             }
         }
         for (const acemq::Codec* codec : codecs) {
-            const std::string_view content_type = i % 3 == 0 ? std::string_view{} : codec->content_type();
+            const std::string_view content_type =
+                i % 3 == 0 ? std::string_view{} : codec->content_type();
             try {
                 (void)codec->decode(body, content_type);
             } catch (const acemq::DecodeError& e) {
@@ -840,7 +926,8 @@ TEST_CASE("random and mutated bodies end in a value or a DecodeError, never anyt
             try {
                 (void)acemq::decode<Order>(*codec, body, content_type);
             } catch (const acemq::DecodeError& e) {
-                REQUIRE(std::string_view(e.what()).starts_with("acemq: cannot decode an Order from "));
+                REQUIRE(
+                    std::string_view(e.what()).starts_with("acemq: cannot decode an Order from "));
             }
         }
     }

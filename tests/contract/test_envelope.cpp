@@ -3,7 +3,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <mutex>
 #include <set>
+#include <thread>
 
 #include "../support/fixtures.hpp"
 #include "acemq/envelope.hpp"
@@ -271,6 +273,22 @@ TEST_CASE("ids are canonical UUID v4 and unique") {
     CHECK_FALSE(is_canonical_uuid("F67AFF08-6293-4CE2-AF9E-1B8797FB8451"));
     CHECK_FALSE(is_canonical_uuid("f67aff08629343e2af9e1b8797fb8451"));
     CHECK(is_canonical_uuid("f67aff08-6293-4ce2-af9e-1b8797fb8451"));
+}
+
+TEST_CASE("ids drawn on several threads at once are all distinct") {
+    std::set<std::string> seen;
+    std::mutex seen_lock;
+    std::vector<std::thread> threads;
+    for (int t = 0; t < 4; ++t) {
+        threads.emplace_back([&] {
+            std::vector<std::string> mine;
+            for (int i = 0; i < 5000; ++i) mine.push_back(new_uuid());
+            std::lock_guard lock(seen_lock);
+            seen.insert(mine.begin(), mine.end());
+        });
+    }
+    for (std::thread& thread : threads) thread.join();
+    CHECK(seen.size() == 20000);
 }
 
 TEST_CASE("a forked child never repeats the parent's ids") {
