@@ -1,0 +1,156 @@
+// The seam between the one engine and the brokers underneath (DESIGN: "a transport is
+// small"). A transport declares topology, publishes bytes + headers and says whether the
+// broker routed and confirmed them, hands out deliveries with a prefetch, and settles
+// them. It never decides what a failure means: that is the engine's job.
+//
+// Implementations: transports/inproc (the embedded broker), transports/zmq (that broker
+// over ZeroMQ), transports/amqp (RabbitMQ). Register one per URL scheme with
+// register_transport; connect() in bus.hpp picks by scheme.
+//
+// Threads: every Transport member is safe to call from any thread. A DeliverFn may be
+// called on a transport thread or, for the embedded broker, on the thread whose publish or
+// ack made the delivery possible, possibly with transport locks held: it must hand the
+// delivery on (queue it) and return, never call back into the transport.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "acemq/envelope.hpp"
+#include "acemq/field.hpp"
+#include "acemq/topology.hpp"
+
+namespace acemq {
+
+struct OutboundMessage {
+    std::string exchange;     // "" = the default exchange: routing_key names the queue
+    std::string routing_key;
+    Bytes body;
+    std::string content_type;
+    std::string message_id;
+    Headers headers;
+    std::string reply_to;
+    bool persistent = true;
+    bool mandatory = false;  // report a message that reached no queue instead of dropping it
+};
+
+struct PublishResult {
+    bool confirmed = false;     // the broker took responsibility for it
+    bool routed = true;         // false only for a mandatory message that reached no queue
+    std::string return_reason;  // when not routed, e.g. "312 NO_ROUTE"; when not confirmed, why
+};
+
+// What a delivery carries, as the broker handed it over.
+struct InboundMessage {
+    Bytes body;
+    std::string content_type;
+    std::string exchange;
+    std::string routing_key;
+    std::string message_id;
+    std::string reply_to;
+    Headers headers;
+    bool redelivered = false;
+};
+
+// How a transport settles what it handed out; implemented by each transport.
+class DeliverySettler {
+public:
+    virtual void ack(std::uint64_t delivery_tag) = 0;
+    virtual void nack(std::uint64_t delivery_tag, bool requeue) = 0;
+
+protected:
+    ~DeliverySettler() = default;
+};
+
+// One message handed to a consumer or pulled, to be settled exactly once: ack, or nack
+// with or without requeue. One that is never settled goes back to its queue when its
+// subscription closes (as RabbitMQ does when a channel closes). Move-only.
+class Delivery {
+public:
+    Delivery(InboundMessage message, DeliverySettler& settler, std::uint64_t delivery_tag)
+        : message_(std::move(message)), settler_(&settler), tag_(delivery_tag) {}
+    Delivery(Delivery&& other) noexcept;
+    Delivery& operator=(Delivery&& other) noexcept;
+    Delivery(const Delivery&) = delete;
+    Delivery& operator=(const Delivery&) = delete;
+    ~Delivery() = default;
+
+    const InboundMessage& message() const noexcept { return message_; }
+    bool settled() const noexcept { return settler_ == nullptr; }
+
+    // Each throws acemq::Error when the delivery was already settled.
+    void ack();
+    void nack(bool requeue);
+
+private:
+    DeliverySettler& take_settler(std::string_view action);
+
+    InboundMessage message_;
+    DeliverySettler* settler_;
+    std::uint64_t tag_;
+};
+
+using DeliverFn = std::function<void(Delivery)>;
+
+struct ConsumeSpec {
+    std::uint16_t prefetch = 20;  // unsettled deliveries at most; 0 means the transport's default
+    std::string tag;              // "" = generated
+    FieldTable arguments{};       // consumer arguments, e.g. x-stream-offset
+};
+
+class Subscription {
+public:
+    virtual ~Subscription() = default;
+    // No deliveries start after stop() returns; handed-out ones can still be settled.
+    virtual void stop() = 0;
+    // Releases the subscription; its unsettled deliveries go back to the queue, redelivered.
+    // Implies stop(). Idempotent.
+    virtual void close() = 0;
+};
+
+class Transport {
+public:
+    virtual ~Transport() = default;
+
+    // Exchanges, then queues, then bindings. A queue or exchange that exists with other
+    // settings is refused with a TopologyError naming it and what differs (RabbitMQ's
+    // PRECONDITION_FAILED).
+    virtual void declare(const Topology& topology) = 0;
+
+    // Publishes one message and waits for the broker's word on it.
+    virtual PublishResult publish(OutboundMessage message) = 0;
+    // Publishes all, then waits for every confirm: results in order, one per message.
+    // Not atomic; a failure does not cut the batch short.
+    virtual std::vector<PublishResult> publish_batch(std::vector<OutboundMessage> messages);
+
+    // Starts pushing deliveries of `queue` to `deliver`. Throws when the queue does not exist.
+    virtual std::unique_ptr<Subscription> consume(std::string_view queue, const ConsumeSpec& spec,
+                                                  DeliverFn deliver) = 0;
+    // Takes one message off the head of `queue`, unsettled; nullopt when it is empty.
+    virtual std::optional<Delivery> pull(std::string_view queue) = 0;
+
+    // Messages ready in `queue` (not counting those handed out and not yet settled).
+    virtual std::uint64_t queue_depth(std::string_view queue) = 0;
+    virtual bool queue_exists(std::string_view queue) = 0;
+    // Idempotent: deleting a queue that does not exist is not an error.
+    virtual void delete_queue(std::string_view queue) = 0;
+
+    // Releases the connection. Subscriptions still open are closed. Idempotent.
+    virtual void close() = 0;
+};
+
+// A transport for a URL, e.g. "inproc://orders" → the embedded broker named "orders".
+using TransportFactory = std::function<std::shared_ptr<Transport>(std::string_view url)>;
+
+// Makes `scheme` (without "://") known to connect(). Replaces an earlier registration.
+void register_transport(std::string_view scheme, TransportFactory factory);
+// Throws InvalidArgument for an unknown scheme, listing the known ones.
+std::shared_ptr<Transport> open_transport(std::string_view url);
+
+}  // namespace acemq
