@@ -1,0 +1,96 @@
+// The Bus: one connection to a broker, picked by URL, and the one engine above it.
+//
+//   acemq::Bus bus = acemq::connect("inproc://shop", {.origin = "payments@pod-1"});
+//   bus.declare(acemq::Topology{}.queue("payments.new", {.dead_letter = true}));
+//   acemq::Consumer consumer = bus.consume<Payment>("payments.new", handle, {.retry = acemq::fixed_retry(3, 200ms)});
+//   bus.publisher("", "payments.new").send(Payment{"p-1", 4250});
+//
+// "inproc://name" is the embedded broker (one per name per process); "amqp://" and "zmq+tcp://"
+// come with their transports. Nothing else in a program changes with the URL.
+//
+// A Bus is a handle: move it, or share it by reference between threads; every member is
+// thread-safe. Publishers and consumers keep the connection alive while they exist.
+#pragma once
+
+#include <chrono>
+#include <concepts>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "acemq/clock.hpp"
+#include "acemq/codec.hpp"
+#include "acemq/consumer.hpp"
+#include "acemq/interceptor.hpp"
+#include "acemq/observer.hpp"
+#include "acemq/publisher.hpp"
+#include "acemq/retry.hpp"
+#include "acemq/topology.hpp"
+#include "acemq/transport.hpp"
+
+namespace acemq {
+
+namespace detail {
+class BusCore;
+}
+
+struct BusOptions {
+    std::string origin{};                        // "service@host"; default "acemq@<hostname>"
+    RetryPolicy retry = no_retry();              // consumers' default: one delivery, then .dlq
+    std::shared_ptr<const Codec> codec{};        // default: default_codec() (msgpack writes)
+    std::uint16_t prefetch = 20;
+    int concurrency = 1;
+    std::vector<PublishInterceptor> publish_interceptors{};
+    std::vector<ConsumeInterceptor> consume_interceptors{};
+    std::shared_ptr<Observer> observer{};
+    std::shared_ptr<Clock> clock{};              // default: real time
+    std::size_t max_outstanding_publishes = 1000;  // send_all's window
+};
+
+class Bus {
+public:
+    Bus(Bus&&) noexcept = default;
+    Bus& operator=(Bus&&) noexcept = default;
+    ~Bus();
+
+    // Applies a topology: exchanges, queues, bindings. TopologyError when the broker has
+    // something of the same name with other settings.
+    void declare(const Topology& topology);
+
+    Publisher publisher(std::string exchange, std::string routing_key, PublisherOptions options = {});
+
+    // Starts consuming `queue`, decoding each body into T with the codec. The handler
+    // answers with an Ack; an exception from it means retry.
+    template <class T, class H>
+        requires std::invocable<H&, const Message<T>&>
+    Consumer consume(std::string_view queue, H handler, ConsumerOptions options = {}) {
+        return start_consumer(queue, detail::typed_decoder<T>(Handler<T>(std::move(handler))), std::move(options));
+    }
+    // The same without a codec: the handler reads the body bytes itself.
+    Consumer consume_raw(std::string_view queue, Handler<Bytes> handler, ConsumerOptions options = {});
+
+    void add_observer(std::shared_ptr<Observer> observer);
+    void add_publish_interceptor(PublishInterceptor interceptor);
+    void add_consume_interceptor(ConsumeInterceptor interceptor);
+
+    Transport& transport();
+    const std::string& origin() const;
+    std::shared_ptr<Clock> clock() const;
+    // Stops every consumer of this bus and releases the connection. Idempotent.
+    void close();
+
+private:
+    friend Bus connect(std::string_view url, BusOptions options);
+    explicit Bus(std::shared_ptr<detail::BusCore> core);
+    Consumer start_consumer(std::string_view queue, detail::Decoder decoder, ConsumerOptions options);
+
+    std::shared_ptr<detail::BusCore> core_;
+};
+
+// Opens the transport the URL names and puts the engine on it. InvalidArgument for a URL
+// no transport claims (the message lists the schemes that are known).
+Bus connect(std::string_view url, BusOptions options = {});
+
+}  // namespace acemq

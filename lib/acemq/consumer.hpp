@@ -1,0 +1,89 @@
+// A running consumer: `concurrency` workers taking deliveries of one queue, each settled
+// the family's way (settlement.hpp). Made by Bus::consume; closes (drains) when destroyed.
+//
+// Closing stops new deliveries, hands back the ones that arrived but did not start, waits
+// for running handlers up to a deadline (default 20 s), then cancels the stragglers' waits
+// and leaves what they hold unsettled, so the broker delivers it again.
+//
+// close() is thread-safe and idempotent.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "acemq/codec.hpp"
+#include "acemq/interceptor.hpp"
+#include "acemq/message.hpp"
+#include "acemq/retry.hpp"
+
+namespace acemq {
+
+namespace detail {
+class ConsumerCore;
+}
+
+inline constexpr std::chrono::milliseconds default_drain_timeout{20000};
+
+struct ConsumerOptions {
+    std::optional<RetryPolicy> retry{};          // default: the bus's policy
+    std::uint16_t prefetch = 0;                  // 0: the bus's (20 unless changed)
+    int concurrency = 0;                         // 0: the bus's (1, which keeps order)
+    std::shared_ptr<const Codec> codec{};        // default: the bus's codec
+    std::string tag{};                           // default: acemq-{queue}
+    // Declare where failures go ({queue}.dlq, {queue}.parked, acemq.dlx, the policy's rungs
+    // and acemq.retry) before the first delivery. Off for consumers without configure
+    // permission or one-off readers of a .dlq (which would otherwise create .dlq.dlq).
+    bool declare = true;
+    std::chrono::milliseconds drain_timeout = default_drain_timeout;
+};
+
+template <class T>
+using Handler = std::function<Ack(const Message<T>&)>;
+
+class Consumer {
+public:
+    Consumer(Consumer&&) noexcept;
+    Consumer& operator=(Consumer&&) noexcept;
+    Consumer(const Consumer&) = delete;
+    Consumer& operator=(const Consumer&) = delete;
+    ~Consumer();
+
+    const std::string& queue() const noexcept;
+    // Drains within the consumer's drain_timeout; true when every running handler finished.
+    bool close();
+    bool close(std::chrono::milliseconds timeout);
+
+private:
+    friend class Bus;
+    explicit Consumer(std::shared_ptr<detail::ConsumerCore> core);
+    std::shared_ptr<detail::ConsumerCore> core_;
+};
+
+namespace detail {
+// The typed part of a consumer, handed to the untyped engine: decodes a delivery (throwing
+// DecodeError when it cannot) and returns the step that runs the handler with the context
+// as the interceptors leave it.
+using HandlerStep = std::function<Ack(const ConsumeContext&)>;
+using Decoder = std::function<HandlerStep(const ConsumeContext&, const Codec&)>;
+
+template <class T>
+Decoder typed_decoder(Handler<T> handler) {
+    auto shared = std::make_shared<Handler<T>>(std::move(handler));
+    return [shared](const ConsumeContext& incoming, const Codec& codec) -> HandlerStep {
+        auto payload = std::make_shared<T>(decode<T>(codec, incoming.body, incoming.content_type));
+        return [shared, payload](const ConsumeContext& context) {
+            return (*shared)(Message<T>{std::move(*payload), context.envelope, context.queue,
+                                        std::string(context.routing_key), std::string(context.content_type),
+                                        std::string(context.reply_to), context.redelivered});
+        };
+    };
+}
+
+Decoder raw_decoder(Handler<Bytes> handler);
+}  // namespace detail
+
+}  // namespace acemq

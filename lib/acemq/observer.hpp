@@ -1,0 +1,37 @@
+// Observers hear what a Bus did: every confirmed publish and every settled delivery. The
+// test harness (testing.hpp) and telemetry are observers. Callbacks run on the thread that
+// did the work, after it was carried out; they must be quick and must not throw (an
+// exception from an observer is logged and dropped, never allowed to change a settlement).
+#pragma once
+
+#include <optional>
+#include <string_view>
+
+#include "acemq/envelope.hpp"
+#include "acemq/retry.hpp"
+#include "acemq/settlement.hpp"
+#include "acemq/transport.hpp"
+
+namespace acemq {
+
+struct PublishedEvent {
+    std::string_view exchange;
+    std::string_view routing_key;
+    const Envelope& envelope;
+    const PublishResult& result;
+};
+
+struct SettledEvent {
+    std::string_view queue;
+    const Envelope& envelope;  // as the handler saw it
+    const Settlement& settlement;
+};
+
+class Observer {
+public:
+    virtual ~Observer() = default;
+    virtual void published(const PublishedEvent&) {}
+    virtual void settled(const SettledEvent&) {}
+};
+
+}  // namespace acemq

@@ -1,0 +1,126 @@
+// Publishing: a Publisher is configuration only (where to, how), cheap to copy, safe to
+// use from many threads at once. send() returns once the broker confirmed the message;
+// send_all() pipelines a batch and waits for every confirm.
+//
+//   acemq::Publisher orders = bus.publisher("orders", "order.placed", {.mandatory = true});
+//   orders.send(OrderPlaced{"o-1", 4250});                 // throws PublishError if not confirmed
+//   orders.send_all(std::span(batch));                    // throws BatchPublishError naming the failures
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "acemq/codec.hpp"
+#include "acemq/envelope.hpp"
+#include "acemq/error.hpp"
+
+namespace acemq {
+
+namespace detail {
+class BusCore;
+}
+
+struct PublisherOptions {
+    bool persistent = true;   // survives a broker restart on a durable queue
+    bool mandatory = false;   // a message that reaches no queue is an error, not silently dropped
+    std::shared_ptr<const Codec> codec{};  // default: the bus's codec
+};
+
+// Per-message overrides of the envelope the publisher builds. Empty = the default.
+struct SendOptions {
+    std::string message_id;    // default: a fresh UUID v4
+    std::string type;          // default: the publisher's routing key
+    std::int32_t version = 1;
+    std::string correlation;   // default: the message id
+    std::string causation;
+    std::string origin;        // default: the bus's origin
+    std::string reply_to;
+    std::string claim;
+    Headers headers{};         // application headers; reserved names are refused
+    std::optional<std::int32_t> attempt{};      // for replays and relays; default 1
+    std::optional<EpochMillis> first_seen{};    // default: now
+};
+
+struct SendResult {
+    std::string message_id;
+    bool confirmed = false;
+    bool routed = true;
+};
+
+// A publish the broker did not take responsibility for: refused (nack), returned as
+// unroutable (mandatory), or lost with the connection. Treat the message as not sent.
+class PublishError : public Error {
+public:
+    PublishError(const std::string& what, std::string message_id, bool unroutable)
+        : Error(what), message_id_(std::move(message_id)), unroutable_(unroutable) {}
+    const std::string& message_id() const noexcept { return message_id_; }
+    bool unroutable() const noexcept { return unroutable_; }
+
+private:
+    std::string message_id_;
+    bool unroutable_;
+};
+
+// Some messages of a batch were not confirmed. what(): "2 of 5 messages were not confirmed;
+// 3 were. The first failure was: ...". The others were published.
+class BatchPublishError : public PublishError {
+public:
+    BatchPublishError(std::vector<std::optional<PublishError>> failures, std::vector<SendResult> results);
+    std::size_t total() const noexcept { return failures_.size(); }
+    std::size_t failed() const noexcept;
+    // One entry per message in payload order: the failure, or nullopt for a confirmed one.
+    const std::vector<std::optional<PublishError>>& failures() const noexcept { return failures_; }
+    const std::vector<SendResult>& results() const noexcept { return results_; }
+
+private:
+    std::vector<std::optional<PublishError>> failures_;
+    std::vector<SendResult> results_;
+};
+
+class Publisher {
+public:
+    const std::string& exchange() const noexcept { return exchange_; }
+    const std::string& routing_key() const noexcept { return routing_key_; }
+
+    template <class T>
+    SendResult send(const T& value, const SendOptions& options = {}) const {
+        return send_encoded(options, [&](const Codec& codec) { return encode(codec, value); });
+    }
+
+    template <class T>
+    std::vector<SendResult> send_all(std::span<const T> values, const SendOptions& options = {}) const {
+        return send_all_encoded(values.size(), options,
+                                [&](std::size_t index, const Codec& codec) { return encode(codec, values[index]); });
+    }
+    template <class T>
+    std::vector<SendResult> send_all(const std::vector<T>& values, const SendOptions& options = {}) const {
+        return send_all(std::span<const T>(values), options);
+    }
+
+    // Publishes bytes that are already encoded, with their content type.
+    SendResult send_raw(Encoded body, const SendOptions& options = {}) const;
+
+private:
+    friend class Bus;
+    friend class detail::BusCore;
+    Publisher(std::shared_ptr<detail::BusCore> bus, std::string exchange, std::string routing_key,
+              PublisherOptions options);
+
+    using EncodeOne = std::function<Encoded(const Codec&)>;
+    using EncodeAt = std::function<Encoded(std::size_t, const Codec&)>;
+    SendResult send_encoded(const SendOptions& options, const EncodeOne& encode_payload) const;
+    std::vector<SendResult> send_all_encoded(std::size_t count, const SendOptions& options,
+                                             const EncodeAt& encode_payload) const;
+
+    std::shared_ptr<detail::BusCore> bus_;
+    std::string exchange_;
+    std::string routing_key_;
+    PublisherOptions options_;
+};
+
+}  // namespace acemq

@@ -1,0 +1,152 @@
+#include "acemq/bus.hpp"
+
+#include <unistd.h>
+
+#include <climits>
+
+#include "acemq/log.hpp"
+#include "bus_core.hpp"
+#include "consumer_core.hpp"
+
+namespace acemq {
+
+namespace {
+
+std::string default_origin() {
+    char host[HOST_NAME_MAX + 1] = {};
+    if (gethostname(host, sizeof host - 1) != 0 || host[0] == '\0') return "acemq@unknown";
+    return std::string("acemq@") + host;
+}
+
+template <class T>
+std::shared_ptr<const std::vector<T>> appended(const std::shared_ptr<const std::vector<T>>& list, T item) {
+    auto copy = std::make_shared<std::vector<T>>(*list);
+    copy->push_back(std::move(item));
+    return copy;
+}
+
+}  // namespace
+
+namespace detail {
+
+BusCore::BusCore(std::shared_ptr<Transport> transport, BusOptions options)
+    : transport_(std::move(transport)), options_(std::move(options)) {
+    if (options_.origin.empty()) options_.origin = default_origin();
+    if (!options_.codec) options_.codec = default_codec();
+    if (!options_.clock) options_.clock = system_clock();
+    if (options_.concurrency < 1)
+        throw InvalidArgument("acemq: concurrency must be at least 1, got " + std::to_string(options_.concurrency));
+    if (options_.max_outstanding_publishes < 1)
+        throw InvalidArgument("acemq: max_outstanding_publishes must be at least 1");
+    publish_interceptors_ = std::make_shared<const std::vector<PublishInterceptor>>(std::move(options_.publish_interceptors));
+    consume_interceptors_ = std::make_shared<const std::vector<ConsumeInterceptor>>(std::move(options_.consume_interceptors));
+    std::vector<std::shared_ptr<Observer>> observers;
+    if (options_.observer) observers.push_back(options_.observer);
+    observers_ = std::make_shared<const std::vector<std::shared_ptr<Observer>>>(std::move(observers));
+}
+
+std::shared_ptr<const std::vector<PublishInterceptor>> BusCore::publish_interceptors() const {
+    std::lock_guard guard(lock_);
+    return publish_interceptors_;
+}
+
+std::shared_ptr<const std::vector<ConsumeInterceptor>> BusCore::consume_interceptors() const {
+    std::lock_guard guard(lock_);
+    return consume_interceptors_;
+}
+
+void BusCore::add_publish_interceptor(PublishInterceptor interceptor) {
+    std::lock_guard guard(lock_);
+    publish_interceptors_ = appended(publish_interceptors_, std::move(interceptor));
+}
+
+void BusCore::add_consume_interceptor(ConsumeInterceptor interceptor) {
+    std::lock_guard guard(lock_);
+    consume_interceptors_ = appended(consume_interceptors_, std::move(interceptor));
+}
+
+void BusCore::add_observer(std::shared_ptr<Observer> observer) {
+    if (!observer) throw InvalidArgument("acemq: add_observer was given a null observer");
+    std::lock_guard guard(lock_);
+    observers_ = appended(observers_, std::move(observer));
+}
+
+template <class Event>
+void BusCore::notify_all(const Event& event) const {
+    std::shared_ptr<const std::vector<std::shared_ptr<Observer>>> snapshot;
+    {
+        std::lock_guard guard(lock_);
+        snapshot = observers_;
+    }
+    for (const auto& observer : *snapshot) {
+        try {
+            if constexpr (std::is_same_v<Event, PublishedEvent>)
+                observer->published(event);
+            else
+                observer->settled(event);
+        } catch (const std::exception& error) {
+            // An observer must not change what happened to a message; say so and go on.
+            log(LogLevel::warning, std::string("an observer threw and was ignored: ") + error.what());
+        }
+    }
+}
+
+void BusCore::notify(const PublishedEvent& event) const { notify_all(event); }
+void BusCore::notify(const SettledEvent& event) const { notify_all(event); }
+
+void BusCore::track(const std::shared_ptr<ConsumerCore>& consumer) {
+    std::lock_guard guard(lock_);
+    if (closed_) throw Error("acemq: this bus is closed; connect again to consume");
+    std::erase_if(consumers_, [](const auto& weak) { return weak.expired(); });
+    consumers_.push_back(consumer);
+}
+
+void BusCore::close() {
+    std::vector<std::weak_ptr<ConsumerCore>> consumers;
+    {
+        std::lock_guard guard(lock_);
+        if (closed_) return;
+        closed_ = true;
+        consumers.swap(consumers_);
+    }
+    for (const auto& weak : consumers)
+        if (auto consumer = weak.lock()) consumer->close(consumer->drain_timeout());
+    transport_->close();
+}
+
+}  // namespace detail
+
+Bus::Bus(std::shared_ptr<detail::BusCore> core) : core_(std::move(core)) {}
+
+Bus::~Bus() {
+    if (core_) core_->close();
+}
+
+void Bus::declare(const Topology& topology) { core_->transport().declare(topology); }
+
+Publisher Bus::publisher(std::string exchange, std::string routing_key, PublisherOptions options) {
+    return Publisher(core_, std::move(exchange), std::move(routing_key), std::move(options));
+}
+
+Consumer Bus::consume_raw(std::string_view queue, Handler<Bytes> handler, ConsumerOptions options) {
+    return start_consumer(queue, detail::raw_decoder(std::move(handler)), std::move(options));
+}
+
+Consumer Bus::start_consumer(std::string_view queue, detail::Decoder decoder, ConsumerOptions options) {
+    auto core = detail::ConsumerCore::start(core_, std::string(queue), std::move(decoder), std::move(options));
+    return Consumer(std::move(core));
+}
+
+void Bus::add_observer(std::shared_ptr<Observer> observer) { core_->add_observer(std::move(observer)); }
+void Bus::add_publish_interceptor(PublishInterceptor interceptor) { core_->add_publish_interceptor(std::move(interceptor)); }
+void Bus::add_consume_interceptor(ConsumeInterceptor interceptor) { core_->add_consume_interceptor(std::move(interceptor)); }
+Transport& Bus::transport() { return core_->transport(); }
+const std::string& Bus::origin() const { return core_->options().origin; }
+std::shared_ptr<Clock> Bus::clock() const { return core_->options().clock; }
+void Bus::close() { core_->close(); }
+
+Bus connect(std::string_view url, BusOptions options) {
+    return Bus(std::make_shared<detail::BusCore>(open_transport(url), std::move(options)));
+}
+
+}  // namespace acemq

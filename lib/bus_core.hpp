@@ -1,0 +1,51 @@
+// The shared state behind a Bus, its Publishers and its Consumers (not a public header).
+#pragma once
+
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "acemq/bus.hpp"
+
+namespace acemq::detail {
+
+class ConsumerCore;
+
+class BusCore : public std::enable_shared_from_this<BusCore> {
+public:
+    BusCore(std::shared_ptr<Transport> transport, BusOptions options);
+
+    Transport& transport() noexcept { return *transport_; }
+    const BusOptions& options() const noexcept { return options_; }
+    const Codec& codec() const noexcept { return *options_.codec; }
+
+    // Copy-on-write lists: a publish or delivery reads a snapshot without holding a lock
+    // while user code runs; adding one replaces the list.
+    std::shared_ptr<const std::vector<PublishInterceptor>> publish_interceptors() const;
+    std::shared_ptr<const std::vector<ConsumeInterceptor>> consume_interceptors() const;
+    void add_publish_interceptor(PublishInterceptor interceptor);
+    void add_consume_interceptor(ConsumeInterceptor interceptor);
+    void add_observer(std::shared_ptr<Observer> observer);
+
+    void notify(const PublishedEvent& event) const;
+    void notify(const SettledEvent& event) const;
+
+    void track(const std::shared_ptr<ConsumerCore>& consumer);
+    void close();
+
+private:
+    template <class Event>
+    void notify_all(const Event& event) const;
+
+    std::shared_ptr<Transport> transport_;
+    BusOptions options_;
+    mutable std::mutex lock_;
+    std::shared_ptr<const std::vector<PublishInterceptor>> publish_interceptors_;
+    std::shared_ptr<const std::vector<ConsumeInterceptor>> consume_interceptors_;
+    std::shared_ptr<const std::vector<std::shared_ptr<Observer>>> observers_;
+    std::vector<std::weak_ptr<ConsumerCore>> consumers_;
+    bool closed_ = false;
+};
+
+}  // namespace acemq::detail

@@ -1,0 +1,69 @@
+// The engine of one consumer (not a public header): workers, the hand-over queue between
+// the transport and them, settlement, and drain on close.
+#pragma once
+
+#include <condition_variable>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "acemq/consumer.hpp"
+#include "acemq/settlement.hpp"
+#include "acemq/transport.hpp"
+#include "bus_core.hpp"
+
+namespace acemq::detail {
+
+class ConsumerCore : public std::enable_shared_from_this<ConsumerCore> {
+public:
+    // Declares where failures go (unless told not to), starts the workers, subscribes.
+    static std::shared_ptr<ConsumerCore> start(std::shared_ptr<BusCore> bus, std::string queue, Decoder decoder,
+                                               ConsumerOptions options);
+
+    ConsumerCore(std::shared_ptr<BusCore> bus, std::string queue, Decoder decoder, ConsumerOptions options,
+                 RetryPolicy policy);
+    const std::string& queue() const noexcept { return queue_; }
+    std::chrono::milliseconds drain_timeout() const noexcept { return options_.drain_timeout; }
+    bool close(std::chrono::milliseconds timeout);
+
+private:
+    void on_delivery(Delivery delivery);
+    void work();
+    void process(Delivery& delivery);
+    Settlement run_handler(ConsumeContext& context);
+    void carry_out(Delivery& delivery, const ConsumeContext& context, const Settlement& settlement);
+    void set_aside(Delivery& delivery, const ConsumeContext& context, const std::string& target,
+                   const std::string& reason);
+    // Waits in the consumer; false when the wait was cancelled by a close that ran out of time.
+    bool wait(std::chrono::milliseconds delay);
+    bool republish(const InboundMessage& original, const Envelope& envelope, const std::string& target);
+    // Acks or nacks unless the consumer was closed under the handler: then the delivery
+    // already went back with its subscription and must not be touched.
+    void settle(Delivery& delivery, bool ack, bool requeue = false);
+
+    std::shared_ptr<BusCore> bus_;
+    std::string queue_;
+    Decoder decoder_;
+    ConsumerOptions options_;
+    RetryPolicy policy_;
+    std::shared_ptr<const Codec> codec_;
+
+    std::mutex close_lock_;   // one close at a time; a second caller gets the first one's answer
+    std::mutex settle_lock_;  // held around every ack/nack, so close() can cut late ones off
+    std::mutex lock_;         // guards what follows
+    std::condition_variable_any changed_;
+    std::deque<Delivery> waiting_;
+    std::size_t running_ = 0;
+    bool stopping_ = false;
+    bool released_ = false;   // the subscription is closed: late settlements are dropped
+    std::optional<bool> drained_;
+    std::stop_source cancel_;  // cancels waits inside settlement once the drain deadline passed
+    std::unique_ptr<Subscription> subscription_;
+    std::vector<std::thread> workers_;
+    std::vector<std::thread::id> exited_;  // workers that returned and can be joined
+};
+
+}  // namespace acemq::detail

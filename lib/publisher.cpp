@@ -1,0 +1,185 @@
+#include "acemq/publisher.hpp"
+
+#include <algorithm>
+
+#include "acemq/bus.hpp"
+#include "acemq/uuid.hpp"
+#include "bus_core.hpp"
+
+namespace acemq {
+
+namespace {
+
+Envelope envelope_for(const SendOptions& options, std::string_view routing_key, const std::string& bus_origin) {
+    Envelope envelope;
+    envelope.id = options.message_id.empty() ? new_uuid() : options.message_id;
+    envelope.type = !options.type.empty() ? options.type : routing_key.empty() ? "message" : std::string(routing_key);
+    envelope.version = options.version;
+    envelope.correlation = options.correlation.empty() ? envelope.id : options.correlation;
+    envelope.causation = options.causation;
+    envelope.origin = options.origin.empty() ? bus_origin : options.origin;
+    envelope.attempt = options.attempt.value_or(1);
+    envelope.first_seen = options.first_seen.value_or(epoch_millis_now());
+    envelope.claim = options.claim;
+    for (const auto& [name, value] : options.headers) set_header(envelope, name, value);
+    return envelope;
+}
+
+std::string destination(std::string_view exchange, std::string_view routing_key) {
+    return "exchange \"" + std::string(exchange) + "\" with key \"" + std::string(routing_key) + "\"";
+}
+
+// Turns what the broker said into the family's errors; nullopt when the publish is good.
+std::optional<PublishError> failure_of(const PublishResult& result, const PublishContext& sent) {
+    const std::string& id = sent.envelope.id;
+    if (!result.confirmed) {
+        std::string text = "acemq: cannot publish message " + id + " to " + destination(sent.exchange, sent.routing_key) +
+                           ": the broker refused to confirm it. The message reached the broker and the broker "
+                           "has not taken responsibility for it, so it must be treated as not sent";
+        if (!result.return_reason.empty()) text += " (" + result.return_reason + ")";
+        return PublishError(text, id, false);
+    }
+    if (sent.mandatory && !result.routed) {
+        const std::string reason = result.return_reason.empty() ? "312 NO_ROUTE" : result.return_reason;
+        return PublishError("acemq: message " + id + " to " + destination(sent.exchange, sent.routing_key) +
+                                " reached no queue (" + reason + "); the broker dropped it",
+                            id, true);
+    }
+    return std::nullopt;
+}
+
+}  // namespace
+
+BatchPublishError::BatchPublishError(std::vector<std::optional<PublishError>> failures, std::vector<SendResult> results)
+    : PublishError(
+          [&] {
+              const auto failed = static_cast<std::size_t>(std::count_if(
+                  failures.begin(), failures.end(), [](const auto& failure) { return failure.has_value(); }));
+              const auto first = std::find_if(failures.begin(), failures.end(),
+                                              [](const auto& failure) { return failure.has_value(); });
+              return std::to_string(failed) + " of " + std::to_string(failures.size()) +
+                     " messages were not confirmed; " + std::to_string(failures.size() - failed) +
+                     " were. The first failure was: " + (first != failures.end() ? (*first)->what() : "none");
+          }(),
+          [&] {
+              for (const auto& failure : failures)
+                  if (failure) return failure->message_id();
+              return std::string();
+          }(),
+          std::any_of(failures.begin(), failures.end(), [](const auto& f) { return f && f->unroutable(); })),
+      failures_(std::move(failures)),
+      results_(std::move(results)) {}
+
+std::size_t BatchPublishError::failed() const noexcept {
+    return static_cast<std::size_t>(
+        std::count_if(failures_.begin(), failures_.end(), [](const auto& failure) { return failure.has_value(); }));
+}
+
+Publisher::Publisher(std::shared_ptr<detail::BusCore> bus, std::string exchange, std::string routing_key,
+                     PublisherOptions options)
+    : bus_(std::move(bus)), exchange_(std::move(exchange)), routing_key_(std::move(routing_key)),
+      options_(std::move(options)) {
+    if (!options_.codec) options_.codec = bus_->options().codec;
+}
+
+namespace {
+
+// A message ready to go, and the context it was made from (kept for errors and observers
+// once the transport has taken the message).
+struct Prepared {
+    OutboundMessage message;
+    PublishContext context;
+};
+
+// Runs the bus's publish interceptors around the final step, which encodes the payload
+// into the message to send. Throws whatever an interceptor or the codec throws.
+Prepared prepare(detail::BusCore& bus, PublishContext context, const Codec& codec,
+                 const std::function<Encoded(const Codec&)>& encode_payload) {
+    Prepared prepared;
+    const PublishNext finish = [&](PublishContext& ready) {
+        Encoded encoded = encode_payload(codec);
+        OutboundMessage& message = prepared.message;
+        message.exchange = ready.exchange;
+        message.routing_key = ready.routing_key;
+        message.body = std::move(encoded.body);
+        message.content_type = std::move(encoded.content_type);
+        message.message_id = ready.envelope.id;
+        message.headers = render_headers(ready.envelope);
+        message.reply_to = ready.reply_to;
+        message.persistent = ready.persistent;
+        message.mandatory = ready.mandatory;
+        prepared.context = std::move(ready);
+    };
+    const auto interceptors = bus.publish_interceptors();
+    if (interceptors->empty()) {
+        finish(context);
+        return prepared;
+    }
+    std::function<void(std::size_t, PublishContext&)> step = [&](std::size_t index, PublishContext& current) {
+        if (index == interceptors->size()) return finish(current);
+        (*interceptors)[index](current, [&](PublishContext& next) { step(index + 1, next); });
+    };
+    step(0, context);
+    return prepared;
+}
+
+void check_and_notify(detail::BusCore& bus, const PublishResult& result, const PublishContext& sent) {
+    if (auto failure = failure_of(result, sent)) throw *failure;
+    bus.notify(PublishedEvent{sent.exchange, sent.routing_key, sent.envelope, result});
+}
+
+}  // namespace
+
+SendResult Publisher::send_encoded(const SendOptions& options, const EncodeOne& encode_payload) const {
+    Prepared prepared = prepare(*bus_,
+                                PublishContext{exchange_, routing_key_, envelope_for(options, routing_key_, bus_->options().origin),
+                                               options_.persistent, options_.mandatory, options.reply_to},
+                                *options_.codec, encode_payload);
+    const PublishResult result = bus_->transport().publish(std::move(prepared.message));
+    check_and_notify(*bus_, result, prepared.context);
+    return SendResult{prepared.context.envelope.id, result.confirmed, result.routed};
+}
+
+std::vector<SendResult> Publisher::send_all_encoded(std::size_t count, const SendOptions& options,
+                                                    const EncodeAt& encode_payload) const {
+    if (!options.message_id.empty())
+        throw InvalidArgument("acemq: send_all cannot pin one message id on " + std::to_string(count) +
+                              " messages; leave message_id empty");
+    std::vector<Prepared> batch;
+    batch.reserve(count);
+    for (std::size_t index = 0; index < count; ++index) {
+        batch.push_back(prepare(*bus_,
+                                PublishContext{exchange_, routing_key_,
+                                               envelope_for(options, routing_key_, bus_->options().origin),
+                                               options_.persistent, options_.mandatory, options.reply_to},
+                                *options_.codec, [&](const Codec& codec) { return encode_payload(index, codec); }));
+    }
+    std::vector<SendResult> results;
+    std::vector<std::optional<PublishError>> failures;
+    results.reserve(count);
+    failures.reserve(count);
+    const std::size_t window = bus_->options().max_outstanding_publishes;
+    for (std::size_t start = 0; start < count; start += window) {
+        const std::size_t end = std::min(count, start + window);
+        std::vector<OutboundMessage> chunk;
+        chunk.reserve(end - start);
+        for (std::size_t i = start; i < end; ++i) chunk.push_back(std::move(batch[i].message));
+        const std::vector<PublishResult> confirmed = bus_->transport().publish_batch(std::move(chunk));
+        for (std::size_t i = start; i < end; ++i) {
+            const PublishResult& result = confirmed.at(i - start);
+            const PublishContext& sent = batch[i].context;
+            results.push_back(SendResult{sent.envelope.id, result.confirmed, result.routed});
+            failures.push_back(failure_of(result, sent));
+            if (!failures.back()) bus_->notify(PublishedEvent{sent.exchange, sent.routing_key, sent.envelope, result});
+        }
+    }
+    if (std::any_of(failures.begin(), failures.end(), [](const auto& failure) { return failure.has_value(); }))
+        throw BatchPublishError(std::move(failures), std::move(results));
+    return results;
+}
+
+SendResult Publisher::send_raw(Encoded body, const SendOptions& options) const {
+    return send_encoded(options, [&](const Codec&) { return std::move(body); });
+}
+
+}  // namespace acemq
