@@ -101,6 +101,12 @@ void BusCore::track(const std::shared_ptr<ConsumerCore>& consumer) {
     consumers_.push_back(consumer);
 }
 
+std::string BusCore::default_tag(const std::string& queue) {
+    std::lock_guard guard(lock_);
+    const int issued = ++tags_issued_[queue];
+    return issued == 1 ? "acemq-" + queue : "acemq-" + queue + "-" + std::to_string(issued);
+}
+
 void BusCore::close() {
     std::vector<std::weak_ptr<ConsumerCore>> consumers;
     {

@@ -1,6 +1,7 @@
 // The shared state behind a Bus, its Publishers and its Consumers (not a public header).
 #pragma once
 
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -32,6 +33,9 @@ public:
     void notify(const SettledEvent& event) const;
 
     void track(const std::shared_ptr<ConsumerCore>& consumer);
+    // "acemq-{queue}" for the first consumer of a queue on this bus, then "acemq-{queue}-2",
+    // "-3", ...: a broker refuses two consumers with one tag on one connection.
+    std::string default_tag(const std::string& queue);
     void close();
 
 private:
@@ -45,6 +49,7 @@ private:
     std::shared_ptr<const std::vector<ConsumeInterceptor>> consume_interceptors_;
     std::shared_ptr<const std::vector<std::shared_ptr<Observer>>> observers_;
     std::vector<std::weak_ptr<ConsumerCore>> consumers_;
+    std::map<std::string, int, std::less<>> tags_issued_;
     bool closed_ = false;
 };
 

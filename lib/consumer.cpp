@@ -48,7 +48,7 @@ std::shared_ptr<ConsumerCore> ConsumerCore::start(std::shared_ptr<BusCore> bus, 
     if (options.drain_timeout.count() < 0)
         throw InvalidArgument("acemq: a drain timeout cannot be negative");
     if (!options.codec) options.codec = defaults.codec;
-    if (options.tag.empty()) options.tag = "acemq-" + queue;
+    if (options.tag.empty()) options.tag = bus->default_tag(queue);
 
     // A declaration failure stops the consumer from starting: better than a consumer whose
     // failures have nowhere to go.
@@ -108,8 +108,9 @@ void ConsumerCore::process(Delivery& delivery) {
                            message.routing_key, message.redelivered,
                            message.reply_to};
     const Settlement settlement = run_handler(context);
+    bool carried_out = false;
     try {
-        carry_out(delivery, context, settlement);
+        carried_out = carry_out(delivery, context, settlement);
     } catch (const std::exception& error) {
         log(LogLevel::error, "could not settle a delivery from " + queue_ + " (message " + context.envelope.id +
                                  "): " + error.what() + "; it goes back to the queue");
@@ -123,7 +124,8 @@ void ConsumerCore::process(Delivery& delivery) {
         }
         return;
     }
-    bus_->notify(SettledEvent{queue_, context.envelope, settlement});
+    // Not carried out: the consumer closed under the handler and the message went back.
+    if (carried_out) bus_->notify(SettledEvent{queue_, context.envelope, settlement});
 }
 
 Settlement ConsumerCore::run_handler(ConsumeContext& context) {
@@ -163,42 +165,37 @@ bool ConsumerCore::republish(const InboundMessage& original, const Envelope& env
     return result.confirmed && result.routed;
 }
 
-void ConsumerCore::settle(Delivery& delivery, bool ack, bool requeue) {
+bool ConsumerCore::settle(Delivery& delivery, bool ack, bool requeue) {
     std::lock_guard guard(settle_lock_);
-    if (released_) return;
+    if (released_) return false;
     if (ack)
         delivery.ack();
     else
         delivery.nack(requeue);
+    return true;
 }
 
-void ConsumerCore::set_aside(Delivery& delivery, const ConsumeContext& context, const std::string& target,
+bool ConsumerCore::set_aside(Delivery& delivery, const ConsumeContext& context, const std::string& target,
                              const std::string& reason) {
     Envelope copy = context.envelope;
     copy.error = reason;
-    if (republish(delivery.message(), copy, target)) {
-        settle(delivery, true);
-        return;
-    }
+    if (republish(delivery.message(), copy, target)) return settle(delivery, true);
     // Nowhere to put it: let the broker's own dead-lettering, if the queue has one, be the
     // last resort rather than circling the message forever.
     log(LogLevel::warning, "message " + copy.id + " from " + queue_ + " could not be set aside to " + target +
                                " (unroutable or unconfirmed); rejected without requeue");
-    settle(delivery, false, false);
+    return settle(delivery, false, false);
 }
 
-void ConsumerCore::carry_out(Delivery& delivery, const ConsumeContext& context, const Settlement& settlement) {
+bool ConsumerCore::carry_out(Delivery& delivery, const ConsumeContext& context, const Settlement& settlement) {
     switch (settlement.outcome) {
         case Outcome::acked:
-            settle(delivery, true);
-            return;
+            return settle(delivery, true);
         case Outcome::parked:
-            set_aside(delivery, context, parked_queue(queue_), settlement.reason);
-            return;
+            return set_aside(delivery, context, parked_queue(queue_), settlement.reason);
         case Outcome::rejected:
         case Outcome::dead_lettered:
-            set_aside(delivery, context, dead_letter_queue(queue_), settlement.reason);
-            return;
+            return set_aside(delivery, context, dead_letter_queue(queue_), settlement.reason);
         case Outcome::in_progress:
             if (!wait(settlement.delay)) return settle(delivery, false, true);
             if (republish(delivery.message(), context.envelope, queue_)) return settle(delivery, true);
@@ -217,7 +214,7 @@ void ConsumerCore::carry_out(Delivery& delivery, const ConsumeContext& context, 
     }
     if (!wait(retry_wait.delay)) return settle(delivery, false, true);
     if (republish(delivery.message(), next, queue_)) return settle(delivery, true);
-    settle(delivery, false, true);
+    return settle(delivery, false, true);
 }
 
 bool ConsumerCore::close(std::chrono::milliseconds timeout) {

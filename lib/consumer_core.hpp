@@ -34,15 +34,16 @@ private:
     void work();
     void process(Delivery& delivery);
     Settlement run_handler(ConsumeContext& context);
-    void carry_out(Delivery& delivery, const ConsumeContext& context, const Settlement& settlement);
-    void set_aside(Delivery& delivery, const ConsumeContext& context, const std::string& target,
+    // Each returns false when the settlement was dropped because the consumer closed under it.
+    bool carry_out(Delivery& delivery, const ConsumeContext& context, const Settlement& settlement);
+    bool set_aside(Delivery& delivery, const ConsumeContext& context, const std::string& target,
                    const std::string& reason);
     // Waits in the consumer; false when the wait was cancelled by a close that ran out of time.
     bool wait(std::chrono::milliseconds delay);
     bool republish(const InboundMessage& original, const Envelope& envelope, const std::string& target);
     // Acks or nacks unless the consumer was closed under the handler: then the delivery
     // already went back with its subscription and must not be touched.
-    void settle(Delivery& delivery, bool ack, bool requeue = false);
+    bool settle(Delivery& delivery, bool ack, bool requeue = false);
 
     std::shared_ptr<BusCore> bus_;
     std::string queue_;

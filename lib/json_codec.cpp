@@ -2,11 +2,13 @@
 
 // Boost.JSON, header-only: this is the one translation unit that compiles it.
 #include <boost/json/src.hpp>
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <limits>
-#include <utility>
+#include <ranges>
 #include <string>
+#include <utility>
 
 #include "acemq/error.hpp"
 
@@ -16,189 +18,292 @@ namespace {
 
 namespace json = boost::json;
 
-std::string valid_utf8(const std::string& text, std::string_view what) {
+void check_utf8(std::string_view text, std::string_view what) {
     if (const auto bad = detail::invalid_utf8_at(text))
         throw EncodeError("acemq: " + std::string(what) + " is not valid UTF-8 (bad byte at " +
                           "offset " + std::to_string(*bad) +
                           "); carry binary data in std::vector<std::byte>");
-    return text;
 }
 
-std::string object_key(const Value& key) {
-    switch (key.kind()) {
-        case Value::Kind::string: return valid_utf8(key.as_string(), "a map key");
-        case Value::Kind::int64: return std::to_string(key.as_int64());
-        case Value::Kind::uint64: return std::to_string(key.as_uint64());
-        default:
+// Writes the events as JSON text straight into the body, byte for byte what Boost.JSON's
+// serializer writes for the same value (the format this codec has always produced): no
+// whitespace, only '"', '\\' and control characters escaped, doubles in Boost's shortest
+// round-trip form. Records and maps are objects; inside a map, events alternate key, value.
+class JsonWriter final : public ValueWriter {
+public:
+    explicit JsonWriter(std::vector<std::byte>& body) : body_(body) {}
+
+    void null() override {
+        value_or_refuse_key(Value::Kind::null);
+        put("null");
+    }
+    void boolean(bool b) override {
+        value_or_refuse_key(Value::Kind::boolean);
+        put(b ? "true" : "false");
+    }
+    void int64(std::int64_t i) override { number(i); }
+    void uint64(std::uint64_t u) override { number(u); }
+    void float64(double d) override {
+        value_or_refuse_key(Value::Kind::float64);
+        if (!std::isfinite(d))
+            throw EncodeError("acemq: JSON has no form for " + std::to_string(d) +
+                              "; send a finite number, or null via std::optional");
+        char text[64];  // Boost's own formatter, so the digits are the serializer's
+        put({text, json::detail::format_double(text, d)});
+    }
+    void string(std::string_view text) override {
+        if (at_key()) {
+            check_utf8(text, "a map key");
+            key(text);
+            return;
+        }
+        check_utf8(text, "a string");
+        separate();
+        quoted(text);
+    }
+    void bytes(std::span<const std::byte> data) override {
+        value_or_refuse_key(Value::Kind::bytes);
+        quoted(detail::base64_encode(data));
+    }
+    void begin_array(std::size_t) override { open(Value::Kind::array, '['); }
+    void end_array() override { close(']'); }
+    void begin_map(std::size_t) override { open(Value::Kind::map, '{'); }
+    void end_map() override { close('}'); }
+    void begin_record(std::size_t) override { open(Value::Kind::record, '{'); }
+    void field(std::string_view name) override { key(name); }
+    void end_record() override { close('}'); }
+
+private:
+    struct Open {
+        Value::Kind kind;         // array, map or record
+        std::size_t members;      // written so far, for the commas
+        bool at_key;              // a map's next event is a key
+        std::size_t first_key;    // this object's keys in keys_
+    };
+
+    bool at_key() const { return !open_.empty() && open_.back().at_key; }
+
+    // Every value event but a string (which may be a key) starts here.
+    void value_or_refuse_key(Value::Kind kind) {
+        if (at_key())
             throw EncodeError("acemq: JSON object keys are strings; a map key of kind " +
-                              std::string(kind_name(key.kind())) +
+                              std::string(kind_name(kind)) +
                               " cannot be written (use MsgpackCodec for such maps)");
+        separate();
     }
-}
 
-void enter_container(std::size_t depth) {
-    if (depth >= JsonCodec::max_depth)
-        throw EncodeError("acemq: the value nests arrays and objects deeper than " +
-                          std::to_string(JsonCodec::max_depth) +
-                          " levels, which no AceMQ reader accepts");
-}
-
-void add_member(json::object& object, std::string key, json::value member) {
-    if (!object.emplace(key, std::move(member)).second)
-        throw EncodeError("acemq: two map keys both become the JSON key \"" + key + "\"");
-}
-
-json::value to_json(const Value& value, std::size_t depth) {
-    switch (value.kind()) {
-        case Value::Kind::null: return nullptr;
-        case Value::Kind::boolean: return value.as_bool();
-        case Value::Kind::int64: return value.as_int64();
-        case Value::Kind::uint64: return value.as_uint64();
-        case Value::Kind::float64: {
-            const double d = value.as_double();
-            if (!std::isfinite(d))
-                throw EncodeError("acemq: JSON has no form for " + std::to_string(d) +
-                                  "; send a finite number, or null via std::optional");
-            return d;
+    // Integer map keys are written as decimal text, as Go does.
+    template <class Integer>
+    void number(Integer i) {
+        char text[24];
+        const auto end = std::to_chars(text, text + sizeof text, i).ptr;
+        const std::string_view digits(text, static_cast<std::size_t>(end - text));
+        if (at_key()) {
+            key(digits);
+            return;
         }
-        case Value::Kind::string: return json::string(valid_utf8(value.as_string(), "a string"));
-        case Value::Kind::bytes: return json::string(detail::base64_encode(value.as_bytes()));
-        case Value::Kind::array: {
-            enter_container(depth);
-            json::array out;
-            out.reserve(value.as_array().size());
-            for (const auto& element : value.as_array()) out.push_back(to_json(element, depth + 1));
-            return out;
-        }
-        case Value::Kind::map: {
-            enter_container(depth);
-            json::object out;
-            out.reserve(value.as_map().size());
-            for (const auto& [key, element] : value.as_map())
-                add_member(out, object_key(key), to_json(element, depth + 1));
-            return out;
-        }
-        case Value::Kind::record: {
-            enter_container(depth);
-            json::object out;
-            out.reserve(value.as_record().size());
-            for (const auto& [name, element] : value.as_record())
-                add_member(out, name, to_json(element, depth + 1));
-            return out;
-        }
+        separate();
+        put(digits);
     }
-    throw EncodeError("acemq: a Value of unknown kind cannot be written as JSON");
-}
+
+    // Before a value: a comma between array elements; a map value follows its key.
+    void separate() {
+        if (open_.empty()) return;
+        Open& top = open_.back();
+        if (top.kind == Value::Kind::array && top.members++ > 0) put(',');
+        if (top.kind == Value::Kind::map) top.at_key = true;
+    }
+
+    void key(std::string_view text) {
+        Open& top = open_.back();
+        if (top.members++ > 0) put(',');
+        top.at_key = false;
+        keys_.emplace_back(key_text_.size(), text.size());
+        key_text_.append(text);
+        quoted(text);
+        put(':');
+    }
+
+    void open(Value::Kind kind, char bracket) {
+        value_or_refuse_key(kind);
+        if (open_.size() >= JsonCodec::max_depth)
+            throw EncodeError("acemq: the value nests arrays and objects deeper than " +
+                              std::to_string(JsonCodec::max_depth) +
+                              " levels, which no AceMQ reader accepts");
+        open_.push_back(Open{kind, 0, kind == Value::Kind::map, keys_.size()});
+        put(bracket);
+    }
+
+    void close(char bracket) {
+        const std::size_t first = open_.back().first_key;
+        if (first < keys_.size()) {
+            const std::size_t text_from = keys_[first].first;
+            refuse_duplicate_keys(first);
+            key_text_.resize(text_from);
+            keys_.resize(first);
+        }
+        open_.pop_back();
+        put(bracket);
+    }
+
+    // Two keys of one object (say "1" and the integer 1) would leave only one member in
+    // the reader's hands. Checked when the object closes, by sorting its keys (which are
+    // not needed after), so a large map costs n log n.
+    void refuse_duplicate_keys(std::size_t first) {
+        const auto text = [this](const std::pair<std::size_t, std::size_t>& k) {
+            return std::string_view(key_text_).substr(k.first, k.second);
+        };
+        const auto keys = std::ranges::subrange(keys_.begin() + static_cast<std::ptrdiff_t>(first),
+                                                keys_.end());
+        std::ranges::sort(keys, {}, text);
+        const auto twin = std::ranges::adjacent_find(keys, {}, text);
+        if (twin != keys.end())
+            throw EncodeError("acemq: two map keys both become the JSON key \"" +
+                              std::string(text(*twin)) + "\"");
+    }
+
+    void quoted(std::string_view text) {
+        put('"');
+        std::size_t plain = 0;  // start of the run that needs no escaping
+        for (std::size_t i = 0; i < text.size(); ++i) {
+            const auto c = static_cast<unsigned char>(text[i]);
+            if (c >= 0x20 && c != '"' && c != '\\') continue;
+            put(text.substr(plain, i - plain));
+            plain = i + 1;
+            put('\\');
+            switch (c) {
+                case '"': put('"'); break;
+                case '\\': put('\\'); break;
+                case '\b': put('b'); break;
+                case '\t': put('t'); break;
+                case '\n': put('n'); break;
+                case '\f': put('f'); break;
+                case '\r': put('r'); break;
+                default: {
+                    constexpr std::string_view hex = "0123456789abcdef";
+                    put("u00");
+                    put(hex[c >> 4]);
+                    put(hex[c & 15]);
+                }
+            }
+        }
+        put(text.substr(plain));
+        put('"');
+    }
+
+    void put(char c) { body_.push_back(static_cast<std::byte>(c)); }
+    void put(std::string_view text) {
+        const auto* first = reinterpret_cast<const std::byte*>(text.data());
+        body_.insert(body_.end(), first, first + text.size());
+    }
+
+    std::vector<std::byte>& body_;
+    std::vector<Open> open_;
+    // The keys of the open objects, innermost last, as (offset, size) in key_text_.
+    std::vector<std::pair<std::size_t, std::size_t>> keys_;
+    std::string key_text_;
+};
 
 // Builds a Value straight from Boost.JSON's SAX events. Going through json::value would
 // lose doubles: Boost 1.81 parses them imprecisely (about one in four random doubles comes
 // back one ulp off), so numbers are re-read from their text with std::from_chars.
-class ValueBuilder {
+class SaxReader {
 public:
     static constexpr std::size_t max_object_size = json::object::max_size();
     static constexpr std::size_t max_array_size = json::array::max_size();
     static constexpr std::size_t max_key_size = json::string::max_size();
     static constexpr std::size_t max_string_size = json::string::max_size();
 
-    Value take_result() { return std::move(result_); }
+    Value take_result() { return out_.take(); }
 
     bool on_document_begin(json::error_code&) { return true; }
     bool on_document_end(json::error_code&) { return true; }
-    bool on_object_begin(json::error_code&) { return open(true); }
-    bool on_object_end(std::size_t, json::error_code&) {
-        return close([](Frame& frame) { return Value(std::move(frame.members)); });
+    // An object is a map whose keys are strings: on_key is the key's event. Sizes are not
+    // known up front; ValueBuilder takes 0.
+    bool on_object_begin(json::error_code&) {
+        out_.begin_map(0);
+        return true;
     }
-    bool on_array_begin(json::error_code&) { return open(false); }
+    bool on_object_end(std::size_t, json::error_code&) {
+        out_.end_map();
+        return true;
+    }
+    bool on_array_begin(json::error_code&) {
+        out_.begin_array(0);
+        return true;
+    }
     bool on_array_end(std::size_t, json::error_code&) {
-        return close([](Frame& frame) { return Value(std::move(frame.elements)); });
+        out_.end_array();
+        return true;
     }
     bool on_key_part(json::string_view part, std::size_t, json::error_code&) {
         text_.append(part.data(), part.size());
         return true;
     }
-    bool on_key(json::string_view part, std::size_t, json::error_code&) {
-        text_.append(part.data(), part.size());
-        stack_.back().key = std::exchange(text_, {});
-        return true;
-    }
+    bool on_key(json::string_view part, std::size_t, json::error_code&) { return text(part); }
     bool on_string_part(json::string_view part, std::size_t, json::error_code&) {
         text_.append(part.data(), part.size());
         return true;
     }
-    bool on_string(json::string_view part, std::size_t, json::error_code&) {
-        text_.append(part.data(), part.size());
-        return emit(Value(std::exchange(text_, {})));
-    }
+    bool on_string(json::string_view part, std::size_t, json::error_code&) { return text(part); }
     bool on_number_part(json::string_view part, json::error_code&) {
         text_.append(part.data(), part.size());
         return true;
     }
     bool on_int64(std::int64_t i, json::string_view, json::error_code&) {
         text_.clear();
-        return emit(Value(i));
+        out_.int64(i);
+        return true;
     }
     bool on_uint64(std::uint64_t u, json::string_view, json::error_code&) {
         text_.clear();
         if (u <= static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()))
-            return emit(Value(static_cast<std::int64_t>(u)));
-        return emit(Value(u));
+            out_.int64(static_cast<std::int64_t>(u));
+        else
+            out_.uint64(u);
+        return true;
     }
     bool on_double(double rough, json::string_view part, json::error_code& error) {
         text_.append(part.data(), part.size());
-        const std::string number = std::exchange(text_, {});
         double exact = 0;
         const auto [end, failure] =
-            std::from_chars(number.data(), number.data() + number.size(), exact);
-        if (failure == std::errc() && end == number.data() + number.size())
-            return emit(Value(exact));
+            std::from_chars(text_.data(), text_.data() + text_.size(), exact);
+        const bool whole = failure == std::errc() && end == text_.data() + text_.size();
+        text_.clear();
         // Out of range: an underflow (1e-400) is as near zero as Boost's reading of it;
         // an overflow (1e400) has no double and is refused.
-        if (failure == std::errc::result_out_of_range && std::isfinite(rough) &&
-            std::abs(rough) < 1.0)
-            return emit(Value(rough));
-        error = json::error::exponent_overflow;
-        return false;
+        const bool underflow = failure == std::errc::result_out_of_range &&
+                               std::isfinite(rough) && std::abs(rough) < 1.0;
+        if (!whole && !underflow) {
+            error = json::error::exponent_overflow;
+            return false;
+        }
+        out_.float64(whole ? exact : rough);
+        return true;
     }
-    bool on_bool(bool b, json::error_code&) { return emit(Value(b)); }
-    bool on_null(json::error_code&) { return emit(Value()); }
+    bool on_bool(bool b, json::error_code&) {
+        out_.boolean(b);
+        return true;
+    }
+    bool on_null(json::error_code&) {
+        out_.null();
+        return true;
+    }
     // Comments are off in the parse options, so these are never called.
     bool on_comment_part(json::string_view, json::error_code&) { return true; }
     bool on_comment(json::string_view, json::error_code&) { return true; }
 
 private:
-    struct Frame {
-        bool object;
-        Value::Array elements;
-        Value::Map members;
-        std::string key;
-    };
-
-    bool open(bool object) {
-        stack_.push_back(Frame{object, {}, {}, {}});
+    // A string or key, whose earlier parts (if it was split) are in text_.
+    bool text(json::string_view last) {
+        text_.append(last.data(), last.size());
+        out_.string(text_);
+        text_.clear();
         return true;
     }
 
-    template <class Finish>
-    bool close(Finish finish) {
-        Value done = finish(stack_.back());
-        stack_.pop_back();
-        return emit(std::move(done));
-    }
-
-    bool emit(Value value) {
-        if (stack_.empty()) {
-            result_ = std::move(value);
-        } else if (Frame& top = stack_.back(); top.object) {
-            top.members.emplace_back(Value(std::move(top.key)), std::move(value));
-        } else {
-            top.elements.push_back(std::move(value));
-        }
-        return true;
-    }
-
-    std::vector<Frame> stack_;
+    ValueBuilder out_;
     std::string text_;  // the string, key or number being read, when split into parts
-    Value result_;
 };
 
 }  // namespace
@@ -209,10 +314,12 @@ bool JsonCodec::can_decode(std::string_view content_type) const noexcept {
            detail::contains_ci(content_type, "+json");
 }
 
-std::vector<std::byte> JsonCodec::encode(const Value& value) const {
-    const std::string text = json::serialize(to_json(value, 0));
-    const auto* first = reinterpret_cast<const std::byte*>(text.data());
-    return {first, first + text.size()};
+std::vector<std::byte> JsonCodec::encode(ValueSource source) const {
+    std::vector<std::byte> body;
+    body.reserve(256);  // as in MsgpackCodec: one allocation for a typical message
+    JsonWriter writer(body);
+    source.write_to(writer);
+    return body;
 }
 
 Value JsonCodec::decode(std::span<const std::byte> body, std::string_view) const {
@@ -224,7 +331,7 @@ Value JsonCodec::decode(std::span<const std::byte> body, std::string_view) const
                           std::to_string(*bad) + ")");
     json::parse_options options;
     options.max_depth = max_depth;
-    json::basic_parser<ValueBuilder> parser(options);
+    json::basic_parser<SaxReader> parser(options);
     json::error_code error;
     const std::size_t used = parser.write_some(false, text.data(), text.size(), error);
     if (error == json::error::too_deep)

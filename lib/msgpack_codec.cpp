@@ -1,7 +1,10 @@
 #include "acemq/msgpack_codec.hpp"
 
+#include <algorithm>
 #include <bit>
+#include <concepts>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 #include <msgpack.hpp>
 #include <string>
@@ -12,84 +15,137 @@ namespace acemq {
 
 namespace {
 
-// msgpack::packer writes into any stream with write(const char*, size_t).
-struct ByteSink {
-    std::vector<std::byte>& out;
-    void write(const char* data, std::size_t size) {
-        const auto* first = reinterpret_cast<const std::byte*>(data);
-        out.insert(out.end(), first, first + size);
-    }
-};
+[[noreturn, gnu::cold, gnu::noinline]] void too_long(std::size_t size, std::string_view what) {
+    throw EncodeError("acemq: msgpack cannot carry " + std::string(what) + " of " +
+                      std::to_string(size) + " elements or bytes (the limit is 2^32 - 1)");
+}
 
+// Small enough to inline only because building the message is kept out of it.
 std::uint32_t checked_length(std::size_t size, std::string_view what) {
-    if (size > std::numeric_limits<std::uint32_t>::max())
-        throw EncodeError("acemq: msgpack cannot carry " + std::string(what) + " of " +
-                          std::to_string(size) + " elements or bytes (the limit is 2^32 - 1)");
+    if (size > std::numeric_limits<std::uint32_t>::max()) too_long(size, what);
     return static_cast<std::uint32_t>(size);
 }
 
-void enter_container(std::size_t depth) {
-    if (depth >= MsgpackCodec::max_depth)
-        throw EncodeError("acemq: the value nests arrays and maps deeper than " +
-                          std::to_string(MsgpackCodec::max_depth) +
-                          " levels, which no AceMQ reader accepts");
-}
-
-// msgpack-cxx's pack_double writes integral doubles (0.0, 2.0, -0.0) as integers, which
-// loses the kind and the sign of zero; a float 64 is always written as one here.
-void pack_float64(ByteSink& sink, double d) {
-    const auto bits = std::bit_cast<std::uint64_t>(d);
-    char buffer[9];
-    buffer[0] = static_cast<char>(0xcb);
-    for (int i = 0; i < 8; ++i) buffer[1 + i] = static_cast<char>((bits >> (56 - 8 * i)) & 0xff);
-    sink.write(buffer, sizeof buffer);
-}
-
-void pack(msgpack::packer<ByteSink>& out, ByteSink& sink, const Value& value, std::size_t depth) {
-    switch (value.kind()) {
-        case Value::Kind::null: out.pack_nil(); return;
-        case Value::Kind::boolean: value.as_bool() ? out.pack_true() : out.pack_false(); return;
-        case Value::Kind::int64: out.pack_int64(value.as_int64()); return;
-        case Value::Kind::uint64: out.pack_uint64(value.as_uint64()); return;
-        case Value::Kind::float64: pack_float64(sink, value.as_double()); return;
-        case Value::Kind::string: {
-            const std::string& text = value.as_string();
-            if (const auto bad = detail::invalid_utf8_at(text))
-                throw EncodeError("acemq: a string is not valid UTF-8 (bad byte at offset " +
-                                  std::to_string(*bad) +
-                                  "); carry binary data in std::vector<std::byte>");
-            const auto size = checked_length(text.size(), "a string");
-            out.pack_str(size);
-            out.pack_str_body(text.data(), size);
-            return;
-        }
-        case Value::Kind::bytes: {
-            const auto& bytes = value.as_bytes();
-            const auto size = checked_length(bytes.size(), "bytes");
-            out.pack_bin(size);
-            out.pack_bin_body(reinterpret_cast<const char*>(bytes.data()), size);
-            return;
-        }
-        case Value::Kind::array:
-            enter_container(depth);
-            out.pack_array(checked_length(value.as_array().size(), "an array"));
-            for (const auto& element : value.as_array()) pack(out, sink, element, depth + 1);
-            return;
-        case Value::Kind::map:
-            enter_container(depth);
-            out.pack_map(checked_length(value.as_map().size(), "a map"));
-            for (const auto& [key, element] : value.as_map()) {
-                pack(out, sink, key, depth + 1);
-                pack(out, sink, element, depth + 1);
-            }
-            return;
-        case Value::Kind::record:  // positionally: the reader knows the struct
-            enter_container(depth);
-            out.pack_array(checked_length(value.as_record().size(), "a struct"));
-            for (const auto& field : value.as_record()) pack(out, sink, field.second, depth + 1);
-            return;
+// Packs the events straight into the body, every value in its shortest msgpack form (as
+// msgpack-c packs them), except doubles: msgpack-c writes an integral double (0.0, 2.0,
+// -0.0) as an integer, losing the kind and the sign of zero, so a double is always a
+// float 64 here. A record is an array of its fields: the reader knows the struct.
+class MsgpackWriter final : public ValueWriter {
+public:
+    // The body is sized ahead (one allocation covers a typical message) and trimmed when
+    // done: growing a vector piece by piece costs more than the packing itself.
+    MsgpackWriter() : body_(64) {}
+    std::vector<std::byte> finish() && {
+        body_.resize(used_);
+        return std::move(body_);
     }
-}
+
+    void null() override { put(0xc0); }
+    void boolean(bool b) override { put(b ? 0xc3 : 0xc2); }
+    void int64(std::int64_t i) override {
+        using std::numeric_limits;
+        if (i >= 0) uint64(static_cast<std::uint64_t>(i));
+        else if (i >= -32) put(static_cast<std::uint8_t>(i));  // negative fixint
+        else if (i >= numeric_limits<std::int8_t>::min()) put(0xd0, std::uint8_t(i));
+        else if (i >= numeric_limits<std::int16_t>::min()) put(0xd1, std::uint16_t(i));
+        else if (i >= numeric_limits<std::int32_t>::min()) put(0xd2, std::uint32_t(i));
+        else put(0xd3, std::uint64_t(i));
+    }
+    void uint64(std::uint64_t u) override {
+        using std::numeric_limits;
+        if (u < 0x80) put(static_cast<std::uint8_t>(u));  // positive fixint
+        else if (u <= numeric_limits<std::uint8_t>::max()) put(0xcc, std::uint8_t(u));
+        else if (u <= numeric_limits<std::uint16_t>::max()) put(0xcd, std::uint16_t(u));
+        else if (u <= numeric_limits<std::uint32_t>::max()) put(0xce, std::uint32_t(u));
+        else put(0xcf, u);
+    }
+    void float64(double d) override { put(0xcb, std::bit_cast<std::uint64_t>(d)); }
+    void string(std::string_view text) override {
+        if (const auto bad = detail::invalid_utf8_at(text))
+            throw EncodeError("acemq: a string is not valid UTF-8 (bad byte at offset " +
+                              std::to_string(*bad) +
+                              "); carry binary data in std::vector<std::byte>");
+        const std::uint32_t size = checked_length(text.size(), "a string");
+        if (size < 32) put(static_cast<std::uint8_t>(0xa0 | size));  // fixstr
+        else length8(0xd9, size);
+        append(std::as_bytes(std::span(text.data(), text.size())));
+    }
+    void bytes(std::span<const std::byte> data) override {
+        length8(0xc4, checked_length(data.size(), "bytes"));
+        append(data);
+    }
+    void begin_array(std::size_t size) override {
+        enter();
+        array_header(checked_length(size, "an array"));
+    }
+    void begin_map(std::size_t size) override {
+        enter();
+        const std::uint32_t n = checked_length(size, "a map");
+        if (n < 16) put(static_cast<std::uint8_t>(0x80 | n));  // fixmap
+        else length16(0xde, n);
+    }
+    void begin_record(std::size_t fields) override {
+        enter();
+        array_header(checked_length(fields, "a struct"));
+    }
+    void field(std::string_view) override {}  // positional: names stay off the wire
+    void end_array() override { --depth_; }
+    void end_map() override { --depth_; }
+    void end_record() override { --depth_; }
+
+private:
+    void enter() {
+        if (depth_ >= MsgpackCodec::max_depth)
+            throw EncodeError("acemq: the value nests arrays and maps deeper than " +
+                              std::to_string(MsgpackCodec::max_depth) +
+                              " levels, which no AceMQ reader accepts");
+        ++depth_;
+    }
+
+    void array_header(std::uint32_t n) {
+        if (n < 16) put(static_cast<std::uint8_t>(0x90 | n));  // fixarray
+        else length16(0xdc, n);
+    }
+
+    // msgpack numbers the forms of a length consecutively: str8 str16 str32, bin8 bin16
+    // bin32, array16 array32, map16 map32. Each writes the shortest that holds `n`.
+    void length8(std::uint8_t tag8, std::uint32_t n) {
+        if (n <= std::numeric_limits<std::uint8_t>::max()) put(tag8, static_cast<std::uint8_t>(n));
+        else length16(static_cast<std::uint8_t>(tag8 + 1), n);
+    }
+    void length16(std::uint8_t tag16, std::uint32_t n) {
+        if (n <= std::numeric_limits<std::uint16_t>::max())
+            put(tag16, static_cast<std::uint16_t>(n));
+        else put(static_cast<std::uint8_t>(tag16 + 1), n);
+    }
+
+    // The next `n` bytes of the body, to be written.
+    std::byte* room(std::size_t n) {
+        if (body_.size() - used_ < n) body_.resize(std::max(2 * body_.size(), used_ + n));
+        std::byte* at = body_.data() + used_;
+        used_ += n;
+        return at;
+    }
+
+    void put(std::uint8_t byte) { *room(1) = std::byte{byte}; }
+
+    // A tag and a big-endian number.
+    template <std::unsigned_integral U>
+    void put(std::uint8_t tag, U value) {
+        std::byte* at = room(1 + sizeof(U));
+        at[0] = std::byte{tag};
+        for (std::size_t k = 0; k < sizeof(U); ++k)
+            at[1 + k] = static_cast<std::byte>(value >> (8 * (sizeof(U) - 1 - k)));
+    }
+
+    void append(std::span<const std::byte> data) {
+        if (!data.empty()) std::memcpy(room(data.size()), data.data(), data.size());
+    }
+
+    std::vector<std::byte> body_;
+    std::size_t used_ = 0;  // bytes of body_ written
+    std::size_t depth_ = 0;
+};
 
 Value to_value(const msgpack::object& object) {
     switch (object.type) {
@@ -146,12 +202,10 @@ bool MsgpackCodec::can_decode(std::string_view content_type) const noexcept {
            detail::contains_ci(content_type, "+msgpack");
 }
 
-std::vector<std::byte> MsgpackCodec::encode(const Value& value) const {
-    std::vector<std::byte> body;
-    ByteSink sink{body};
-    msgpack::packer<ByteSink> packer(sink);
-    pack(packer, sink, value, 0);
-    return body;
+std::vector<std::byte> MsgpackCodec::encode(ValueSource source) const {
+    MsgpackWriter writer;
+    source.write_to(writer);
+    return std::move(writer).finish();
 }
 
 Value MsgpackCodec::decode(std::span<const std::byte> body, std::string_view) const {

@@ -8,6 +8,7 @@
 
 #include "acemq/error.hpp"
 #include "acemq/reflect.hpp"
+#include "acemq/value_writer.hpp"
 
 namespace acemq {
 
@@ -120,6 +121,109 @@ const Value* Value::find(std::string_view key) const {
     wrong_kind("a record or a map", kind());
 }
 
+void Value::write_to(ValueWriter& out) const {
+    switch (kind()) {
+        case Kind::null: out.null(); return;
+        case Kind::boolean: out.boolean(std::get<bool>(data_)); return;
+        case Kind::int64: out.int64(std::get<std::int64_t>(data_)); return;
+        case Kind::uint64: out.uint64(std::get<std::uint64_t>(data_)); return;
+        case Kind::float64: out.float64(std::get<double>(data_)); return;
+        case Kind::string: out.string(std::get<std::string>(data_)); return;
+        case Kind::bytes: out.bytes(std::get<Bytes>(data_)); return;
+        case Kind::array: {
+            const auto& elements = std::get<Array>(data_);
+            out.begin_array(elements.size());
+            for (const auto& element : elements) element.write_to(out);
+            out.end_array();
+            return;
+        }
+        case Kind::map: {
+            const auto& entries = std::get<Map>(data_);
+            out.begin_map(entries.size());
+            for (const auto& [key, element] : entries) {
+                key.write_to(out);
+                element.write_to(out);
+            }
+            out.end_map();
+            return;
+        }
+        case Kind::record: {
+            const auto& fields = std::get<Record>(data_);
+            out.begin_record(fields.size());
+            for (const auto& [name, element] : fields) {
+                out.field(name);
+                element.write_to(out);
+            }
+            out.end_record();
+            return;
+        }
+    }
+}
+
+// ---- ValueBuilder ---------------------------------------------------------------------
+
+void ValueBuilder::null() { add(Value()); }
+void ValueBuilder::boolean(bool b) { add(Value(b)); }
+void ValueBuilder::int64(std::int64_t i) { add(Value(i)); }
+void ValueBuilder::uint64(std::uint64_t u) { add(Value(u)); }
+void ValueBuilder::float64(double d) { add(Value(d)); }
+void ValueBuilder::string(std::string_view text) { add(Value(std::string(text))); }
+void ValueBuilder::bytes(std::span<const std::byte> data) {
+    add(Value(Value::Bytes(data.begin(), data.end())));
+}
+
+void ValueBuilder::begin_array(std::size_t size) {
+    Value::Array elements;
+    elements.reserve(size);
+    open(Value(std::move(elements)));
+}
+void ValueBuilder::begin_map(std::size_t size) {
+    Value::Map entries;
+    entries.reserve(size);
+    open(Value(std::move(entries)));
+}
+void ValueBuilder::begin_record(std::size_t fields) {
+    Value::Record record;
+    record.reserve(fields);
+    open(Value(std::move(record)));
+}
+void ValueBuilder::field(std::string_view name) { open_.back().name = name; }
+void ValueBuilder::end_array() { close(); }
+void ValueBuilder::end_map() { close(); }
+void ValueBuilder::end_record() { close(); }
+
+void ValueBuilder::open(Value container) {
+    open_.push_back(Open{std::move(container), Value(), false, {}});
+}
+
+void ValueBuilder::close() {
+    Value done = std::move(open_.back().container);
+    open_.pop_back();
+    add(std::move(done));
+}
+
+void ValueBuilder::add(Value value) {
+    if (open_.empty()) {
+        result_ = std::move(value);
+        return;
+    }
+    Open& top = open_.back();
+    if (auto* elements = std::get_if<Value::Array>(&top.container.data_)) {
+        elements->push_back(std::move(value));
+    } else if (auto* entries = std::get_if<Value::Map>(&top.container.data_)) {
+        if (!top.have_key) {  // a map's events alternate: key, then its value
+            top.key = std::move(value);
+            top.have_key = true;
+            return;
+        }
+        entries->emplace_back(std::move(top.key), std::move(value));
+        top.have_key = false;
+    } else {
+        std::get<Value::Record>(top.container.data_)
+            .emplace_back(std::move(top.name), std::move(value));
+    }
+}
+
 bool operator==(const Value& a, const Value& b) {
     using Kind = Value::Kind;
     const Kind ka = a.kind();
@@ -148,6 +252,11 @@ namespace detail {
 std::optional<std::size_t> invalid_utf8_at(std::string_view text) noexcept {
     const auto* s = reinterpret_cast<const unsigned char*>(text.data());
     const std::size_t n = text.size();
+    // Most text is ASCII, and encoders check every string: a loop without early exits
+    // (which the compiler vectorises) settles that case before the careful one below.
+    unsigned char high_bits = 0;
+    for (std::size_t k = 0; k < n; ++k) high_bits |= s[k];
+    if (high_bits < 0x80) return std::nullopt;
     std::size_t i = 0;
     while (i < n) {
         const unsigned char c = s[i];

@@ -1,6 +1,8 @@
-// Codecs turn an acemq::Value into a message body and back, and say which content types
-// they read. The engine asks a codec through the typed helpers at the bottom
-// (encode<T>, decode<T>), which go through reflect.hpp for the C++ side.
+// Codecs turn a value into a message body and back, and say which content types they
+// read. The engine asks a codec through the typed helpers at the bottom (encode<T>,
+// decode<T>), which go through reflect.hpp for the C++ side. Encoding streams: the value
+// is handed over as a ValueSource and written straight to bytes, with no Value tree in
+// between (a publish has about 600 ns for everything; building the tree took a third).
 //
 // A decode failure is a DecodeError, which the engine treats as fatal (the same bytes fail
 // the same way every time, so the message is parked, not retried). Codecs hold no mutable
@@ -12,10 +14,12 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <vector>
 
 #include "acemq/reflect.hpp"
 #include "acemq/value.hpp"
+#include "acemq/value_writer.hpp"
 
 namespace acemq {
 
@@ -26,6 +30,25 @@ inline constexpr std::string_view text = "text/plain; charset=utf-8";
 inline constexpr std::string_view octet_stream = "application/octet-stream";
 inline constexpr std::string_view msgpack = "application/msgpack";
 }  // namespace content_types
+
+// Any value write_value() supports (a struct, a std::vector, an acemq::Value, ...), seen
+// only as something that can write itself to a ValueWriter. It refers to the value, like
+// std::function_ref: pass it down a call, never keep it. Two pointers, copied by value.
+class ValueSource {
+public:
+    template <class T>
+        requires(!std::is_same_v<T, ValueSource>)
+    explicit ValueSource(const T& value) noexcept
+        : object_(&value), write_([](const void* object, ValueWriter& out) {
+              write_value(*static_cast<const T*>(object), out);
+          }) {}
+
+    void write_to(ValueWriter& out) const { write_(object_, out); }
+
+private:
+    const void* object_;
+    void (*write_)(const void*, ValueWriter&);
+};
 
 // The one virtual interface of the codec layer, so applications can add formats.
 class Codec {
@@ -40,7 +63,11 @@ public:
     // means the sender set none; by family rule only JSON claims such a message.
     virtual bool can_decode(std::string_view content_type) const noexcept = 0;
 
-    // Throws EncodeError for a value this format cannot carry.
+    // Both throw EncodeError for a value this format cannot carry. The built-in codecs
+    // write the events of `source` straight to bytes, and encode a Value by streaming it
+    // the same way. The default here builds a Value and calls encode(const Value&), so a
+    // codec of your own need only implement that one.
+    virtual std::vector<std::byte> encode(ValueSource source) const;
     virtual std::vector<std::byte> encode(const Value& value) const = 0;
     // Throws DecodeError. Does not re-check can_decode: the caller already chose.
     virtual Value decode(std::span<const std::byte> body, std::string_view content_type) const = 0;
@@ -58,7 +85,10 @@ public:
     std::string_view name() const noexcept override { return "TextCodec"; }
     std::string_view content_type() const noexcept override { return content_types::text; }
     bool can_decode(std::string_view content_type) const noexcept override;
-    std::vector<std::byte> encode(const Value& value) const override;
+    std::vector<std::byte> encode(ValueSource source) const override;
+    std::vector<std::byte> encode(const Value& value) const override {
+        return encode(ValueSource(value));
+    }
     Value decode(std::span<const std::byte> body, std::string_view content_type) const override;
 };
 
@@ -72,7 +102,10 @@ public:
         return content_types::octet_stream;
     }
     bool can_decode(std::string_view content_type) const noexcept override;
-    std::vector<std::byte> encode(const Value& value) const override;
+    std::vector<std::byte> encode(ValueSource source) const override;
+    std::vector<std::byte> encode(const Value& value) const override {
+        return encode(ValueSource(value));
+    }
     Value decode(std::span<const std::byte> body, std::string_view content_type) const override;
 };
 
@@ -88,6 +121,8 @@ public:
     std::string_view name() const noexcept override { return "CompositeCodec"; }
     std::string_view content_type() const noexcept override;
     bool can_decode(std::string_view content_type) const noexcept override;
+    // Both hand the value, as given, to the first codec.
+    std::vector<std::byte> encode(ValueSource source) const override;
     std::vector<std::byte> encode(const Value& value) const override;
     // When nothing can read the message the DecodeError lists every codec asked and why:
     // "acemq: no codec could read this message. Tried MsgpackCodec: ...; JsonCodec: ...".
@@ -118,7 +153,7 @@ bool contains_ci(std::string_view text, std::string_view part) noexcept;
 template <class T>
 Encoded encode(const Codec& codec, const T& value) {
     try {
-        return Encoded{codec.encode(to_value(value)), std::string(codec.content_type())};
+        return Encoded{codec.encode(ValueSource(value)), std::string(codec.content_type())};
     } catch (...) {  // translated (or passed on, for bad_alloc) by the helper, never swallowed
         detail::rethrow_as_encode_error(detail::type_name<T>(), codec.name());
     }

@@ -33,7 +33,7 @@ struct ConsumerOptions {
     std::uint16_t prefetch = 0;                  // 0: the bus's (20 unless changed)
     int concurrency = 0;                         // 0: the bus's (1, which keeps order)
     std::shared_ptr<const Codec> codec{};        // default: the bus's codec
-    std::string tag{};                           // default: acemq-{queue}
+    std::string tag{};                           // default: acemq-{queue}, then acemq-{queue}-2, ...
     // Declare where failures go ({queue}.dlq, {queue}.parked, acemq.dlx, the policy's rungs
     // and acemq.retry) before the first delivery. Off for consumers without configure
     // permission or one-off readers of a .dlq (which would otherwise create .dlq.dlq).

@@ -9,7 +9,8 @@
 //
 // Reading is hardened against hostile bodies: truncation, trailing bytes, nesting deeper
 // than max_depth, ext types, and lengths larger than the body could hold (refused before
-// anything is allocated) are all DecodeErrors. Stateless: safe to share between threads.
+// anything is allocated) are all DecodeErrors. Stateless (each encode packs with a writer of
+// its own): safe to share between threads.
 #pragma once
 
 #include <cstddef>
@@ -26,7 +27,10 @@ public:
     std::string_view name() const noexcept override { return "MsgpackCodec"; }
     std::string_view content_type() const noexcept override { return content_types::msgpack; }
     bool can_decode(std::string_view content_type) const noexcept override;
-    std::vector<std::byte> encode(const Value& value) const override;
+    std::vector<std::byte> encode(ValueSource source) const override;
+    std::vector<std::byte> encode(const Value& value) const override {
+        return encode(ValueSource(value));
+    }
     Value decode(std::span<const std::byte> body, std::string_view content_type) const override;
 };
 

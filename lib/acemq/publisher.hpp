@@ -33,14 +33,14 @@ struct PublisherOptions {
 
 // Per-message overrides of the envelope the publisher builds. Empty = the default.
 struct SendOptions {
-    std::string message_id;    // default: a fresh UUID v4
-    std::string type;          // default: the publisher's routing key
+    std::string message_id{};    // default: a fresh UUID v4
+    std::string type{};          // default: the publisher's routing key
     std::int32_t version = 1;
-    std::string correlation;   // default: the message id
-    std::string causation;
-    std::string origin;        // default: the bus's origin
-    std::string reply_to;
-    std::string claim;
+    std::string correlation{};   // default: the message id
+    std::string causation{};
+    std::string origin{};        // default: the bus's origin
+    std::string reply_to{};
+    std::string claim{};
     Headers headers{};         // application headers; reserved names are refused
     std::optional<std::int32_t> attempt{};      // for replays and relays; default 1
     std::optional<EpochMillis> first_seen{};    // default: now

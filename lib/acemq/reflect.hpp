@@ -1,4 +1,6 @@
-// to_value / from_value: the bridge between C++ types and acemq::Value.
+// write_value / to_value / from_value: the bridge between C++ types and acemq::Value.
+// write_value sends a C++ value to a ValueWriter as events (what codecs encode from);
+// to_value collects the same events into a Value, so the two cannot disagree.
 //
 // Supported: bool, every integer type, enums (as their underlying integer), float and
 // double, std::string, std::vector<std::byte> (bytes), std::vector<T>, std::array<T, N>,
@@ -38,8 +40,14 @@
 
 #include "acemq/error.hpp"
 #include "acemq/value.hpp"
+#include "acemq/value_writer.hpp"
 
 namespace acemq {
+
+// Sends `value` to `out` as the events of its Value form, building no Value: the
+// streaming path codecs use to encode typed values.
+template <class T>
+void write_value(const T& value, ValueWriter& out);
 
 template <class T>
 Value to_value(const T& value);
@@ -149,44 +157,46 @@ inline constexpr bool is_reflected_struct =
 template <class T>
 inline constexpr bool unsupported = false;
 
-// ---- encoding -------------------------------------------------------------------------
+// ---- encoding ------------------------------------------------------------------------
 
+// The one mapping of C++ types to value events; to_value and every codec go through it.
 template <class T>
-Value encode(const T& v) {
+void write(const T& v, ValueWriter& out) {
     if constexpr (std::is_same_v<T, Value>) {
-        return v;
+        v.write_to(out);
     } else if constexpr (std::is_same_v<T, bool>) {
-        return Value(v);
+        out.boolean(v);
     } else if constexpr (std::is_integral_v<T>) {
-        if constexpr (std::is_signed_v<T>) return Value(static_cast<std::int64_t>(v));
-        else return Value(static_cast<std::uint64_t>(v));
+        if constexpr (std::is_signed_v<T>) out.int64(static_cast<std::int64_t>(v));
+        else out.uint64(static_cast<std::uint64_t>(v));
     } else if constexpr (std::is_enum_v<T>) {
-        return encode(static_cast<std::underlying_type_t<T>>(v));
+        write(static_cast<std::underlying_type_t<T>>(v), out);
     } else if constexpr (std::is_floating_point_v<T>) {
-        return Value(static_cast<double>(v));
+        out.float64(static_cast<double>(v));
     } else if constexpr (std::is_same_v<T, std::string>) {
-        return Value(v);
+        out.string(v);
     } else if constexpr (std::is_same_v<T, Value::Bytes>) {
-        return Value(v);
+        out.bytes(v);
     } else if constexpr (is_vector<T>::value || is_std_array<T>::value) {
-        Value::Array out;
-        out.reserve(v.size());
-        for (const auto& element : v) out.push_back(encode(element));
-        return Value(std::move(out));
+        out.begin_array(v.size());
+        for (const auto& element : v) write(element, out);
+        out.end_array();
     } else if constexpr (is_optional<T>::value) {
-        return v ? encode(*v) : Value();
+        if (v) write(*v, out);
+        else out.null();
     } else if constexpr (is_std_map<T>::value) {
-        Value::Map out;
-        out.reserve(v.size());
-        for (const auto& [key, element] : v) out.emplace_back(encode(key), encode(element));
-        return Value(std::move(out));
+        out.begin_map(v.size());
+        for (const auto& [key, element] : v) {
+            write(key, out);
+            write(element, out);
+        }
+        out.end_map();
     } else if constexpr (is_reflected_struct<T>) {
-        Value::Record out;
-        out.reserve(boost::pfr::tuple_size_v<T>);
+        out.begin_record(boost::pfr::tuple_size_v<T>);
         [&]<std::size_t... I>(std::index_sequence<I...>) {
-            (out.emplace_back(std::string(field_names<T>[I]), encode(boost::pfr::get<I>(v))), ...);
+            ((out.field(field_names<T>[I]), write(boost::pfr::get<I>(v), out)), ...);
         }(std::make_index_sequence<boost::pfr::tuple_size_v<T>>{});
-        return Value(std::move(out));
+        out.end_record();
     } else {
         static_assert(unsupported<T>,
                       "acemq: this type has no Value form. Use bool, integers, enums, float, "
@@ -353,13 +363,22 @@ T decode(const Value& v, const Path& at) {
 }  // namespace detail
 
 template <class T>
+void write_value(const T& value, ValueWriter& out) {
+    detail::write(value, out);
+}
+
+template <class T>
 Value to_value(const T& value) {
-    return detail::encode(value);
+    ValueBuilder builder;
+    detail::write(value, builder);
+    return builder.take();
 }
 
 template <class T>
 T from_value(const Value& value) {
-    const std::string root = detail::type_name<T>();
+    // Demangling costs more than a small decode, so it is done once per type; the name is
+    // only read when an error message needs it.
+    static const std::string root = detail::type_name<T>();
     return detail::decode<T>(value, detail::Path{detail::Path::Step::root, nullptr, root, 0, nullptr});
 }
 

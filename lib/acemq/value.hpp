@@ -1,7 +1,8 @@
 // acemq::Value is the meeting point of C++ types and wire formats: reflect.hpp turns
 // structs into Values and back, codecs turn Values into bytes and back, so neither side
-// has to know the other. It is a plain value type (copy, compare, move); a const Value
-// may be read from several threads at once.
+// has to know the other. (Encoding a typed value skips the tree: see value_writer.hpp.)
+// It is a plain value type (copy, compare, move); a const Value may be read from several
+// threads at once.
 #pragma once
 
 #include <cstddef>
@@ -16,6 +17,8 @@
 #include <vector>
 
 namespace acemq {
+
+class ValueWriter;
 
 class Value {
 public:
@@ -77,6 +80,9 @@ public:
     // Throws DecodeError on any other kind.
     const Value* find(std::string_view key) const;
 
+    // Sends this value to `out` as events, depth first: how a codec writes a Value.
+    void write_to(ValueWriter& out) const;
+
     // Integers compare by their mathematical value whatever their kind, because formats
     // do not preserve it (msgpack and JSON readers return int64 for 5, however it was
     // written). NaN equals NaN, so equality is reflexive and round trips can be checked.
@@ -84,6 +90,8 @@ public:
     friend bool operator==(const Value& a, const Value& b);
 
 private:
+    friend class ValueBuilder;  // fills containers in place
+
     std::variant<std::monostate, bool, std::int64_t, std::uint64_t, double, std::string, Bytes,
                  Array, Map, Record>
         data_;

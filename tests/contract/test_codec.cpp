@@ -8,8 +8,13 @@
 #include <acemq/msgpack_codec.hpp>
 #include <acemq/reflect.hpp>
 #include <acemq/value.hpp>
+#include <acemq/value_writer.hpp>
+
+#include <boost/json.hpp>
+#include <msgpack.hpp>
 
 #include <algorithm>
+#include <bit>
 #include <array>
 #include <cmath>
 #include <cstdint>
@@ -506,6 +511,184 @@ TEST_CASE("generated dynamic values survive msgpack and JSON unchanged") {
         const Value j = gen.value(true);
         REQUIRE(json_codec.decode(json_codec.encode(j), "") == j);
     }
+}
+
+// ---- streaming encode ----------------------------------------------------------------
+
+namespace {
+
+// What the codecs wrote before they streamed, kept as references the writers must match
+// byte for byte: msgpack-c's packer (but doubles always as float 64) and Boost.JSON's
+// serializer over a json::value.
+void reference_msgpack(msgpack::sbuffer& buffer, const Value& v) {
+    msgpack::packer<msgpack::sbuffer> out(buffer);
+    switch (v.kind()) {
+        case Value::Kind::null: out.pack_nil(); return;
+        case Value::Kind::boolean: v.as_bool() ? out.pack_true() : out.pack_false(); return;
+        case Value::Kind::int64: out.pack_int64(v.as_int64()); return;
+        case Value::Kind::uint64: out.pack_uint64(v.as_uint64()); return;
+        case Value::Kind::float64: {
+            // msgpack-c packs an integral double as an integer: write float 64 by hand.
+            const auto bits = std::bit_cast<std::uint64_t>(v.as_double());
+            char packed[9] = {static_cast<char>(0xcb)};
+            for (int k = 0; k < 8; ++k) packed[1 + k] = static_cast<char>(bits >> (56 - 8 * k));
+            buffer.write(packed, sizeof packed);
+            return;
+        }
+        case Value::Kind::string: {
+            const auto size = static_cast<std::uint32_t>(v.as_string().size());
+            out.pack_str(size);
+            out.pack_str_body(v.as_string().data(), size);
+            return;
+        }
+        case Value::Kind::bytes: {
+            const auto size = static_cast<std::uint32_t>(v.as_bytes().size());
+            out.pack_bin(size);
+            out.pack_bin_body(reinterpret_cast<const char*>(v.as_bytes().data()), size);
+            return;
+        }
+        case Value::Kind::array:
+            out.pack_array(static_cast<std::uint32_t>(v.as_array().size()));
+            for (const auto& element : v.as_array()) reference_msgpack(buffer, element);
+            return;
+        case Value::Kind::map:
+            out.pack_map(static_cast<std::uint32_t>(v.as_map().size()));
+            for (const auto& [key, element] : v.as_map()) {
+                reference_msgpack(buffer, key);
+                reference_msgpack(buffer, element);
+            }
+            return;
+        case Value::Kind::record:
+            out.pack_array(static_cast<std::uint32_t>(v.as_record().size()));
+            for (const auto& field : v.as_record()) reference_msgpack(buffer, field.second);
+            return;
+    }
+}
+
+Bytes reference_msgpack(const Value& v) {
+    msgpack::sbuffer buffer;
+    reference_msgpack(buffer, v);
+    return bytes_of(std::string_view(buffer.data(), buffer.size()));
+}
+
+boost::json::value reference_json(const Value& v) {
+    namespace json = boost::json;
+    switch (v.kind()) {
+        case Value::Kind::null: return nullptr;
+        case Value::Kind::boolean: return v.as_bool();
+        case Value::Kind::int64: return v.as_int64();
+        case Value::Kind::uint64: return v.as_uint64();
+        case Value::Kind::float64: return v.as_double();
+        case Value::Kind::string: return json::string(v.as_string());
+        case Value::Kind::bytes: return json::string(acemq::detail::base64_encode(v.as_bytes()));
+        case Value::Kind::array: {
+            json::array out;
+            for (const auto& element : v.as_array()) out.push_back(reference_json(element));
+            return out;
+        }
+        case Value::Kind::map: {
+            json::object out;
+            for (const auto& [key, element] : v.as_map()) {
+                const std::string name = key.kind() == Value::Kind::string ? key.as_string()
+                                         : key.kind() == Value::Kind::int64
+                                             ? std::to_string(key.as_int64())
+                                             : std::to_string(key.as_uint64());
+                out.emplace(name, reference_json(element));
+            }
+            return out;
+        }
+        case Value::Kind::record: {
+            json::object out;
+            for (const auto& [name, element] : v.as_record())
+                out.emplace(name, reference_json(element));
+            return out;
+        }
+    }
+    return nullptr;
+}
+
+// A codec of an application's own, written against Values only.
+class ValueOnlyCodec final : public acemq::Codec {
+public:
+    std::string_view name() const noexcept override { return "ValueOnlyCodec"; }
+    std::string_view content_type() const noexcept override { return "application/x-kind"; }
+    bool can_decode(std::string_view) const noexcept override { return false; }
+    std::vector<std::byte> encode(const Value& v) const override {
+        return bytes_of(acemq::kind_name(v.kind()));
+    }
+    Value decode(std::span<const std::byte>, std::string_view) const override { return {}; }
+};
+
+}  // namespace
+
+TEST_CASE("typed values stream the bytes their Value form encodes to, as before streaming") {
+    Generator gen(5150);
+    for (int i = 0; i < 2000; ++i) {
+        INFO("case " << i);
+        const Order order = gen.order();
+        const Value tree = acemq::to_value(order);
+        const auto msgpack_body = acemq::encode(msgpack_codec, order).body;
+        REQUIRE(msgpack_body == msgpack_codec.encode(tree));
+        REQUIRE(msgpack_body == reference_msgpack(tree));
+        const auto json_body = acemq::encode(json_codec, order).body;
+        REQUIRE(json_body == json_codec.encode(tree));
+        REQUIRE(text_of(json_body) == boost::json::serialize(reference_json(tree)));
+    }
+    for (int i = 0; i < 2000; ++i) {
+        INFO("dynamic case " << i);
+        const Value m = gen.value(false);
+        REQUIRE(msgpack_codec.encode(m) == reference_msgpack(m));
+        REQUIRE(acemq::encode(msgpack_codec, m).body == reference_msgpack(m));
+        const Value j = gen.value(true);
+        REQUIRE(text_of(json_codec.encode(j)) == boost::json::serialize(reference_json(j)));
+    }
+    // Every length form: fix, 8, 16 and 32 bits.
+    for (std::size_t n : {0u, 15u, 16u, 31u, 32u, 255u, 256u, 65535u, 65536u}) {
+        INFO("length " << n);
+        Value::Map entries;
+        for (std::size_t k = 0; k < n; ++k) entries.emplace_back(Value(k), Value());
+        for (const Value& v : {Value(std::string(n, 'x')), Value(Bytes(n, std::byte{7})),
+                               Value(Value::Array(n, Value(1))), Value(std::move(entries))})
+            REQUIRE(msgpack_codec.encode(v) == reference_msgpack(v));
+    }
+    const std::string escapes = "q\"b\\s/\x01\x1f\x7f\b\f\n\r\t\xC3\xA9";
+    const Value tricky(Value::Record{{escapes, Value(escapes)}});
+    CHECK(text_of(json_codec.encode(tricky)) == boost::json::serialize(reference_json(tricky)));
+}
+
+TEST_CASE("to_value is write_value collected, and a Value writes itself back unchanged") {
+    Generator gen(8);
+    for (int i = 0; i < 200; ++i) {
+        const Value v = gen.value(false);
+        acemq::ValueBuilder builder;
+        acemq::write_value(v, builder);
+        REQUIRE(builder.take() == v);
+        REQUIRE(acemq::to_value(v) == v);
+    }
+    const Value order = acemq::to_value(gen.order());
+    CHECK(acemq::to_value(order) == order);
+}
+
+TEST_CASE("a codec written against Values alone still encodes typed values") {
+    const ValueOnlyCodec codec;
+    CHECK(text_of(acemq::encode(codec, Payment{"p", 1}).body) == "record");
+    const acemq::CompositeCodec composite({std::make_shared<ValueOnlyCodec>()});
+    CHECK(text_of(acemq::encode(composite, std::vector<int>{1}).body) == "array");
+    CHECK(text_of(composite.encode(Value(2.5))) == "double");
+}
+
+TEST_CASE("JSON keys are unique per object, however large, and may repeat across objects") {
+    Value::Map big;
+    for (int k = 0; k < 5000; ++k) big.emplace_back(Value(std::to_string(k)), Value(k));
+    const Value nested(Value::Map{{Value("a"), Value(Value::Map{{Value("a"), Value(1)}})},
+                                  {Value("b"), Value(big)}});
+    CHECK(json_codec.decode(json_codec.encode(nested), "") == nested);
+    big.emplace_back(Value(4321), Value(true));
+    CHECK(encode_error_of([&] { (void)json_codec.encode(Value(big)); }) ==
+          "acemq: two map keys both become the JSON key \"4321\"");
+    CHECK(encode_error_of([&] {
+              (void)json_codec.encode(Value(Value::Record{{"x", Value(1)}, {"x", Value(2)}}));
+          }) == "acemq: two map keys both become the JSON key \"x\"");
 }
 
 TEST_CASE("a record travels positionally in msgpack and by name in JSON") {

@@ -1,0 +1,125 @@
+// What every conformance test shares. The suite is written once against the Bus and run
+// once per transport: the meson suite sets ACEMQ_CONFORMANCE_URL ("inproc://", or a broker
+// URL), and each test gets a fresh bus and queue names no other test uses.
+#pragma once
+
+#include <catch2/catch.hpp>
+
+#include <acemq/acemq.hpp>
+
+#include <chrono>
+#include <cstdlib>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <thread>
+
+namespace conformance {
+
+using namespace std::chrono_literals;
+
+struct Order {
+    std::string id;
+    std::int64_t cents = 0;
+};
+
+inline std::string transport_url() {
+    const char* url = std::getenv("ACEMQ_CONFORMANCE_URL");
+    if (url == nullptr || *url == '\0')
+        throw std::runtime_error("ACEMQ_CONFORMANCE_URL is not set: run this through `meson test --suite conformance-*`");
+    return url;
+}
+
+// A fresh bus and a namespace of queue names for one test.
+class Fixture {
+public:
+    explicit Fixture(acemq::BusOptions options = {})
+        : prefix_("c" + acemq::new_uuid().substr(0, 8)), bus_(acemq::connect(bus_url(prefix_), std::move(options))),
+          harness_(bus_) {}
+
+    acemq::Bus& bus() { return bus_; }
+    acemq::testing::Harness& harness() { return harness_; }
+    acemq::Transport& transport() { return bus_.transport(); }
+    std::string name(std::string_view base) const { return prefix_ + "." + std::string(base); }
+
+    // Declares `queue` as its owner would: durable, quorum, with dead letters.
+    std::string source_queue(std::string_view base, acemq::QueueOptions options = {.dead_letter = true}) {
+        std::string queue = name(base);
+        bus_.declare(acemq::Topology{}.queue(queue, std::move(options)));
+        return queue;
+    }
+
+    // Takes one message off `queue`, waiting up to `timeout` for one to arrive.
+    std::optional<acemq::Delivery> pull(const std::string& queue, std::chrono::milliseconds timeout = 5s) {
+        const auto deadline = std::chrono::steady_clock::now() + timeout;
+        for (;;) {
+            if (auto delivery = transport().pull(queue)) return delivery;
+            if (std::chrono::steady_clock::now() >= deadline) return std::nullopt;
+            std::this_thread::sleep_for(5ms);
+        }
+    }
+
+    // Waits up to `timeout` until `queue` holds exactly `depth` ready messages.
+    bool wait_depth(const std::string& queue, std::uint64_t depth, std::chrono::milliseconds timeout = 5s) {
+        const auto deadline = std::chrono::steady_clock::now() + timeout;
+        for (;;) {
+            if (transport().queue_depth(queue) == depth) return true;
+            if (std::chrono::steady_clock::now() >= deadline) return false;
+            std::this_thread::sleep_for(5ms);
+        }
+    }
+
+private:
+    static std::string bus_url(const std::string& prefix) {
+        std::string url = transport_url();
+        // The embedded broker is one per name: give each test its own.
+        if (url == "inproc://") url += prefix;
+        return url;
+    }
+
+    std::string prefix_;
+    acemq::Bus bus_;
+    acemq::testing::Harness harness_;
+};
+
+inline acemq::Envelope envelope_of(const acemq::Delivery& delivery) {
+    const acemq::InboundMessage& message = delivery.message();
+    return acemq::read_envelope(message.headers, message.routing_key, message.message_id);
+}
+
+// A latch a handler blocks on until the test opens it; always opened by its destructor so a
+// failing test never leaves a worker stuck.
+class Gate {
+public:
+    ~Gate() { open(); }
+    void open() {
+        {
+            std::lock_guard guard(lock_);
+            open_ = true;
+        }
+        changed_.notify_all();
+    }
+    void pass() {
+        std::unique_lock guard(lock_);
+        ++waiting_;
+        changed_.notify_all();
+        changed_.wait_for(guard, 30s, [&] { return open_; });
+        --waiting_;
+    }
+    bool wait_waiting(int count, std::chrono::milliseconds timeout = 5s) {
+        std::unique_lock guard(lock_);
+        return changed_.wait_for(guard, timeout, [&] { return waiting_ >= count; });
+    }
+    int waiting() {
+        std::lock_guard guard(lock_);
+        return waiting_;
+    }
+
+private:
+    std::mutex lock_;
+    std::condition_variable changed_;
+    bool open_ = false;
+    int waiting_ = 0;
+};
+
+}  // namespace conformance

@@ -1,0 +1,378 @@
+// Settlement, end to end through a broker: what happens to a message after each answer
+// of its handler (spec patterns §8 items 62-76, wire contract §2.6).
+#include "conformance.hpp"
+
+#include <mutex>
+
+using namespace conformance;
+using acemq::Message;
+using acemq::Outcome;
+
+namespace {
+
+// What a handler saw, recorded for the test thread (Catch2 assertions are not
+// thread-safe, so handlers only record).
+struct Seen {
+    std::mutex lock;
+    std::vector<acemq::Envelope> envelopes;
+    std::vector<Order> payloads;
+    void add(const Message<Order>& message) {
+        std::lock_guard guard(lock);
+        envelopes.push_back(message.envelope);
+        payloads.push_back(message.payload);
+    }
+    std::size_t size() {
+        std::lock_guard guard(lock);
+        return envelopes.size();
+    }
+};
+
+}  // namespace
+
+TEST_CASE("62 accept acks and publishes nothing else") {
+    Fixture f;
+    const std::string queue = f.source_queue("orders");
+    auto consumer = f.bus().consume<Order>(queue, [](const Message<Order>&) { return acemq::accept(); });
+    f.bus().publisher("", queue).send(Order{"o-1", 100});
+    REQUIRE(f.harness().wait_settled(queue, Outcome::acked, 1, 5s));
+    CHECK(consumer.close());
+    CHECK(f.transport().queue_depth(queue) == 0);
+    CHECK(f.transport().queue_depth(acemq::dead_letter_queue(queue)) == 0);
+    CHECK(f.transport().queue_depth(acemq::parked_queue(queue)) == 0);
+}
+
+TEST_CASE("63/65/75 a consumer on a bare queue declares where failures go; a reject lands in .dlq") {
+    Fixture f;
+    const std::string queue = f.source_queue("bare", {});
+    auto consumer = f.bus().consume<Order>(
+        queue, [](const Message<Order>&) { return acemq::reject(std::invalid_argument("no such customer")); });
+    CHECK(f.transport().queue_exists(acemq::dead_letter_queue(queue)));
+    CHECK(f.transport().queue_exists(acemq::parked_queue(queue)));
+    const auto sent = f.bus().publisher("", queue).send(Order{"o-2", 250}, {.causation = "cart-9"});
+    REQUIRE(f.harness().wait_dead_lettered(queue, 1, 5s));
+    consumer.close();
+
+    auto copy = f.pull(acemq::dead_letter_queue(queue));
+    REQUIRE(copy.has_value());
+    const acemq::Envelope envelope = envelope_of(*copy);
+    CHECK(envelope.error == "the handler rejected it: std::invalid_argument: no such customer");
+    CHECK(envelope.id == sent.message_id);
+    CHECK(envelope.type == queue);
+    CHECK(envelope.causation == "cart-9");
+    CHECK(copy->message().message_id == sent.message_id);
+    const auto order = acemq::decode<Order>(*acemq::default_codec(), copy->message().body, copy->message().content_type);
+    CHECK(order.id == "o-2");
+    CHECK(order.cents == 250);
+    copy->ack();
+    CHECK(f.transport().queue_depth(queue) == 0);
+}
+
+TEST_CASE("64 a consumer declares its policy's rungs with exactly the rung arguments") {
+    Fixture f;
+    const std::string queue = f.source_queue("rungs");
+    const acemq::RetryPolicy policy = acemq::exponential_retry(4, 20s, 1min);  // 20 s, 40 s, 60 s
+    auto consumer = f.bus().consume<Order>(queue, [](const Message<Order>&) { return acemq::accept(); },
+                                           {.retry = policy});
+    CHECK_FALSE(f.transport().queue_exists(acemq::rung_queue(queue, 20s)));
+    for (auto delay : {40s, 60s}) {
+        const std::string rung = acemq::rung_queue(queue, delay);
+        INFO(rung);
+        CHECK(f.transport().queue_exists(rung));
+        // The broker accepts the same declaration and refuses a different one: the
+        // arguments are exactly the contract's.
+        acemq::QueueOptions same{.type = acemq::QueueType::classic, .arguments = acemq::rung_args(queue, delay)};
+        CHECK_NOTHROW(f.bus().declare(acemq::Topology{}.queue(rung, same)));
+        acemq::FieldTable other = acemq::rung_args(queue, delay);
+        other["x-message-ttl"] = acemq::FieldValue(std::int64_t{1});
+        CHECK_THROWS_AS(
+            f.bus().declare(acemq::Topology{}.queue(rung, {.type = acemq::QueueType::classic, .arguments = other})),
+            acemq::TopologyError);
+    }
+    consumer.close();
+
+    Fixture short_waits;
+    const std::string plain = short_waits.source_queue("short");
+    auto quick = short_waits.bus().consume<Order>(plain, [](const Message<Order>&) { return acemq::accept(); },
+                                                  {.retry = acemq::exponential_retry(3, 1s, 4s)});
+    CHECK_FALSE(short_waits.transport().queue_exists(acemq::rung_queue(plain, 1s)));
+    CHECK_FALSE(short_waits.transport().queue_exists(acemq::rung_queue(plain, 2s)));
+}
+
+TEST_CASE("66 park sets the message aside for a person, counted as parked") {
+    Fixture f;
+    const std::string queue = f.source_queue("park");
+    auto consumer = f.bus().consume<Order>(
+        queue, [](const Message<Order>&) { return acemq::park(std::runtime_error("address needs a look")); });
+    f.bus().publisher("", queue).send(Order{"o-3", 1});
+    REQUIRE(f.harness().wait_parked(queue, 1, 5s));
+    consumer.close();
+    const auto records = f.harness().settled(queue);
+    REQUIRE(records.size() == 1);
+    CHECK_FALSE(records[0].settlement.dead_lettered());
+    auto copy = f.pull(acemq::parked_queue(queue));
+    REQUIRE(copy.has_value());
+    CHECK(envelope_of(*copy).error == "the handler parked it: std::runtime_error: address needs a look");
+    copy->ack();
+    CHECK(f.transport().queue_depth(acemq::dead_letter_queue(queue)) == 0);
+}
+
+TEST_CASE("67/70 retry: no_retry dead-letters; a policy republishes with the next attempt") {
+    SECTION("no_retry: exhausted 1 attempt") {
+        Fixture f;
+        const std::string queue = f.source_queue("once");
+        auto consumer = f.bus().consume<Order>(
+            queue, [](const Message<Order>&) { return acemq::retry(std::runtime_error("later")); });
+        f.bus().publisher("", queue).send(Order{"o-4", 1});
+        REQUIRE(f.harness().wait_dead_lettered(queue, 1, 5s));
+        consumer.close();
+        auto copy = f.pull(acemq::dead_letter_queue(queue));
+        REQUIRE(copy.has_value());
+        CHECK(envelope_of(*copy).error == "exhausted 1 attempt: std::runtime_error: later");
+        copy->ack();
+    }
+    SECTION("fixed_retry(3, 0): attempts 1, 2, 3 with one id and body, then exhausted 3 attempts") {
+        Fixture f;
+        const std::string queue = f.source_queue("thrice");
+        Seen seen;
+        auto consumer = f.bus().consume<Order>(
+            queue,
+            [&](const Message<Order>& message) -> acemq::Ack {
+                seen.add(message);
+                throw std::runtime_error("the warehouse is not answering");
+            },
+            {.retry = acemq::fixed_retry(3, 0ms)});
+        const auto sent = f.bus().publisher("", queue).send(Order{"o-5", 77});
+        REQUIRE(f.harness().wait_dead_lettered(queue, 1, 5s));
+        consumer.close();
+        REQUIRE(seen.size() == 3);
+        for (std::size_t i = 0; i < 3; ++i) {
+            CHECK(seen.envelopes[i].attempt == static_cast<std::int32_t>(i + 1));
+            CHECK(seen.envelopes[i].id == sent.message_id);
+            CHECK(seen.payloads[i].cents == 77);
+        }
+        const auto records = f.harness().settled(queue);
+        REQUIRE(records.size() == 3);
+        CHECK(records[0].settlement.outcome == Outcome::retried);
+        CHECK(records[1].settlement.outcome == Outcome::retried);
+        auto copy = f.pull(acemq::dead_letter_queue(queue));
+        REQUIRE(copy.has_value());
+        CHECK(envelope_of(*copy).error == "exhausted 3 attempts: std::runtime_error: the warehouse is not answering");
+        CHECK(envelope_of(*copy).attempt == 3);
+        copy->ack();
+    }
+}
+
+TEST_CASE("68 a long wait rides its rung queue; a missing rung waits in the consumer") {
+    SECTION("two minutes: republished to {q}.retry.2m with attempt 2") {
+        Fixture f;
+        const std::string queue = f.source_queue("long");
+        auto consumer = f.bus().consume<Order>(
+            queue, [](const Message<Order>&) { return acemq::retry(std::runtime_error("busy")); },
+            {.retry = acemq::fixed_retry(2, 2min)});
+        const auto sent = f.bus().publisher("", queue).send(Order{"o-6", 1});
+        REQUIRE(f.harness().wait_settled(queue, Outcome::retried, 1, 5s));
+        consumer.close();
+        const std::string rung = acemq::rung_queue(queue, 2min);
+        CHECK(rung == queue + ".retry.2m");
+        auto waiting = f.pull(rung);
+        REQUIRE(waiting.has_value());
+        CHECK(envelope_of(*waiting).attempt == 2);
+        CHECK(envelope_of(*waiting).id == sent.message_id);
+        waiting->ack();
+        CHECK(f.transport().queue_depth(queue) == 0);
+    }
+    SECTION("no rung declared: the wait is held in the consumer and the message comes home") {
+        Fixture f;
+        const std::string queue = f.source_queue("norung");
+        // Declare where failures go by hand, without the rung.
+        f.bus().declare(acemq::consumer_topology(queue, acemq::no_retry()));
+        Seen seen;
+        auto consumer = f.bus().consume<Order>(
+            queue,
+            [&](const Message<Order>& message) {
+                seen.add(message);
+                return message.envelope.attempt == 1 ? acemq::retry(std::runtime_error("busy")) : acemq::accept();
+            },
+            {.retry = acemq::fixed_retry(2, 300ms).wait_in_broker_from(100ms), .declare = false});
+        f.bus().publisher("", queue).send(Order{"o-7", 1});
+        REQUIRE(f.harness().wait_settled(queue, Outcome::acked, 1, 10s));
+        consumer.close();
+        REQUIRE(seen.size() == 2);
+        CHECK(seen.envelopes[1].attempt == 2);
+        CHECK_FALSE(f.transport().queue_exists(acemq::rung_queue(queue, 300ms)));
+    }
+}
+
+TEST_CASE("69 in_progress republishes with the attempt unchanged and never dead-letters") {
+    Fixture f;
+    const std::string queue = f.source_queue("busy");
+    Seen seen;
+    auto consumer = f.bus().consume<Order>(queue, [&](const Message<Order>& message) {
+        seen.add(message);
+        return seen.size() == 1 ? acemq::in_progress(10ms) : acemq::accept();
+    });
+    f.bus().publisher("", queue).send(Order{"o-8", 1});
+    REQUIRE(f.harness().wait_settled(queue, Outcome::acked, 1, 5s));
+    consumer.close();
+    REQUIRE(seen.size() == 2);
+    CHECK(seen.envelopes[0].attempt == 1);
+    CHECK(seen.envelopes[1].attempt == 1);
+    const auto records = f.harness().settled(queue);
+    REQUIRE(records.size() == 2);
+    CHECK(records[0].settlement.outcome == Outcome::in_progress);
+    CHECK_FALSE(records[0].settlement.dead_lettered());
+    CHECK(f.transport().queue_depth(acemq::dead_letter_queue(queue)) == 0);
+}
+
+TEST_CASE("70 fatal failures and old messages skip the ladder; an exception is a retry") {
+    const acemq::RetryPolicy generous = acemq::fixed_retry(5, 0ms).give_up_after(1min);
+    SECTION("FatalError returned") {
+        Fixture f;
+        const std::string queue = f.source_queue("fatal-returned");
+        auto consumer = f.bus().consume<Order>(
+            queue, [](const Message<Order>&) { return acemq::retry(acemq::FatalError("no such sku")); },
+            {.retry = generous});
+        f.bus().publisher("", queue).send(Order{"o-9", 1});
+        REQUIRE(f.harness().wait_dead_lettered(queue, 1, 5s));
+        consumer.close();
+        auto copy = f.pull(acemq::dead_letter_queue(queue));
+        REQUIRE(copy.has_value());
+        CHECK(envelope_of(*copy).error == "the handler reported an unprocessable message: acemq::FatalError: no such sku");
+        copy->ack();
+    }
+    SECTION("FatalError thrown") {
+        Fixture f;
+        const std::string queue = f.source_queue("fatal-thrown");
+        auto consumer = f.bus().consume<Order>(
+            queue, [](const Message<Order>&) -> acemq::Ack { throw acemq::FatalError("unknown customer"); },
+            {.retry = generous});
+        f.bus().publisher("", queue).send(Order{"o-10", 1});
+        REQUIRE(f.harness().wait_dead_lettered(queue, 1, 5s));
+        consumer.close();
+        CHECK(f.harness().settled(queue).size() == 1);
+        auto copy = f.pull(acemq::dead_letter_queue(queue));
+        REQUIRE(copy.has_value());
+        CHECK_THAT(envelope_of(*copy).error, Catch::Contains("unprocessable") && Catch::Contains("unknown customer"));
+        copy->ack();
+    }
+    SECTION("a message older than the policy allows") {
+        Fixture f;
+        const std::string queue = f.source_queue("old");
+        auto consumer = f.bus().consume<Order>(
+            queue, [](const Message<Order>&) { return acemq::retry(std::runtime_error("still down")); },
+            {.retry = generous});
+        f.bus().publisher("", queue).send(Order{"o-11", 1},
+                                          {.first_seen = acemq::epoch_millis_now() - std::chrono::hours(1)});
+        REQUIRE(f.harness().wait_dead_lettered(queue, 1, 5s));
+        consumer.close();
+        auto copy = f.pull(acemq::dead_letter_queue(queue));
+        REQUIRE(copy.has_value());
+        CHECK(envelope_of(*copy).error ==
+              "exceeded the maximum message age of 1m: std::runtime_error: still down");
+        copy->ack();
+    }
+    SECTION("a plain exception: attempt 2 follows") {
+        Fixture f;
+        const std::string queue = f.source_queue("thrown");
+        Seen seen;
+        auto consumer = f.bus().consume<Order>(
+            queue,
+            [&](const Message<Order>& message) -> acemq::Ack {
+                seen.add(message);
+                if (message.envelope.attempt == 1) throw std::runtime_error("flaky");
+                return acemq::accept();
+            },
+            {.retry = generous});
+        f.bus().publisher("", queue).send(Order{"o-12", 1});
+        REQUIRE(f.harness().wait_settled(queue, Outcome::acked, 1, 5s));
+        consumer.close();
+        REQUIRE(seen.size() == 2);
+        CHECK(seen.envelopes[1].attempt == 2);
+    }
+}
+
+TEST_CASE("72 an undecodable body is parked without running the handler") {
+    Fixture f;
+    const std::string queue = f.source_queue("garbage");
+    std::atomic<int> calls{0};
+    auto consumer = f.bus().consume<Order>(queue, [&](const Message<Order>&) {
+        ++calls;
+        return acemq::accept();
+    });
+    const std::string junk = "\xc1 this is not msgpack";
+    acemq::Bytes body;
+    for (char c : junk) body.push_back(static_cast<std::byte>(c));
+    f.bus().publisher("", queue).send_raw(acemq::Encoded{body, "application/msgpack"});
+    REQUIRE(f.harness().wait_parked(queue, 1, 5s));
+    consumer.close();
+    CHECK(calls == 0);
+    auto copy = f.pull(acemq::parked_queue(queue));
+    REQUIRE(copy.has_value());
+    CHECK_THAT(envelope_of(*copy).error, Catch::StartsWith("could not be decoded: acemq::DecodeError:") &&
+                                             Catch::Contains("Order"));
+    CHECK(copy->message().body == body);
+    CHECK(copy->message().content_type == "application/msgpack");
+    copy->ack();
+}
+
+TEST_CASE("73 every envelope field reaches the handler") {
+    Fixture f({.origin = "orders@pod-7"});
+    const std::string queue = f.source_queue("fields");
+    Seen seen;
+    auto consumer = f.bus().consume<Order>(queue, [&](const Message<Order>& message) {
+        seen.add(message);
+        return acemq::accept();
+    });
+    acemq::Headers headers{{"x-tenant", acemq::FieldValue("acme")}};
+    const auto sent = f.bus().publisher("", queue).send(
+        Order{"o-13", 5}, {.type = "order.placed", .version = 3, .causation = "cart-1", .headers = headers});
+    REQUIRE(f.harness().wait_consumed(queue, 1, 5s));
+    consumer.close();
+    REQUIRE(seen.size() == 1);
+    const acemq::Envelope& envelope = seen.envelopes[0];
+    CHECK(envelope.id == sent.message_id);
+    CHECK(acemq::is_canonical_uuid(envelope.id));
+    CHECK(envelope.type == "order.placed");
+    CHECK(envelope.version == 3);
+    CHECK(envelope.correlation == envelope.id);
+    CHECK(envelope.causation == "cart-1");
+    CHECK(envelope.origin == "orders@pod-7");
+    CHECK(envelope.attempt == 1);
+    REQUIRE(envelope.first_seen.has_value());
+    CHECK(envelope.headers.at("x-tenant").as_text() == "acme");
+    CHECK(seen.payloads[0].id == "o-13");
+}
+
+TEST_CASE("74 with nowhere to set it aside, a reject is nacked without requeue") {
+    Fixture f;
+    const std::string queue = f.source_queue("nowhere", {});
+    auto consumer = f.bus().consume<Order>(
+        queue, [](const Message<Order>&) { return acemq::reject(std::runtime_error("bad")); }, {.declare = false});
+    f.bus().publisher("", queue).send(Order{"o-14", 1});
+    REQUIRE(f.harness().wait_dead_lettered(queue, 1, 5s));
+    CHECK(consumer.close());
+    CHECK(f.wait_depth(queue, 0));
+    CHECK_FALSE(f.transport().queue_exists(acemq::dead_letter_queue(queue)));
+}
+
+TEST_CASE("76 close drains: a stuck handler is cut off and its message left for the broker") {
+    Fixture f;
+    const std::string queue = f.source_queue("drain");
+    Gate gate;
+    std::atomic<int> finished{0};
+    auto consumer = f.bus().consume<Order>(queue, [&](const Message<Order>&) {
+        gate.pass();
+        ++finished;
+        return acemq::accept();
+    });
+    f.bus().publisher("", queue).send(Order{"o-15", 1});
+    REQUIRE(gate.wait_waiting(1));
+    CHECK_FALSE(consumer.close(100ms));  // the handler is still running
+    CHECK(f.wait_depth(queue, 1));        // its message went back, unsettled
+    gate.open();
+
+    auto again = f.bus().consume<Order>(queue, [&](const Message<Order>&) { return acemq::accept(); });
+    REQUIRE(f.harness().wait_settled(queue, Outcome::acked, 1, 5s));
+    CHECK(again.close());  // nothing running: drained
+    CHECK(f.wait_depth(queue, 0));
+}

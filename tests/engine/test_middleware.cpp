@@ -1,0 +1,354 @@
+// Handler middleware (patterns §4, §8 items 46–49): chain order, with_timeout, with_logging,
+// then. Most tests call the wrapped handlers directly with hand-made messages; then() and
+// the end-to-end composition run on the embedded broker.
+#include <catch2/catch.hpp>
+
+#include <acemq/bus.hpp>
+#include <acemq/log.hpp>
+#include <acemq/middleware.hpp>
+#include <acemq/uuid.hpp>
+
+#include <atomic>
+#include <chrono>
+#include <future>
+#include <mutex>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+using namespace std::chrono_literals;
+
+namespace {
+
+struct Order {
+    std::string id;
+    std::int64_t cents = 0;
+};
+
+struct Invoice {
+    std::string order_id;
+    std::int64_t cents = 0;
+};
+
+acemq::Message<Order> message_of(Order order, std::string_view routing_key = "orders.new") {
+    return acemq::Message<Order>{std::move(order), acemq::Envelope::for_new_message(routing_key, "shop@test"),
+                                 std::string(routing_key), std::string(routing_key), "", "", false};
+}
+
+std::string unique_url(std::string_view base) { return "inproc://" + std::string(base) + "-" + acemq::new_uuid(); }
+
+// Every line written through acemq::log while it exists; restores the previous sink.
+class CapturedLog {
+public:
+    CapturedLog()
+        : previous_(acemq::set_log_sink([this](acemq::LogLevel level, std::string_view line) {
+              std::lock_guard guard(lock_);
+              lines_.emplace_back(level, std::string(line));
+          })) {}
+    ~CapturedLog() { acemq::set_log_sink(std::move(previous_)); }
+    CapturedLog(const CapturedLog&) = delete;
+    CapturedLog& operator=(const CapturedLog&) = delete;
+
+    std::vector<std::pair<acemq::LogLevel, std::string>> lines() const {
+        std::lock_guard guard(lock_);
+        return lines_;
+    }
+
+private:
+    mutable std::mutex lock_;
+    std::vector<std::pair<acemq::LogLevel, std::string>> lines_;
+    acemq::LogSink previous_;
+};
+
+bool contains(const std::string& text, std::string_view part) { return text.find(part) != std::string::npos; }
+
+bool ends_with(const std::string& text, std::string_view tail) { return std::string_view(text).ends_with(tail); }
+
+// A middleware that records when a message passes it on the way in and on the way out.
+auto traced(std::vector<std::string>& trace, std::string name) {
+    return [&trace, name](acemq::Handler<Order> next) {
+        return acemq::Handler<Order>([&trace, name, next](const acemq::Message<Order>& message) {
+            trace.push_back(name + " in");
+            acemq::Ack ack = next(message);
+            trace.push_back(name + " out");
+            return ack;
+        });
+    };
+}
+
+}  // namespace
+
+TEST_CASE("chain: the first middleware listed is outermost") {
+    std::vector<std::string> trace;
+    auto handle = [&](const acemq::Message<Order>&) {
+        trace.push_back("handler");
+        return acemq::accept();
+    };
+    auto handler = acemq::chain<Order>(handle, traced(trace, "outer"), traced(trace, "inner"));
+
+    CHECK(handler(message_of({"o-1", 100})) == acemq::accept());
+    CHECK(trace == std::vector<std::string>{"outer in", "inner in", "handler", "inner out", "outer out"});
+}
+
+TEST_CASE("chain with no middleware is the handler") {
+    auto handler = acemq::chain<Order>([](const acemq::Message<Order>&) { return acemq::reject(std::invalid_argument("no sku")); });
+    CHECK(handler(message_of({"o-1", 100})) == acemq::reject(std::invalid_argument("no sku")));
+}
+
+TEST_CASE("chain accepts a typed acemq::Middleware as well as the library's") {
+    acemq::Middleware<Order> to_park = [](acemq::Handler<Order> next) {
+        return acemq::Handler<Order>([next](const acemq::Message<Order>& message) {
+            const acemq::Ack ack = next(message);
+            return ack.kind() == acemq::AckKind::reject ? acemq::park(ack.failure()) : ack;
+        });
+    };
+    auto handler = acemq::chain<Order>([](const acemq::Message<Order>&) { return acemq::reject(); }, to_park,
+                                       acemq::with_timeout(5s));
+    CHECK(handler(message_of({"o-1", 100})).kind() == acemq::AckKind::park);
+}
+
+TEST_CASE("with_timeout: a handler past its limit is answered for with retry, and finishes in the background") {
+    std::promise<void> release;
+    std::shared_future<void> released = release.get_future().share();
+    std::promise<std::string> finished;
+    std::future<std::string> late_answer = finished.get_future();
+
+    auto handler = acemq::with_timeout(20ms)(acemq::Handler<Order>([&, released](const acemq::Message<Order>& message) {
+        const bool was_released = released.wait_for(10s) == std::future_status::ready;
+        const bool told_to_stop = acemq::current_stop_token().stop_requested();
+        // Reads the message after the caller's copy is gone: with_timeout handed over its own.
+        finished.set_value(message.payload.id + (was_released ? " released" : " never released") +
+                           (told_to_stop ? ", stop requested" : ", no stop requested"));
+        return acemq::accept();
+    }));
+
+    std::string id;
+    std::optional<acemq::Ack> ack;
+    {
+        acemq::Message<Order> message = message_of({"o-late", 100});
+        id = message.envelope.id;
+        const auto started = std::chrono::steady_clock::now();
+        ack.emplace(handler(message));
+        CHECK(std::chrono::steady_clock::now() - started < 5s);
+    }
+    REQUIRE(ack->kind() == acemq::AckKind::retry);
+    REQUIRE(ack->failure());
+    CHECK(ack->failure()->type_name == "acemq::HandlerTimeoutError");
+    CHECK(ack->failure()->message == "acemq: handling message " + id + " did not finish within 20ms");
+    CHECK(contains(acemq::describe(ack->failure()), "did not finish within"));
+    CHECK_FALSE(ack->is_fatal());
+
+    release.set_value();
+    REQUIRE(late_answer.wait_for(10s) == std::future_status::ready);
+    CHECK(late_answer.get() == "o-late released, stop requested");
+}
+
+TEST_CASE("with_timeout: a handler that watches its stop token ends soon after the limit") {
+    std::promise<bool> stopped;
+    std::future<bool> stopped_early = stopped.get_future();
+    auto handler = acemq::chain<Order>(
+        [&](const acemq::Message<Order>&) {
+            const std::stop_token token = acemq::current_stop_token();
+            const auto give_up = std::chrono::steady_clock::now() + 10s;
+            while (!token.stop_requested() && std::chrono::steady_clock::now() < give_up) std::this_thread::sleep_for(1ms);
+            stopped.set_value(token.stop_requested());
+            return acemq::accept();
+        },
+        acemq::with_timeout(20ms));
+
+    CHECK(handler(message_of({"o-1", 100})).kind() == acemq::AckKind::retry);
+    REQUIRE(stopped_early.wait_for(5s) == std::future_status::ready);
+    CHECK(stopped_early.get());
+}
+
+TEST_CASE("with_timeout: an outer timeout stops an inner one's handler too") {
+    std::promise<bool> stopped;
+    std::future<bool> stopped_early = stopped.get_future();
+    auto handler = acemq::chain<Order>(
+        [&](const acemq::Message<Order>&) {
+            const std::stop_token token = acemq::current_stop_token();
+            const auto give_up = std::chrono::steady_clock::now() + 10s;
+            while (!token.stop_requested() && std::chrono::steady_clock::now() < give_up) std::this_thread::sleep_for(1ms);
+            stopped.set_value(token.stop_requested());
+            return acemq::accept();
+        },
+        acemq::with_timeout(20ms), acemq::with_timeout(10s));
+
+    CHECK(handler(message_of({"o-1", 100})).kind() == acemq::AckKind::retry);
+    REQUIRE(stopped_early.wait_for(5s) == std::future_status::ready);
+    CHECK(stopped_early.get());
+}
+
+TEST_CASE("with_timeout: a handler finishing in time keeps its own answer") {
+    auto handler = acemq::chain<Order>(
+        [](const acemq::Message<Order>&) {
+            CHECK(acemq::current_stop_token().stop_possible());
+            CHECK_FALSE(acemq::current_stop_token().stop_requested());
+            return acemq::reject(std::invalid_argument("no such sku"));
+        },
+        acemq::with_timeout(5s));
+    CHECK(handler(message_of({"o-1", 100})) == acemq::reject(std::invalid_argument("no such sku")));
+}
+
+TEST_CASE("with_timeout: an exception thrown in time reaches the caller unchanged") {
+    auto handler = acemq::chain<Order>(
+        [](const acemq::Message<Order>&) -> acemq::Ack { throw acemq::FatalError("the order is malformed"); },
+        acemq::with_timeout(5s));
+    CHECK_THROWS_AS(handler(message_of({"o-1", 100})), acemq::FatalError);
+}
+
+TEST_CASE("with_timeout: the limit must be positive") {
+    CHECK_THROWS_WITH(acemq::with_timeout(0ms), Catch::Contains("a handler timeout must be positive"));
+    CHECK_THROWS_AS(acemq::with_timeout(-1s), acemq::InvalidArgument);
+    CHECK_FALSE(acemq::current_stop_token().stop_possible());
+}
+
+TEST_CASE("with_logging: one INFO line with id, type, attempt, time and decision, never the payload") {
+    CapturedLog log;
+    auto handler = acemq::chain<Order>(
+        [](const acemq::Message<Order>&) { return acemq::reject(std::invalid_argument("no such sku")); },
+        acemq::with_logging());
+    const acemq::Message<Order> message = message_of({"SECRET-PAYLOAD-42", 4250});
+
+    CHECK(handler(message).kind() == acemq::AckKind::reject);
+    const auto lines = log.lines();
+    REQUIRE(lines.size() == 1);
+    const auto& [level, line] = lines.front();
+    CHECK(level == acemq::LogLevel::info);
+    CHECK(contains(line, message.envelope.id));
+    CHECK(contains(line, "type=orders.new"));
+    CHECK(contains(line, "attempt=1"));
+    CHECK(contains(line, "took="));
+    CHECK(contains(line, "ms reject: std::invalid_argument: no such sku"));
+    CHECK_FALSE(contains(line, "SECRET-PAYLOAD-42"));
+    CHECK_FALSE(contains(line, "4250"));
+}
+
+TEST_CASE("with_logging: a handler that throws is logged as raised and the exception goes on") {
+    CapturedLog log;
+    auto handler = acemq::chain<Order>(
+        [](const acemq::Message<Order>&) -> acemq::Ack { throw std::logic_error("the warehouse is not answering"); },
+        acemq::with_logging());
+    const acemq::Message<Order> message = message_of({"SECRET-PAYLOAD-42", 100});
+
+    CHECK_THROWS_AS(handler(message), std::logic_error);
+    const auto lines = log.lines();
+    REQUIRE(lines.size() == 1);
+    CHECK(lines.front().first == acemq::LogLevel::error);
+    CHECK(contains(lines.front().second, message.envelope.id));
+    CHECK(contains(lines.front().second, "the warehouse is not answering"));
+    CHECK(ends_with(lines.front().second, "raised"));
+    CHECK_FALSE(contains(lines.front().second, "SECRET-PAYLOAD-42"));
+}
+
+TEST_CASE("with_logging: a sink of its own, and logging outermost records what the timeout decided") {
+    CapturedLog global;
+    std::vector<std::string> mine;
+    std::promise<void> release;
+    std::shared_future<void> released = release.get_future().share();
+    std::promise<void> finished;
+    std::future<void> done = finished.get_future();
+    auto handler = acemq::chain<Order>(
+        [&, released](const acemq::Message<Order>&) {
+            released.wait_for(10s);
+            finished.set_value();
+            return acemq::accept();
+        },
+        acemq::with_logging([&](acemq::LogLevel, std::string_view line) { mine.emplace_back(line); }),
+        acemq::with_timeout(20ms));
+    const acemq::Message<Order> message = message_of({"o-1", 100});
+
+    CHECK(handler(message).kind() == acemq::AckKind::retry);
+    release.set_value();
+    REQUIRE(done.wait_for(10s) == std::future_status::ready);
+    REQUIRE(mine.size() == 1);
+    CHECK(contains(mine.front(), "retry: acemq::HandlerTimeoutError: acemq: handling message " + message.envelope.id +
+                                     " did not finish within 20ms"));
+    for (const auto& [level, line] : global.lines()) CHECK_FALSE(contains(line, "took="));
+}
+
+TEST_CASE("then: publishes the step's result with the conversation carried over, and accepts") {
+    acemq::Bus bus = acemq::connect(unique_url("then"), {.origin = "billing@test"});
+    bus.declare(acemq::Topology{}.queue("invoices"));
+    auto handler = acemq::then<Order>(bus.publisher("", "invoices"), [](const acemq::Message<Order>& message) {
+        return std::optional(Invoice{message.payload.id, message.payload.cents});
+    });
+    acemq::Message<Order> incoming = message_of({"o-7", 4250});
+    incoming.envelope.correlation = "corr-7";
+
+    CHECK(handler(incoming) == acemq::accept());
+    std::optional<acemq::Delivery> published = bus.transport().pull("invoices");
+    REQUIRE(published);
+    const acemq::Envelope envelope =
+        acemq::read_envelope(published->message().headers, published->message().routing_key, published->message().message_id);
+    CHECK(envelope.correlation == "corr-7");
+    CHECK(envelope.causation == incoming.envelope.id);
+    CHECK(envelope.id != incoming.envelope.id);
+    CHECK(envelope.origin == "billing@test");
+    CHECK(envelope.type == "invoices");
+    const Invoice invoice = acemq::decode<Invoice>(*acemq::default_codec(), published->message().body,
+                                                   published->message().content_type);
+    CHECK(invoice.order_id == "o-7");
+    CHECK(invoice.cents == 4250);
+    published->ack();
+}
+
+TEST_CASE("then: nullopt publishes nothing and accepts; a plain value always publishes") {
+    acemq::Bus bus = acemq::connect(unique_url("then-nothing"));
+    bus.declare(acemq::Topology{}.queue("invoices"));
+    auto nothing = acemq::then<Order>(bus.publisher("", "invoices"),
+                                      [](const acemq::Message<Order>&) { return std::optional<Invoice>{}; });
+    CHECK(nothing(message_of({"o-1", 0})) == acemq::accept());
+    CHECK(bus.transport().queue_depth("invoices") == 0);
+
+    auto always = acemq::then<Order>(bus.publisher("", "invoices"),
+                                     [](const acemq::Message<Order>& m) { return Invoice{m.payload.id, 1}; });
+    CHECK(always(message_of({"o-2", 0})) == acemq::accept());
+    CHECK(bus.transport().queue_depth("invoices") == 1);
+}
+
+TEST_CASE("then: a send that fails answers retry; a step that throws is not caught") {
+    acemq::Bus bus = acemq::connect(unique_url("then-fail"));
+    auto unroutable = acemq::then<Order>(bus.publisher("", "nowhere", {.mandatory = true}),
+                                         [](const acemq::Message<Order>& m) { return std::optional(Invoice{m.payload.id, 1}); });
+    const acemq::Message<Order> incoming = message_of({"o-1", 0});
+    const acemq::Ack ack = unroutable(incoming);
+    REQUIRE(ack.kind() == acemq::AckKind::retry);
+    CHECK(contains(acemq::describe(ack.failure()), "acemq: the work for message " + incoming.envelope.id +
+                                                       " is done but the next message did not go out: "));
+    CHECK(contains(acemq::describe(ack.failure()), "reached no queue"));
+
+    auto throwing = acemq::then<Order>(bus.publisher("", "nowhere"), [](const acemq::Message<Order>&) -> std::optional<Invoice> {
+        throw std::runtime_error("the step failed");
+    });
+    CHECK_THROWS_WITH(throwing(incoming), "the step failed");
+}
+
+TEST_CASE("middleware composes with Bus::consume") {
+    acemq::Bus bus = acemq::connect(unique_url("consume"));
+    bus.declare(acemq::Topology{}.queue("orders.new", {.dead_letter = true}).queue("invoices"));
+    std::atomic<int> handled{0};
+    auto handle = [&](const acemq::Message<Order>& message) {
+        ++handled;
+        return message.payload.cents > 0 ? acemq::accept() : acemq::reject(std::invalid_argument("nothing to charge"));
+    };
+    CapturedLog log;
+    {
+        acemq::Consumer consumer = bus.consume<Order>(
+            "orders.new", acemq::chain<Order>(handle, acemq::with_logging(), acemq::with_timeout(10s)));
+        acemq::Publisher orders = bus.publisher("", "orders.new");
+        orders.send(Order{"o-1", 100});
+        orders.send(Order{"o-2", 0});
+        const auto give_up = std::chrono::steady_clock::now() + 10s;
+        while (bus.transport().queue_depth("orders.new.dlq") < 1 && std::chrono::steady_clock::now() < give_up)
+            std::this_thread::sleep_for(5ms);
+    }
+    CHECK(handled == 2);
+    CHECK(bus.transport().queue_depth("orders.new.dlq") == 1);
+    int decisions = 0;
+    for (const auto& [level, line] : log.lines())
+        if (level == acemq::LogLevel::info && contains(line, "type=orders.new")) ++decisions;
+    CHECK(decisions == 2);
+}

@@ -1,0 +1,62 @@
+#include "inproc/inproc_transport.hpp"
+
+#include "acemq/error.hpp"
+
+namespace acemq::inproc {
+
+namespace {
+
+constexpr std::string_view scheme_prefix = "inproc://";
+
+// Linked whole into every program that uses the bus (see transports/meson.build), so the
+// scheme is known before main() without anyone naming this file.
+const bool registered = [] {
+    register_transport("inproc", [](std::string_view url) -> std::shared_ptr<Transport> { return InprocTransport::open(url); });
+    return true;
+}();
+
+}  // namespace
+
+InprocTransport::InprocTransport(std::shared_ptr<Broker> broker)
+    : broker_(std::move(broker)), connection_(broker_->open_connection()) {}
+
+std::shared_ptr<InprocTransport> InprocTransport::open(std::string_view url) {
+    if (!url.starts_with(scheme_prefix) || url.size() == scheme_prefix.size())
+        throw InvalidArgument("acemq: cannot open \"" + std::string(url) +
+                              "\" as an inproc transport: write inproc://NAME, where NAME names the embedded broker");
+    return std::make_shared<InprocTransport>(inproc::broker(url.substr(scheme_prefix.size())));
+}
+
+InprocTransport::~InprocTransport() {
+    try {
+        close();
+    } catch (const Error&) {
+        // Destroyed inside a DeliverFn, where the broker refuses calls: the connection's
+        // state stays with the broker until the broker itself goes.
+    }
+}
+
+void InprocTransport::declare(const Topology& topology) { broker_->declare(connection_, topology); }
+
+PublishResult InprocTransport::publish(OutboundMessage message) {
+    if (closed_.load(std::memory_order_relaxed))
+        throw Error("acemq: cannot publish to inproc broker \"" + broker_->name() +
+                    "\": this transport is closed; open a new one");
+    return broker_->publish(std::move(message));
+}
+
+std::unique_ptr<Subscription> InprocTransport::consume(std::string_view queue, const ConsumeSpec& spec, DeliverFn deliver) {
+    return broker_->consume(connection_, queue, spec, std::move(deliver));
+}
+
+std::optional<Delivery> InprocTransport::pull(std::string_view queue) { return broker_->pull(connection_, queue); }
+std::uint64_t InprocTransport::queue_depth(std::string_view queue) { return broker_->queue_depth(connection_, queue); }
+bool InprocTransport::queue_exists(std::string_view queue) { return broker_->queue_exists(connection_, queue); }
+void InprocTransport::delete_queue(std::string_view queue) { broker_->delete_queue(connection_, queue); }
+
+void InprocTransport::close() {
+    closed_.store(true, std::memory_order_relaxed);
+    broker_->close_connection(connection_);
+}
+
+}  // namespace acemq::inproc

@@ -1,0 +1,46 @@
+// The Transport over the embedded broker: one InprocTransport is one connection to a
+// Broker (see broker.hpp for what the broker does and where it differs from RabbitMQ).
+// The library registers it for the URL scheme `inproc`: open_transport("inproc://orders")
+// connects to the broker named "orders", making it when no live one has that name, so two
+// parts of one process that name it share its queues.
+//
+// Thread-safe, as every Transport. Settle deliveries before destroying the transport (or
+// the subscription) they came from: settling one afterwards throws acemq::Error, because
+// closing handed it back to its queue.
+#pragma once
+
+#include <atomic>
+#include <memory>
+
+#include "acemq/transport.hpp"
+#include "inproc/broker.hpp"
+
+namespace acemq::inproc {
+
+class InprocTransport final : public Transport {
+public:
+    explicit InprocTransport(std::shared_ptr<Broker> broker);
+    // "inproc://NAME" → a connection to the broker NAME; InvalidArgument for another URL.
+    static std::shared_ptr<InprocTransport> open(std::string_view url);
+    ~InprocTransport() override;  // closes
+    InprocTransport(const InprocTransport&) = delete;
+    InprocTransport& operator=(const InprocTransport&) = delete;
+
+    const std::shared_ptr<Broker>& broker() const noexcept { return broker_; }
+
+    void declare(const Topology& topology) override;
+    PublishResult publish(OutboundMessage message) override;
+    std::unique_ptr<Subscription> consume(std::string_view queue, const ConsumeSpec& spec, DeliverFn deliver) override;
+    std::optional<Delivery> pull(std::string_view queue) override;
+    std::uint64_t queue_depth(std::string_view queue) override;
+    bool queue_exists(std::string_view queue) override;
+    void delete_queue(std::string_view queue) override;
+    void close() override;
+
+private:
+    std::shared_ptr<Broker> broker_;
+    Broker::ConnectionId connection_;
+    std::atomic<bool> closed_{false};
+};
+
+}  // namespace acemq::inproc
