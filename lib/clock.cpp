@@ -57,8 +57,10 @@ private:
                 continue;
             }
             auto earliest = timers_.begin();
-            if (earliest->first > now()) {
-                changed_.wait_until(guard, earliest->first);
+            // A copy: the wait lets go of the lock, and cancel() may erase the entry meanwhile.
+            const time_point due = earliest->first;
+            if (due > now()) {
+                changed_.wait_until(guard, due);
                 continue;
             }
             auto [id, action] = std::move(earliest->second);

@@ -49,10 +49,6 @@ std::vector<std::string> split_route(std::string_view text) {
     return steps;
 }
 
-void put_if_present(Headers& headers, std::string_view name, const std::string& value) {
-    if (!value.empty()) headers.insert_or_assign(std::string(name), FieldValue(value));
-}
-
 void validate_for_sending(const Envelope& envelope) {
     if (envelope.id.empty())
         throw InvalidArgument("acemq: the envelope has an empty id; leave it to "
@@ -115,32 +111,41 @@ void set_header(Envelope& envelope, std::string name, FieldValue value) {
 
 Headers render_headers(const Envelope& envelope) {
     validate_for_sending(envelope);
-    Headers out;
-    for (const auto& [name, value] : envelope.headers) {
+    for (const auto& [name, value] : envelope.headers)
         if (is_reserved_header(name)) throw ReservedHeaderError(name);
-        out.emplace(name, value);
-    }
-    out.insert_or_assign(std::string(header::id), FieldValue(envelope.id));
-    out.insert_or_assign(std::string(header::type), FieldValue(envelope.type));
-    out.insert_or_assign(std::string(header::version), FieldValue(envelope.version));
-    out.insert_or_assign(std::string(header::correlation),
-                         FieldValue(envelope.correlation.empty() ? envelope.id : envelope.correlation));
-    out.insert_or_assign(std::string(header::attempt), FieldValue(envelope.attempt));
-    if (envelope.first_seen) {
-        out.insert_or_assign(std::string(header::first_seen),
-                             FieldValue(static_cast<std::int64_t>(envelope.first_seen->time_since_epoch().count())));
-    }
-    put_if_present(out, header::causation, envelope.causation);
-    put_if_present(out, header::origin, envelope.origin);
-    put_if_present(out, header::error, envelope.error);
-    put_if_present(out, header::claim, envelope.claim);
+
+    // The reserved headers in name order, merged on the way with the (sorted) application
+    // headers: the table is built front to back, with no search and one allocation.
+    Headers out;
+    out.reserve(envelope.headers.size() + 13);
+    auto application = envelope.headers.begin();
+    auto put = [&](std::string_view name, FieldValue value) {
+        for (; application != envelope.headers.end() && application->first < name; ++application)
+            out.append(application->first, application->second);
+        out.append(std::string(name), std::move(value));
+    };
+    auto put_text = [&](std::string_view name, const std::string& text) {
+        if (!text.empty()) put(name, FieldValue(text));
+    };
+    put(header::attempt, FieldValue(envelope.attempt));
+    put_text(header::causation, envelope.causation);
+    put_text(header::claim, envelope.claim);
+    put(header::correlation, FieldValue(envelope.correlation.empty() ? envelope.id : envelope.correlation));
+    put_text(header::error, envelope.error);
+    if (envelope.first_seen)
+        put(header::first_seen, FieldValue(static_cast<std::int64_t>(envelope.first_seen->time_since_epoch().count())));
+    put(header::id, FieldValue(envelope.id));
+    put_text(header::origin, envelope.origin);
     if (!envelope.route.empty()) {
         std::string joined;
         for (const std::string& step : envelope.route) joined += (joined.empty() ? "" : ",") + step;
-        out.insert_or_assign(std::string(header::route), FieldValue(joined));
-        out.insert_or_assign(std::string(header::route_position), FieldValue(envelope.route_position));
-        put_if_present(out, header::route_id, envelope.route_id);
+        put(header::route, FieldValue(std::move(joined)));
+        put_text(header::route_id, envelope.route_id);
+        put(header::route_position, FieldValue(envelope.route_position));
     }
+    put(header::type, FieldValue(envelope.type));
+    put(header::version, FieldValue(envelope.version));
+    for (; application != envelope.headers.end(); ++application) out.append(application->first, application->second);
     return out;
 }
 

@@ -83,6 +83,49 @@ std::string FieldValue::to_string() const {
         value_);
 }
 
+FieldTable::FieldTable(std::initializer_list<value_type> entries) {
+    entries_.reserve(entries.size());
+    for (const value_type& entry : entries) emplace(entry.first, entry.second);
+}
+
+FieldValue& FieldTable::at(std::string_view name) {
+    auto found = find(name);
+    if (found == end()) throw std::out_of_range("acemq: the table has no field \"" + std::string(name) + "\"");
+    return found->second;
+}
+
+const FieldValue& FieldTable::at(std::string_view name) const { return const_cast<FieldTable*>(this)->at(name); }
+
+FieldValue& FieldTable::operator[](std::string_view name) { return emplace(std::string(name)).first->second; }
+
+std::pair<FieldTable::iterator, bool> FieldTable::insert_or_assign(std::string name, FieldValue value) {
+    auto at = position_of(name);
+    if (at != entries_.end() && at->first == name) {
+        at->second = std::move(value);
+        return {at, false};
+    }
+    return {entries_.emplace(at, std::move(name), std::move(value)), true};
+}
+
+void FieldTable::append(std::string name, FieldValue value) {
+    if (!entries_.empty() && !(entries_.back().first < name))
+        throw std::logic_error("acemq: FieldTable::append was given \"" + name + "\" after \"" +
+                               entries_.back().first + "\"; names must come in increasing order");
+    entries_.emplace_back(std::move(name), std::move(value));
+}
+
+std::size_t FieldTable::erase(std::string_view name) {
+    auto found = find(name);
+    if (found == end()) return 0;
+    entries_.erase(found);
+    return 1;
+}
+
+void FieldTable::merge(FieldTable&& other) {
+    for (value_type& entry : other.entries_) emplace(std::move(entry.first), std::move(entry.second));
+    other.clear();
+}
+
 std::string to_string(const FieldTable& table) {
     std::string out;
     for (const auto& [name, value] : table) {

@@ -96,7 +96,7 @@ struct Prepared {
 Prepared prepare(detail::BusCore& bus, PublishContext context, const Codec& codec,
                  const std::function<Encoded(const Codec&)>& encode_payload) {
     Prepared prepared;
-    const PublishNext finish = [&](PublishContext& ready) {
+    auto finish = [&](PublishContext& ready) {
         Encoded encoded = encode_payload(codec);
         OutboundMessage& message = prepared.message;
         message.exchange = ready.exchange;
@@ -111,7 +111,7 @@ Prepared prepare(detail::BusCore& bus, PublishContext context, const Codec& code
         prepared.context = std::move(ready);
     };
     const auto interceptors = bus.publish_interceptors();
-    if (interceptors->empty()) {
+    if (interceptors->empty()) {  // the common case pays for no std::function
         finish(context);
         return prepared;
     }

@@ -46,7 +46,7 @@ private:
         generation_ = fork_generation.load(std::memory_order_relaxed);
     }
 
-    std::array<unsigned char, 512> block_{};
+    std::array<unsigned char, 4096> block_{};
     std::size_t used_ = block_.size();
     unsigned generation_ = 0;
 };

@@ -3,10 +3,12 @@
 // envelope only ever see these types. Value types, no sharing: safe to copy between threads.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
-#include <map>
+#include <initializer_list>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -18,8 +20,62 @@ namespace acemq {
 class FieldValue;
 using Bytes = std::vector<std::byte>;
 using FieldArray = std::vector<FieldValue>;
-// Sorted by name, as a person reads them; AMQP does not give table order any meaning.
-using FieldTable = std::map<std::string, FieldValue, std::less<>>;
+
+// A field table: names to values, kept sorted by name (as a person reads them; AMQP gives
+// table order no meaning). It reads like std::map — find, contains, at, operator[],
+// emplace, insert_or_assign, erase — but keeps its entries in one vector, because a message's
+// headers are a dozen small entries built and dropped on every publish, and one allocation
+// for all of them costs a fraction of a tree node each.
+class FieldTable {
+public:
+    using value_type = std::pair<std::string, FieldValue>;
+    using iterator = std::vector<value_type>::iterator;
+    using const_iterator = std::vector<value_type>::const_iterator;
+
+    FieldTable() = default;
+    // A name given twice keeps its first value, as std::map does.
+    FieldTable(std::initializer_list<value_type> entries);
+
+    // (Defined below FieldValue, which a table's entries hold.)
+    iterator begin() noexcept;
+    iterator end() noexcept;
+    const_iterator begin() const noexcept;
+    const_iterator end() const noexcept;
+    std::size_t size() const noexcept;
+    bool empty() const noexcept;
+    void clear() noexcept;
+    void reserve(std::size_t count);
+
+    iterator find(std::string_view name);
+    const_iterator find(std::string_view name) const;
+    bool contains(std::string_view name) const;
+    // Throw std::out_of_range naming the missing field.
+    FieldValue& at(std::string_view name);
+    const FieldValue& at(std::string_view name) const;
+    // Inserts a void value when the name is absent.
+    FieldValue& operator[](std::string_view name);
+
+    // Insert when the name is absent; leave an existing value alone (false in .second).
+    template <class... Args>
+    std::pair<iterator, bool> emplace(std::string name, Args&&... args);
+    template <class... Args>
+    std::pair<iterator, bool> try_emplace(std::string name, Args&&... args);
+    std::pair<iterator, bool> insert_or_assign(std::string name, FieldValue value);
+    // Adds an entry whose name sorts after every name already here: the cheap way to build
+    // a table in order. Throws std::logic_error when the name is out of order or repeated.
+    void append(std::string name, FieldValue value);
+    std::size_t erase(std::string_view name);
+    iterator erase(const_iterator position);
+    // Moves in every entry of `other` whose name is absent here.
+    void merge(FieldTable&& other);
+
+    friend bool operator==(const FieldTable& left, const FieldTable& right);
+
+private:
+    iterator position_of(std::string_view name);
+
+    std::vector<value_type> entries_;
+};
 
 // One value of a field table. The integer widths matter on the wire: the family writes
 // version and attempt as signed 32-bit, first-seen as signed 64-bit.
@@ -63,5 +119,43 @@ private:
 
 // Renders a table as `name=value, name=value` in name order.
 std::string to_string(const FieldTable& table);
+
+inline FieldTable::iterator FieldTable::begin() noexcept { return entries_.begin(); }
+inline FieldTable::iterator FieldTable::end() noexcept { return entries_.end(); }
+inline FieldTable::const_iterator FieldTable::begin() const noexcept { return entries_.begin(); }
+inline FieldTable::const_iterator FieldTable::end() const noexcept { return entries_.end(); }
+inline std::size_t FieldTable::size() const noexcept { return entries_.size(); }
+inline bool FieldTable::empty() const noexcept { return entries_.empty(); }
+inline void FieldTable::clear() noexcept { entries_.clear(); }
+inline void FieldTable::reserve(std::size_t count) { entries_.reserve(count); }
+inline bool FieldTable::contains(std::string_view name) const { return find(name) != end(); }
+inline FieldTable::iterator FieldTable::erase(const_iterator position) { return entries_.erase(position); }
+inline bool operator==(const FieldTable& left, const FieldTable& right) { return left.entries_ == right.entries_; }
+
+inline FieldTable::iterator FieldTable::position_of(std::string_view name) {
+    return std::lower_bound(entries_.begin(), entries_.end(), name,
+                            [](const value_type& entry, std::string_view key) { return entry.first < key; });
+}
+
+inline FieldTable::iterator FieldTable::find(std::string_view name) {
+    auto at = position_of(name);
+    return at != entries_.end() && at->first == name ? at : entries_.end();
+}
+
+inline FieldTable::const_iterator FieldTable::find(std::string_view name) const {
+    return const_cast<FieldTable*>(this)->find(name);
+}
+
+template <class... Args>
+std::pair<FieldTable::iterator, bool> FieldTable::emplace(std::string name, Args&&... args) {
+    auto at = position_of(name);
+    if (at != entries_.end() && at->first == name) return {at, false};
+    return {entries_.emplace(at, std::move(name), FieldValue(std::forward<Args>(args)...)), true};
+}
+
+template <class... Args>
+std::pair<FieldTable::iterator, bool> FieldTable::try_emplace(std::string name, Args&&... args) {
+    return emplace(std::move(name), std::forward<Args>(args)...);
+}
 
 }  // namespace acemq

@@ -100,7 +100,7 @@ using DeliverFn = std::function<void(Delivery)>;
 
 struct ConsumeSpec {
     std::uint16_t prefetch = 20;  // unsettled deliveries at most; 0 means the transport's default
-    std::string tag;              // "" = generated
+    std::string tag{};            // "" = generated
     FieldTable arguments{};       // consumer arguments, e.g. x-stream-offset
 };
 

@@ -14,7 +14,12 @@
 //    marked redelivered, exclusive queues owned by one connection, auto-delete queues that
 //    go when their last consumer does.
 //  - x-message-ttl with x-dead-letter-exchange / -routing-key: an expired or rejected
-//    message is republished through the dead-letter exchange with an `x-death` header.
+//    message is republished through the dead-letter exchange with an `x-death` header
+//    (newest first; count, reason, queue, exchange, routing-keys, time in epoch seconds as
+//    a 64-bit integer, since field values have no timestamp type) and x-first-death-* /
+//    x-last-death-*. A message that would expire back into a queue it already died in,
+//    with no rejection on the way, is dropped (RabbitMQ's cycle rule). A dead-letter
+//    exchange that does not exist drops the message.
 //    Expiry is driven by the broker's Clock, so a ManualClock runs a five-minute rung in
 //    microseconds. Like RabbitMQ, only the head of a queue expires: a message requeued
 //    behind an older one waits its turn. Handed-out messages never expire; requeued ones
@@ -23,7 +28,8 @@
 //    others that reach no queue are dropped. Every publish is confirmed.
 // What it does not: persistence, x-max-length / x-expires / x-overflow / priorities
 // (recorded as arguments, never enforced), per-message expiration, streams, alternate
-// exchanges, exchange-to-exchange bindings, the predeclared amq.* exchanges.
+// exchanges, exchange-to-exchange bindings, the predeclared amq.* exchanges, consumer
+// arguments (ConsumeSpec::arguments is ignored), server-named queues.
 //
 // Threads: every member is safe to call from any thread; one mutex guards the broker.
 // Deliveries are pushed by calling the consumer's DeliverFn on the thread whose publish,
@@ -77,7 +83,7 @@ public:
     ConnectionId open_connection();
     // Closes the connection's subscriptions (their unsettled deliveries go back to their
     // queues, redelivered), returns its unsettled pulls, deletes its exclusive queues.
-    // Idempotent. Every other member refuses a closed connection with acemq::Error.
+    // Idempotent. The members taking a ConnectionId refuse a closed one with acemq::Error.
     void close_connection(ConnectionId connection);
 
     // The members below mirror Transport (see transport.hpp for their contract); errors
