@@ -1,6 +1,7 @@
 // Handler middleware that publishes or consumes through a bus (patterns §4, §8 items 48–49):
 // then(), and the middleware of §4 composed under Bus::consume, on whichever transport the
 // suite runs against. The middleware's pure unit tests are in tests/engine/test_middleware.cpp.
+#include "../support/handmade.hpp"
 #include "conformance.hpp"
 
 #include <atomic>
@@ -22,37 +23,9 @@ struct Invoice {
     std::int64_t cents = 0;
 };
 
-// A message as a consumer would hand it to a handler, made by hand: then() is called
-// directly, and only its publish goes through the bus.
-Message<Order> message_of(Order order, std::string_view routing_key = "orders.new") {
-    return Message<Order>{std::move(order), acemq::Envelope::for_new_message(routing_key, "shop@test"),
-                          std::string(routing_key), std::string(routing_key), "", "", false};
-}
-
-// Every line written through acemq::log while it exists; restores the previous sink.
-class CapturedLog {
-public:
-    CapturedLog()
-        : previous_(acemq::set_log_sink([this](acemq::LogLevel level, std::string_view line) {
-              std::lock_guard guard(lock_);
-              lines_.emplace_back(level, std::string(line));
-          })) {}
-    ~CapturedLog() { acemq::set_log_sink(std::move(previous_)); }
-    CapturedLog(const CapturedLog&) = delete;
-    CapturedLog& operator=(const CapturedLog&) = delete;
-
-    std::vector<std::pair<acemq::LogLevel, std::string>> lines() const {
-        std::lock_guard guard(lock_);
-        return lines_;
-    }
-
-private:
-    mutable std::mutex lock_;
-    std::vector<std::pair<acemq::LogLevel, std::string>> lines_;
-    acemq::LogSink previous_;
-};
-
-bool contains(const std::string& text, std::string_view part) { return text.find(part) != std::string::npos; }
+using handmade::CapturedLog;
+using handmade::contains;
+using handmade::message_of;
 
 }  // namespace
 
@@ -63,7 +36,7 @@ TEST_CASE("49 then: publishes the step's result with the conversation carried ov
     auto handler = acemq::then<Order>(f.bus().publisher("", invoices), [](const Message<Order>& message) {
         return std::optional(Invoice{message.payload.id, message.payload.cents});
     });
-    Message<Order> incoming = message_of({"o-7", 4250});
+    Message<Order> incoming = message_of(Order{"o-7", 4250});
     incoming.envelope.correlation = "corr-7";
 
     CHECK(handler(incoming) == acemq::accept());
@@ -88,12 +61,12 @@ TEST_CASE("49 then: nullopt publishes nothing and accepts; a plain value always 
     f.bus().declare(acemq::Topology{}.queue(invoices));
     auto nothing = acemq::then<Order>(f.bus().publisher("", invoices),
                                       [](const Message<Order>&) { return std::optional<Invoice>{}; });
-    CHECK(nothing(message_of({"o-1", 0})) == acemq::accept());
+    CHECK(nothing(message_of(Order{"o-1", 0})) == acemq::accept());
     CHECK(f.transport().queue_depth(invoices) == 0);
 
     auto always = acemq::then<Order>(f.bus().publisher("", invoices),
                                      [](const Message<Order>& m) { return Invoice{m.payload.id, 1}; });
-    CHECK(always(message_of({"o-2", 0})) == acemq::accept());
+    CHECK(always(message_of(Order{"o-2", 0})) == acemq::accept());
     CHECK(f.wait_depth(invoices, 1));
     std::optional<acemq::Delivery> published = f.pull(invoices);
     REQUIRE(published);
@@ -107,7 +80,7 @@ TEST_CASE("49 then: a send that fails answers retry; a step that throws is not c
     const std::string nowhere = f.name("nowhere");
     auto unroutable = acemq::then<Order>(f.bus().publisher("", nowhere, {.mandatory = true}),
                                          [](const Message<Order>& m) { return std::optional(Invoice{m.payload.id, 1}); });
-    const Message<Order> incoming = message_of({"o-1", 0});
+    const Message<Order> incoming = message_of(Order{"o-1", 0});
     const acemq::Ack ack = unroutable(incoming);
     REQUIRE(ack.kind() == acemq::AckKind::retry);
     CHECK(contains(acemq::describe(ack.failure()), "acemq: the work for message " + incoming.envelope.id +

@@ -2,6 +2,7 @@
 // Pure unit tests: they call the wrapped handlers directly with hand-made messages, no bus.
 // then() and middleware under Bus::consume need a bus and are in the conformance suite
 // (tests/conformance/test_middleware.cpp), run against every transport.
+#include "../support/handmade.hpp"
 #include <catch2/catch.hpp>
 
 #include <acemq/log.hpp>
@@ -25,35 +26,9 @@ struct Order {
     std::int64_t cents = 0;
 };
 
-acemq::Message<Order> message_of(Order order, std::string_view routing_key = "orders.new") {
-    return acemq::Message<Order>{std::move(order), acemq::Envelope::for_new_message(routing_key, "shop@test"),
-                                 std::string(routing_key), std::string(routing_key), "", "", false};
-}
-
-// Every line written through acemq::log while it exists; restores the previous sink.
-class CapturedLog {
-public:
-    CapturedLog()
-        : previous_(acemq::set_log_sink([this](acemq::LogLevel level, std::string_view line) {
-              std::lock_guard guard(lock_);
-              lines_.emplace_back(level, std::string(line));
-          })) {}
-    ~CapturedLog() { acemq::set_log_sink(std::move(previous_)); }
-    CapturedLog(const CapturedLog&) = delete;
-    CapturedLog& operator=(const CapturedLog&) = delete;
-
-    std::vector<std::pair<acemq::LogLevel, std::string>> lines() const {
-        std::lock_guard guard(lock_);
-        return lines_;
-    }
-
-private:
-    mutable std::mutex lock_;
-    std::vector<std::pair<acemq::LogLevel, std::string>> lines_;
-    acemq::LogSink previous_;
-};
-
-bool contains(const std::string& text, std::string_view part) { return text.find(part) != std::string::npos; }
+using handmade::CapturedLog;
+using handmade::contains;
+using handmade::message_of;
 
 bool ends_with(const std::string& text, std::string_view tail) { return std::string_view(text).ends_with(tail); }
 
@@ -79,13 +54,13 @@ TEST_CASE("chain: the first middleware listed is outermost") {
     };
     auto handler = acemq::chain<Order>(handle, traced(trace, "outer"), traced(trace, "inner"));
 
-    CHECK(handler(message_of({"o-1", 100})) == acemq::accept());
+    CHECK(handler(message_of(Order{"o-1", 100})) == acemq::accept());
     CHECK(trace == std::vector<std::string>{"outer in", "inner in", "handler", "inner out", "outer out"});
 }
 
 TEST_CASE("chain with no middleware is the handler") {
     auto handler = acemq::chain<Order>([](const acemq::Message<Order>&) { return acemq::reject(std::invalid_argument("no sku")); });
-    CHECK(handler(message_of({"o-1", 100})) == acemq::reject(std::invalid_argument("no sku")));
+    CHECK(handler(message_of(Order{"o-1", 100})) == acemq::reject(std::invalid_argument("no sku")));
 }
 
 TEST_CASE("chain accepts a typed acemq::Middleware as well as the library's") {
@@ -97,7 +72,7 @@ TEST_CASE("chain accepts a typed acemq::Middleware as well as the library's") {
     };
     auto handler = acemq::chain<Order>([](const acemq::Message<Order>&) { return acemq::reject(); }, to_park,
                                        acemq::with_timeout(5s));
-    CHECK(handler(message_of({"o-1", 100})).kind() == acemq::AckKind::park);
+    CHECK(handler(message_of(Order{"o-1", 100})).kind() == acemq::AckKind::park);
 }
 
 TEST_CASE("with_timeout: a handler past its limit is answered for with retry, and finishes in the background") {
@@ -118,7 +93,7 @@ TEST_CASE("with_timeout: a handler past its limit is answered for with retry, an
     std::string id;
     std::optional<acemq::Ack> ack;
     {
-        acemq::Message<Order> message = message_of({"o-late", 100});
+        acemq::Message<Order> message = message_of(Order{"o-late", 100});
         id = message.envelope.id;
         const auto started = std::chrono::steady_clock::now();
         ack.emplace(handler(message));
@@ -149,7 +124,7 @@ TEST_CASE("with_timeout: a handler that watches its stop token ends soon after t
         },
         acemq::with_timeout(20ms));
 
-    CHECK(handler(message_of({"o-1", 100})).kind() == acemq::AckKind::retry);
+    CHECK(handler(message_of(Order{"o-1", 100})).kind() == acemq::AckKind::retry);
     REQUIRE(stopped_early.wait_for(5s) == std::future_status::ready);
     CHECK(stopped_early.get());
 }
@@ -167,7 +142,7 @@ TEST_CASE("with_timeout: an outer timeout stops an inner one's handler too") {
         },
         acemq::with_timeout(20ms), acemq::with_timeout(10s));
 
-    CHECK(handler(message_of({"o-1", 100})).kind() == acemq::AckKind::retry);
+    CHECK(handler(message_of(Order{"o-1", 100})).kind() == acemq::AckKind::retry);
     REQUIRE(stopped_early.wait_for(5s) == std::future_status::ready);
     CHECK(stopped_early.get());
 }
@@ -180,14 +155,14 @@ TEST_CASE("with_timeout: a handler finishing in time keeps its own answer") {
             return acemq::reject(std::invalid_argument("no such sku"));
         },
         acemq::with_timeout(5s));
-    CHECK(handler(message_of({"o-1", 100})) == acemq::reject(std::invalid_argument("no such sku")));
+    CHECK(handler(message_of(Order{"o-1", 100})) == acemq::reject(std::invalid_argument("no such sku")));
 }
 
 TEST_CASE("with_timeout: an exception thrown in time reaches the caller unchanged") {
     auto handler = acemq::chain<Order>(
         [](const acemq::Message<Order>&) -> acemq::Ack { throw acemq::FatalError("the order is malformed"); },
         acemq::with_timeout(5s));
-    CHECK_THROWS_AS(handler(message_of({"o-1", 100})), acemq::FatalError);
+    CHECK_THROWS_AS(handler(message_of(Order{"o-1", 100})), acemq::FatalError);
 }
 
 TEST_CASE("with_timeout: the limit must be positive") {
@@ -201,7 +176,7 @@ TEST_CASE("with_logging: one INFO line with id, type, attempt, time and decision
     auto handler = acemq::chain<Order>(
         [](const acemq::Message<Order>&) { return acemq::reject(std::invalid_argument("no such sku")); },
         acemq::with_logging());
-    const acemq::Message<Order> message = message_of({"SECRET-PAYLOAD-42", 4250});
+    const acemq::Message<Order> message = message_of(Order{"SECRET-PAYLOAD-42", 4250});
 
     CHECK(handler(message).kind() == acemq::AckKind::reject);
     const auto lines = log.lines();
@@ -222,7 +197,7 @@ TEST_CASE("with_logging: a handler that throws is logged as raised and the excep
     auto handler = acemq::chain<Order>(
         [](const acemq::Message<Order>&) -> acemq::Ack { throw std::logic_error("the warehouse is not answering"); },
         acemq::with_logging());
-    const acemq::Message<Order> message = message_of({"SECRET-PAYLOAD-42", 100});
+    const acemq::Message<Order> message = message_of(Order{"SECRET-PAYLOAD-42", 100});
 
     CHECK_THROWS_AS(handler(message), std::logic_error);
     const auto lines = log.lines();
@@ -249,7 +224,7 @@ TEST_CASE("with_logging: a sink of its own, and logging outermost records what t
         },
         acemq::with_logging([&](acemq::LogLevel, std::string_view line) { mine.emplace_back(line); }),
         acemq::with_timeout(20ms));
-    const acemq::Message<Order> message = message_of({"o-1", 100});
+    const acemq::Message<Order> message = message_of(Order{"o-1", 100});
 
     CHECK(handler(message).kind() == acemq::AckKind::retry);
     release.set_value();
