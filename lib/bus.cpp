@@ -71,8 +71,7 @@ void BusCore::add_observer(std::shared_ptr<Observer> observer) {
     observers_ = appended(observers_, std::move(observer));
 }
 
-template <class Event>
-void BusCore::notify_all(const Event& event) const {
+void BusCore::notify_all(const std::function<void(Observer&)>& tell) const {
     std::shared_ptr<const std::vector<std::shared_ptr<Observer>>> snapshot;
     {
         std::lock_guard guard(lock_);
@@ -80,10 +79,7 @@ void BusCore::notify_all(const Event& event) const {
     }
     for (const auto& observer : *snapshot) {
         try {
-            if constexpr (std::is_same_v<Event, PublishedEvent>)
-                observer->published(event);
-            else
-                observer->settled(event);
+            tell(*observer);
         } catch (const std::exception& error) {
             // An observer must not change what happened to a message; say so and go on.
             log(LogLevel::warning, std::string("an observer threw and was ignored: ") + error.what());
@@ -91,8 +87,17 @@ void BusCore::notify_all(const Event& event) const {
     }
 }
 
-void BusCore::notify(const PublishedEvent& event) const { notify_all(event); }
-void BusCore::notify(const SettledEvent& event) const { notify_all(event); }
+void BusCore::notify(const PublishedEvent& event) const {
+    notify_all([&](Observer& observer) { observer.published(event); });
+}
+
+void BusCore::notify(const SettledEvent& event) const {
+    notify_all([&](Observer& observer) { observer.settled(event); });
+}
+
+void BusCore::notify_rung_missing(std::string_view queue, std::string_view rung) const {
+    notify_all([&](Observer& observer) { observer.rung_missing(queue, rung); });
+}
 
 void BusCore::track(const std::shared_ptr<ConsumerCore>& consumer) {
     std::lock_guard guard(lock_);

@@ -1,6 +1,7 @@
 // The shared state behind a Bus, its Publishers and its Consumers (not a public header).
 #pragma once
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -31,6 +32,7 @@ public:
 
     void notify(const PublishedEvent& event) const;
     void notify(const SettledEvent& event) const;
+    void notify_rung_missing(std::string_view queue, std::string_view rung) const;
 
     void track(const std::shared_ptr<ConsumerCore>& consumer);
     // "acemq-{queue}" for the first consumer of a queue on this bus, then "acemq-{queue}-2",
@@ -39,8 +41,8 @@ public:
     void close();
 
 private:
-    template <class Event>
-    void notify_all(const Event& event) const;
+    // Calls `tell` on every observer; an observer that throws is logged and skipped.
+    void notify_all(const std::function<void(Observer&)>& tell) const;
 
     std::shared_ptr<Transport> transport_;
     BusOptions options_;

@@ -211,6 +211,7 @@ bool ConsumerCore::carry_out(Delivery& delivery, const ConsumeContext& context, 
         if (republish(delivery.message(), next, rung)) return settle(delivery, true);
         log(LogLevel::warning, "retry rung " + rung + " is missing (the publish reached no queue); message " + next.id +
                                    " waits in the consumer instead");
+        bus_->notify_rung_missing(queue_, rung);
     }
     if (!wait(retry_wait.delay)) return settle(delivery, false, true);
     if (republish(delivery.message(), next, queue_)) return settle(delivery, true);

@@ -32,6 +32,9 @@ public:
     virtual ~Observer() = default;
     virtual void published(const PublishedEvent&) {}
     virtual void settled(const SettledEvent&) {}
+    // A retry meant to wait on `rung` found no such queue (the publish reached nothing) and
+    // waits in the consumer instead: the family's acemq.retry.rung.missing.
+    virtual void rung_missing(std::string_view /*queue*/, std::string_view /*rung*/) {}
 };
 
 }  // namespace acemq

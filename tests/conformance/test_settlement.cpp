@@ -186,6 +186,16 @@ TEST_CASE("68 a long wait rides its rung queue; a missing rung waits in the cons
         const std::string queue = f.source_queue("norung");
         // Declare where failures go by hand, without the rung.
         f.bus().declare(acemq::consumer_topology(queue, acemq::no_retry()));
+        struct MissingRungs : acemq::Observer {
+            std::mutex lock;
+            std::vector<std::string> rungs;
+            void rung_missing(std::string_view, std::string_view rung) override {
+                std::lock_guard guard(lock);
+                rungs.emplace_back(rung);
+            }
+        };
+        auto missing = std::make_shared<MissingRungs>();
+        f.bus().add_observer(missing);
         Seen seen;
         auto consumer = f.bus().consume<Order>(
             queue,
@@ -200,6 +210,8 @@ TEST_CASE("68 a long wait rides its rung queue; a missing rung waits in the cons
         REQUIRE(seen.size() == 2);
         CHECK(seen.envelopes[1].attempt == 2);
         CHECK_FALSE(f.transport().queue_exists(acemq::rung_queue(queue, 300ms)));
+        std::lock_guard guard(missing->lock);
+        CHECK(missing->rungs == std::vector<std::string>{acemq::rung_queue(queue, 300ms)});  // counted once
     }
 }
 
@@ -313,6 +325,30 @@ TEST_CASE("72 an undecodable body is parked without running the handler") {
     CHECK(copy->message().body == body);
     CHECK(copy->message().content_type == "application/msgpack");
     copy->ack();
+}
+
+TEST_CASE("a raw consumer gets the body bytes and content type untouched") {
+    Fixture f;
+    const std::string queue = f.source_queue("raw");
+    std::mutex lock;
+    std::vector<acemq::RawMessage> seen;
+    auto consumer = f.bus().consume_raw(queue, [&](const acemq::RawMessage& message) {
+        std::lock_guard guard(lock);
+        seen.push_back(message);
+        return acemq::accept();
+    });
+    const std::string text = "{\"free\": \"form\"}";
+    acemq::Bytes body;
+    for (char c : text) body.push_back(static_cast<std::byte>(c));
+    const auto sent = f.bus().publisher("", queue).send_raw(acemq::Encoded{body, "application/vnd.example+json"});
+    REQUIRE(f.harness().wait_settled(queue, Outcome::acked, 1, 5s));
+    consumer.close();
+    std::lock_guard guard(lock);
+    REQUIRE(seen.size() == 1);
+    CHECK(seen[0].payload == body);
+    CHECK(seen[0].content_type == "application/vnd.example+json");
+    CHECK(seen[0].envelope.id == sent.message_id);
+    CHECK(seen[0].queue == queue);
 }
 
 TEST_CASE("73 every envelope field reaches the handler") {

@@ -1,0 +1,149 @@
+// A publish the broker does not confirm is an error, never a silent success; and the
+// engine's own republishes that are not confirmed never lose the message. The embedded
+// broker confirms everything, so a transport in front of it refuses chosen routing keys.
+#include <catch2/catch.hpp>
+
+#include <acemq/acemq.hpp>
+
+#include <mutex>
+#include <thread>
+
+using namespace std::chrono_literals;
+
+namespace {
+
+struct Order {
+    std::string id;
+    std::int64_t cents = 0;
+};
+
+// The embedded broker, except that a publish whose routing key contains ".refused" is
+// nacked, as a broker out of resources would.
+class RefusingTransport final : public acemq::Transport {
+public:
+    explicit RefusingTransport(std::shared_ptr<acemq::Transport> inner) : inner_(std::move(inner)) {}
+    void declare(const acemq::Topology& topology) override { inner_->declare(topology); }
+    acemq::PublishResult publish(acemq::OutboundMessage message) override {
+        if (message.routing_key.find(".refused") != std::string::npos) return acemq::PublishResult{false, true, "the broker said no"};
+        return inner_->publish(std::move(message));
+    }
+    std::unique_ptr<acemq::Subscription> consume(std::string_view queue, const acemq::ConsumeSpec& spec,
+                                                 acemq::DeliverFn deliver) override {
+        return inner_->consume(queue, spec, std::move(deliver));
+    }
+    std::optional<acemq::Delivery> pull(std::string_view queue) override { return inner_->pull(queue); }
+    std::uint64_t queue_depth(std::string_view queue) override { return inner_->queue_depth(queue); }
+    bool queue_exists(std::string_view queue) override { return inner_->queue_exists(queue); }
+    void delete_queue(std::string_view queue) override { inner_->delete_queue(queue); }
+    void close() override { inner_->close(); }
+
+private:
+    std::shared_ptr<acemq::Transport> inner_;
+};
+
+// A bus whose publishes to ".refused" keys are nacked, on the embedded broker `name`.
+acemq::Bus refusing_bus(const std::string& name = "failures-" + acemq::new_uuid()) {
+    acemq::register_transport("refusing", [](std::string_view url) -> std::shared_ptr<acemq::Transport> {
+        const std::string broker(url.substr(std::string_view("refusing://").size()));
+        return std::make_shared<RefusingTransport>(acemq::open_transport("inproc://" + broker));
+    });
+    return acemq::connect("refusing://" + name);
+}
+
+// Puts a message on `queue` through the broker itself, past the refusals.
+void seed(const std::string& broker, const std::string& queue) {
+    auto direct = acemq::open_transport("inproc://" + broker);
+    const auto result = direct->publish(acemq::OutboundMessage{
+        "", queue, acemq::encode(*acemq::default_codec(), Order{"o-9", 9}).body, "application/msgpack", "m-1",
+        acemq::render_headers(acemq::Envelope::for_new_message(queue)), {}, true, true});
+    REQUIRE(result.confirmed);
+    REQUIRE(result.routed);
+}
+
+}  // namespace
+
+TEST_CASE("a nacked send throws PublishError with the family's sentence") {
+    acemq::Bus bus = refusing_bus();
+    bus.declare(acemq::Topology{}.queue("orders.refused"));
+    try {
+        bus.publisher("", "orders.refused").send(Order{"o-1", 1});
+        FAIL("a nacked publish returned normally");
+    } catch (const acemq::PublishError& error) {
+        CHECK_FALSE(error.unroutable());
+        CHECK_THAT(error.what(),
+                   Catch::StartsWith("acemq: cannot publish message " + error.message_id() +
+                                     " to exchange \"\" with key \"orders.refused\": the broker refused to confirm it.") &&
+                       Catch::Contains("must be treated as not sent") && Catch::Contains("(the broker said no)"));
+    }
+}
+
+TEST_CASE("a batch with nacked messages says how many and publishes the rest") {
+    acemq::Bus bus = refusing_bus();
+    bus.declare(acemq::Topology{}.queue("orders.ok").queue("orders.refused"));
+    try {
+        bus.publisher("", "orders.refused").send_all(std::vector<Order>{{"a", 1}, {"b", 2}, {"c", 3}});
+        FAIL("a nacked batch returned normally");
+    } catch (const acemq::BatchPublishError& error) {
+        CHECK(error.total() == 3);
+        CHECK(error.failed() == 3);
+        CHECK(error.results().size() == 3);
+        CHECK_THAT(error.what(), Catch::StartsWith("3 of 3 messages were not confirmed; 0 were. The first failure was: "
+                                                   "acemq: cannot publish message"));
+    }
+    CHECK(bus.publisher("", "orders.ok").send_all(std::vector<Order>{{"d", 4}}).size() == 1);
+    CHECK(bus.transport().queue_depth("orders.ok") == 1);
+}
+
+TEST_CASE("a retry hop the broker refuses hands the message back instead of losing it") {
+    const std::string name = "hop-" + acemq::new_uuid();
+    acemq::Bus bus = refusing_bus(name);
+    bus.declare(acemq::Topology{}.queue("work.refused"));
+    std::mutex lock;
+    std::vector<std::pair<std::int32_t, bool>> seen;  // attempt, redelivered
+    auto consumer = bus.consume<Order>(
+        "work.refused",
+        [&](const acemq::Message<Order>& message) {
+            std::lock_guard guard(lock);
+            seen.emplace_back(message.envelope.attempt, message.redelivered);
+            return acemq::retry(std::runtime_error("try again"));
+        },
+        {.retry = acemq::fixed_retry(5, 0ms)});
+    seed(name, "work.refused");
+    const auto deadline = std::chrono::steady_clock::now() + 5s;
+    for (;;) {
+        {
+            std::lock_guard guard(lock);
+            if (seen.size() >= 3 || std::chrono::steady_clock::now() >= deadline) break;
+        }
+        std::this_thread::sleep_for(1ms);
+    }
+    consumer.close();
+    std::lock_guard guard(lock);
+    REQUIRE(seen.size() >= 3);
+    for (std::size_t i = 0; i < seen.size(); ++i) {
+        CHECK(seen[i].first == 1);  // the attempt only advances with a confirmed republish
+        if (i > 0) CHECK(seen[i].second);
+    }
+    CHECK(bus.transport().queue_depth("work.refused") == 1);  // still there, never lost
+}
+
+TEST_CASE("a set-aside the broker refuses falls back to the queue's own dead-lettering") {
+    const std::string name = "aside-" + acemq::new_uuid();
+    acemq::Bus bus = refusing_bus(name);
+    // Both the source queue and its .dlq carry ".refused": the engine's copy to the .dlq is
+    // nacked, so the engine rejects without requeue and the broker dead-letters it itself.
+    bus.declare(acemq::Topology{}.queue("orders.refused", {.dead_letter = true}));
+    acemq::testing::Harness harness{bus};
+    auto consumer = bus.consume<Order>(
+        "orders.refused", [](const acemq::Message<Order>&) { return acemq::reject(std::runtime_error("bad order")); });
+    seed(name, "orders.refused");
+    REQUIRE(harness.wait_dead_lettered("orders.refused", 1, 5s));
+    consumer.close();
+    auto copy = bus.transport().pull("orders.refused.dlq");
+    REQUIRE(copy.has_value());
+    CHECK(copy->message().headers.contains("x-death"));
+    // The broker's copy is the original message: the engine's reason could not be written.
+    CHECK_FALSE(copy->message().headers.contains("x-acemq-error"));
+    copy->ack();
+    CHECK(bus.transport().queue_depth("orders.refused") == 0);
+}
