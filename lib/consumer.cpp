@@ -26,11 +26,8 @@ constexpr std::chrono::milliseconds stragglers_grace{500};
 Decoder raw_decoder(Handler<Bytes> handler) {
     auto shared = std::make_shared<Handler<Bytes>>(std::move(handler));
     return [shared](const ConsumeContext&, const Codec&) -> HandlerStep {
-        return [shared](const ConsumeContext& context) {
-            return (*shared)(Message<Bytes>{Bytes(context.body.begin(), context.body.end()), context.envelope,
-                                            context.queue, std::string(context.routing_key),
-                                            std::string(context.content_type), std::string(context.reply_to),
-                                            context.redelivered});
+        return [shared](ConsumeContext& context) {
+            return run_on_message(*shared, Bytes(context.body.begin(), context.body.end()), context);
         };
     };
 }

@@ -67,18 +67,33 @@ namespace detail {
 // The typed part of a consumer, handed to the untyped engine: decodes a delivery (throwing
 // DecodeError when it cannot) and returns the step that runs the handler with the context
 // as the interceptors leave it.
-using HandlerStep = std::function<Ack(const ConsumeContext&)>;
+using HandlerStep = std::function<Ack(ConsumeContext&)>;
 using Decoder = std::function<HandlerStep(const ConsumeContext&, const Codec&)>;
+
+// Runs `handler` on a Message made from `payload` and the context. The envelope is lent to
+// the message and handed back afterwards (also when the handler throws): the engine
+// settles with it, and a copy of it per delivery would cost more than the handler.
+template <class T>
+Ack run_on_message(const Handler<T>& handler, T&& payload, ConsumeContext& context) {
+    Message<T> message{std::move(payload),          std::move(context.envelope),
+                       context.queue,               std::string(context.routing_key),
+                       std::string(context.content_type), std::string(context.reply_to),
+                       context.redelivered};
+    struct GiveBack {
+        ConsumeContext& context;
+        Message<T>& message;
+        ~GiveBack() { context.envelope = std::move(message.envelope); }
+    } give_back{context, message};
+    return handler(message);
+}
 
 template <class T>
 Decoder typed_decoder(Handler<T> handler) {
     auto shared = std::make_shared<Handler<T>>(std::move(handler));
     return [shared](const ConsumeContext& incoming, const Codec& codec) -> HandlerStep {
         auto payload = std::make_shared<T>(decode<T>(codec, incoming.body, incoming.content_type));
-        return [shared, payload](const ConsumeContext& context) {
-            return (*shared)(Message<T>{std::move(*payload), context.envelope, context.queue,
-                                        std::string(context.routing_key), std::string(context.content_type),
-                                        std::string(context.reply_to), context.redelivered});
+        return [shared, payload](ConsumeContext& context) {
+            return run_on_message(*shared, std::move(*payload), context);
         };
     };
 }
