@@ -1,0 +1,220 @@
+// Handling a message once when the broker delivers it more than once (patterns §1).
+//
+// A broker delivers at least once: a consumer that dies before its ack, a publisher that
+// resends after a lost confirm, a retry republish all hand the same message (the same
+// x-acemq-id) to a handler again. idempotent() remembers, in a store, which messages were
+// handled and answers a repeat with accept() without running the handler:
+//
+//   acemq::InMemoryIdempotencyStore seen;                        // <memory/idempotency_store.hpp>
+//   acemq::Consumer consumer = bus.consume<Payment>("payments.new", acemq::idempotent(seen, take_payment),
+//                                                   {.retry = acemq::fixed_retry(3, 200ms)});
+//
+// A store claims a key before the handler runs and confirms it once the handler accepted,
+// so a redelivery that arrives while the first delivery is still being handled is put back
+// (in_progress) instead of being run twice or accepted unhandled. A claim is a lease: a
+// consumer that dies holding one blocks that message until the lease runs out, then the
+// next delivery claims it again.
+//
+// It is a guard, not exactly-once: a crash after the handler's work and before the confirm
+// lets a redelivery run the handler again. To close that gap, claim and confirm with the
+// SQL store inside the transaction that does the work (<sql/idempotency_store.hpp>).
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <utility>
+
+#include "acemq/ack.hpp"
+#include "acemq/consumer.hpp"
+#include "acemq/middleware.hpp"
+#include "acemq/message.hpp"
+
+namespace acemq {
+
+// What a store answers when asked to claim a key.
+enum class Claim {
+    claimed,      // nobody held it, or the last holder's lease ran out: run the handler
+    duplicate,    // handled and confirmed: accept without running it
+    in_progress,  // someone holds a live claim: neither run nor accept; look again later
+};
+
+// "claimed", "duplicate", "in_progress".
+std::string_view to_string(Claim claim) noexcept;
+
+// Where handled keys are remembered. The family's protocol makes claim and confirm
+// optional and looks them up at run time; here every store has all three, and a store that
+// can only tell first-time from seen answers claimed/duplicate from claim() and does
+// nothing in confirm().
+//
+// Every member must be atomic across everyone sharing the store (a check followed by a
+// write is not) and must throw, never answer duplicate, when it cannot tell: a store error
+// becomes a retry of the message, a false duplicate loses it. Implementations are
+// thread-safe.
+class IdempotencyStore {
+public:
+    virtual ~IdempotencyStore() = default;
+
+    // Claims `key` for the caller (see Claim).
+    virtual Claim claim(const std::string& key) = 0;
+    // The handler accepted: from now on `key` is a duplicate.
+    virtual void confirm(const std::string& key) = 0;
+    // The handler did not accept: release the claim so a redelivery runs it again.
+    virtual void forget(const std::string& key) = 0;
+
+    // True when this call claimed `key` (claim(key) == Claim::claimed).
+    bool first_time(const std::string& key) { return claim(key) == Claim::claimed; }
+};
+
+// How idempotent() picks the key and answers a message someone else is handling.
+template <class T>
+struct IdempotentOptions {
+    // The key of a message; empty: its envelope id (x-acemq-id), which stays the same
+    // across every redelivery and retry. Give one to treat two messages as the same, e.g.
+    // [](const Message<Payment>& m) { return m.payload.payment_id; }. It must not answer
+    // "": a message with an empty key is rejected. An exception from it is the consumer's
+    // to retry.
+    std::function<std::string(const Message<T>&)> key{};
+    // How long an in_progress message waits before it is looked at again.
+    std::chrono::milliseconds in_progress_delay = default_in_progress_delay;
+};
+
+namespace detail {
+
+// Steps 2-9 of patterns §1.5 for a message whose key is `key`; `handle` runs the handler.
+Ack run_idempotently(IdempotencyStore& store, const std::string& key, const std::string& message_id,
+                     std::chrono::milliseconds in_progress_delay, const std::function<Ack()>& handle);
+
+// The T of a handler taking `const Message<T>&`, for handlers with one call signature
+// (functions, non-generic lambdas, std::function). Generic lambdas name T: idempotent<T>.
+template <class Signature>
+struct message_argument;
+template <class R, class Arg>
+struct message_argument<R(Arg)> {
+    using type = std::remove_cvref_t<Arg>;
+};
+template <class R, class C, class Arg>
+struct message_argument<R (C::*)(Arg)> : message_argument<R(Arg)> {};
+template <class R, class C, class Arg>
+struct message_argument<R (C::*)(Arg) const> : message_argument<R(Arg)> {};
+template <class R, class C, class Arg>
+struct message_argument<R (C::*)(Arg) noexcept> : message_argument<R(Arg)> {};
+template <class R, class C, class Arg>
+struct message_argument<R (C::*)(Arg) const noexcept> : message_argument<R(Arg)> {};
+template <class R, class Arg>
+struct message_argument<R (*)(Arg)> : message_argument<R(Arg)> {};
+template <class R, class Arg>
+struct message_argument<R (*)(Arg) noexcept> : message_argument<R(Arg)> {};
+
+template <class M>
+struct payload_of;
+template <class T>
+struct payload_of<Message<T>> {
+    using type = T;
+};
+
+template <class H>
+struct handler_signature {
+    using type = decltype(&H::operator());
+};
+template <class H>
+    requires std::is_pointer_v<H>
+struct handler_signature<H> {
+    using type = H;
+};
+
+template <class H>
+using payload_of_handler_t =
+    typename payload_of<typename message_argument<typename handler_signature<std::decay_t<H>>::type>::type>::type;
+
+// T when given, else the handler's; a struct so that a generic lambda is looked into only
+// when T was not named.
+template <class T, class H>
+struct chosen_payload {
+    using type = T;
+};
+template <class H>
+struct chosen_payload<void, H> {
+    using type = payload_of_handler_t<H>;
+};
+
+// Returns `delay`; throws InvalidArgument when it is negative.
+std::chrono::milliseconds checked_in_progress_delay(std::chrono::milliseconds delay);
+
+}  // namespace detail
+
+// `handler` run at most once per key (patterns §1.5). For each message:
+//   1. the key: options.key(message), or the envelope id;
+//   2. an empty key: reject(FatalError "acemq: message <id> produced an empty idempotency
+//      key"); the handler does not run (falling back to the id would dedupe nothing);
+//   3. store.claim(key); if the store throws: retry(that failure), handler not run — the
+//      store is broken, not the message;
+//   4. duplicate: accept(); in_progress: in_progress(options.in_progress_delay);
+//   5. claimed: the handler runs. It accepts: store.confirm(key); it answers anything else:
+//      store.forget(key), so the next delivery runs it again. Either call failing is logged
+//      and swallowed: the handler's answer is returned unchanged (a failed confirm lets a
+//      redelivery run the handler again once the claim expires; a failed forget leaves the
+//      claim to expire, in_progress until then).
+//   6. The handler throws: store.forget(key) as for a failure, and the exception goes on to
+//      the consumer, which retries. (The Python member leaves the key claimed until its
+//      lease ends; acemq-cpp releases it — DESIGN.md.)
+//
+// T is deduced from a handler taking `const Message<T>&`; name it for a generic lambda:
+// idempotent<Payment>(store, [](const auto& m) { ... }).
+//
+// The store is held by reference: it must outlive every consumer running the returned
+// handler. The returned handler is as thread-safe as `handler` (stores are thread-safe).
+template <class T = void, class H, class P = typename detail::chosen_payload<T, H>::type>
+    requires std::invocable<H&, const Message<P>&>
+Handler<P> idempotent(IdempotencyStore& store, H handler, IdempotentOptions<P> options = {}) {
+    detail::checked_in_progress_delay(options.in_progress_delay);
+    return [&store, handler = Handler<P>(std::move(handler)), options = std::move(options)](const Message<P>& message) {
+        const std::string key = options.key ? options.key(message) : message.envelope.id;
+        return detail::run_idempotently(store, key, message.envelope.id, options.in_progress_delay,
+                                        [&] { return handler(message); });
+    };
+}
+
+namespace detail {
+// The middleware with_idempotency(store, delay) returns: idempotent() for any payload type.
+class IdempotencyMiddleware {
+public:
+    IdempotencyMiddleware(IdempotencyStore& store, std::chrono::milliseconds in_progress_delay)
+        : store_(&store), in_progress_delay_(in_progress_delay) {}
+
+    template <class T>
+    Handler<T> operator()(Handler<T> next) const {
+        return idempotent<T>(*store_, std::move(next), {.in_progress_delay = in_progress_delay_});
+    }
+
+private:
+    IdempotencyStore* store_;
+    std::chrono::milliseconds in_progress_delay_;
+};
+}  // namespace detail
+
+// idempotent() as middleware for chain(), keyed by the envelope id:
+//
+//   bus.consume<Order>("orders.new", acemq::chain<Order>(handle, acemq::with_logging(),
+//                                                        acemq::with_idempotency(seen)));
+//
+// Throws InvalidArgument for a negative delay. The store is held by reference and must
+// outlive the consumer.
+inline detail::IdempotencyMiddleware with_idempotency(
+    IdempotencyStore& store, std::chrono::milliseconds in_progress_delay = default_in_progress_delay) {
+    return detail::IdempotencyMiddleware(store, detail::checked_in_progress_delay(in_progress_delay));
+}
+
+// The same with a key function, for one payload type:
+//   acemq::with_idempotency<Order>(seen, {.key = [](const acemq::Message<Order>& m) { return m.payload.id; }})
+template <class T>
+Middleware<T> with_idempotency(IdempotencyStore& store, IdempotentOptions<T> options) {
+    detail::checked_in_progress_delay(options.in_progress_delay);
+    return [&store, options = std::move(options)](Handler<T> next) {
+        return idempotent<T>(store, std::move(next), options);
+    };
+}
+
+}  // namespace acemq

@@ -1,0 +1,206 @@
+// The transactional outbox: write the message into your database in the same transaction
+// as the business rows it announces, and let a relay publish it after the commit. One
+// decision, both rows: roll back and the message never existed; commit and it goes out,
+// at least once (a crash between the broker's confirm and the delete sends it again, so
+// consumers dedupe by message id, e.g. with the idempotency store).
+//
+//   acemq::SqlOutboxStore outbox{db};
+//   {
+//       acemq::sql::Transaction tx = db.begin();
+//       save_order(tx, order);
+//       outbox.add(acemq::record(bus, "orders-events", "order.placed", order), tx);
+//       tx.commit();
+//   }
+//   acemq::OutboxRelay relay{bus, outbox, {.interval = 1s}};
+//   relay.start();                                    // twice is a no-op
+//
+// Stores: InMemoryOutboxStore (<memory/outbox_store.hpp>, tests only) and SqlOutboxStore
+// (<sql/outbox_store.hpp>, SQLite and PostgreSQL). Adding is store-specific, because the
+// SQL store must be handed the caller's transaction and the in-memory one has none; the
+// relay needs only what OutboxStore below declares.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <vector>
+
+#include "acemq/bus.hpp"
+#include "acemq/codec.hpp"
+#include "acemq/envelope.hpp"
+#include "acemq/error.hpp"
+
+namespace acemq {
+
+// One message waiting in the outbox: already encoded, so the relay never needs the payload
+// types. A plain value.
+struct OutboxRecord {
+    std::string id;           // the message id (= the envelope id); the outbox's dedup key
+    std::string exchange;     // "" = the default exchange
+    std::string routing_key;
+    Bytes body;
+    std::string content_type;
+    Headers headers;          // the rendered envelope: x-acemq-* and application headers
+    EpochMillis created_at{};  // publish order, and where the relay's lag is measured from
+    int attempts = 0;         // failed publishes so far
+    std::string last_error;   // why the last publish failed; "" = none
+
+    friend bool operator==(const OutboxRecord&, const OutboxRecord&) = default;
+};
+
+struct RecordOptions {
+    // Used as given, except that empty fields take a new message's defaults: id (a fresh
+    // UUID), type (the routing key), correlation (the id), first seen (now). The origin is
+    // not filled in: a caller's envelope says who it is from, or nobody.
+    std::optional<Envelope> envelope{};
+    // Default: the bus's codec. See record() for the present state of that default.
+    std::shared_ptr<const Codec> codec{};
+};
+
+namespace detail {
+// The codec record() uses when none is given.
+std::shared_ptr<const Codec> outbox_codec(const Bus& bus);
+// The envelope record() renders: the caller's, completed, or a fresh one from `bus`.
+Envelope outbox_envelope(const Bus& bus, std::string_view routing_key, std::optional<Envelope> given);
+}  // namespace detail
+
+// Makes the record for `value`: encodes it now, inside the caller's transaction, so what
+// is stored is bytes + content type + headers. No I/O. Throws EncodeError for a value the
+// codec cannot carry and InvalidArgument for an envelope that must not be sent.
+//
+// The default codec: Bus has no accessor for its codec yet, so until it does the default
+// is default_codec() (msgpack), which is every bus's codec unless BusOptions.codec was
+// set. A bus with another codec must pass it here: {.codec = json}.
+template <class T>
+OutboxRecord record(const Bus& bus, std::string exchange, std::string routing_key, const T& value,
+                    RecordOptions options = {}) {
+    const std::shared_ptr<const Codec> codec = options.codec ? options.codec : detail::outbox_codec(bus);
+    Envelope envelope = detail::outbox_envelope(bus, routing_key, std::move(options.envelope));
+    Encoded encoded = encode(*codec, value);
+    OutboxRecord made;
+    made.headers = render_headers(envelope);
+    made.id = std::move(envelope.id);
+    made.exchange = std::move(exchange);
+    made.routing_key = std::move(routing_key);
+    made.body = std::move(encoded.body);
+    made.content_type = std::move(encoded.content_type);
+    made.created_at = epoch_millis_now();
+    return made;
+}
+
+// Thrown by a store's add() for a record without an id ("an outbox record needs an id").
+void check_outbox_id(std::string_view id);
+
+// What the relay needs of a store. Every member may be called from any thread.
+class OutboxStore {
+public:
+    virtual ~OutboxStore() = default;
+
+    // Up to `limit` records (0 = all) that are due, oldest first (created_at, then id or
+    // insertion order), never one at max_attempts or more. A store that leases rows hands
+    // each row to one caller at a time until it is published, failed, released or the
+    // lease runs out.
+    virtual std::vector<OutboxRecord> pending(std::size_t limit) = 0;
+    // The broker confirmed it: remove it. Unknown ids are fine (twice is fine).
+    virtual void mark_published(std::string_view id) = 0;
+    // One more failed attempt, with why; the record is kept (and retired at the limit).
+    virtual void record_failure(std::string_view id, std::string_view error) = 0;
+    // Gives back records pending() handed out that the relay did not get to (it stops at
+    // the first failure to keep order). A store without leases has nothing to give back.
+    virtual void release(std::span<const std::string> ids);
+    // Records at max_attempts or more, oldest first: kept for a person to look at.
+    virtual std::vector<OutboxRecord> retired() = 0;
+    // Every record, retired ones included.
+    virtual std::size_t count() = 0;
+};
+
+// What the relay did with one record: the family's acemq.outbox.total{exchange,
+// routing.key, outcome} and, for a published one, acemq.outbox.lag (seconds since the
+// record's created_at, never negative). Telemetry maps these to those names.
+enum class RelayOutcome { published, failed };
+
+struct RelayedEvent {
+    std::string_view id;
+    std::string_view exchange;
+    std::string_view routing_key;
+    RelayOutcome outcome;
+    std::optional<std::chrono::duration<double>> lag;  // published only
+    std::string_view error;                            // failed only
+};
+
+// Called on the relay's sweeping thread, after the publish; quick, must not throw (an
+// exception from it is logged and dropped).
+class OutboxObserver {
+public:
+    virtual ~OutboxObserver() = default;
+    virtual void relayed(const RelayedEvent& event) = 0;
+};
+
+struct RelayOptions {
+    std::chrono::milliseconds interval{1000};  // between sweeps of the running relay; > 0
+    std::size_t batch = 100;                   // records per sweep; >= 1
+    std::shared_ptr<OutboxObserver> observer{};
+};
+
+// Publishes what the outbox holds, oldest first, through the bus's transport directly
+// (beneath the interceptors: relayed messages are not publishes of this process, and the
+// outbox's own counters are their only signal). Every message goes out persistent and
+// mandatory, with the stored id, headers, body and content type; a message that reaches
+// no queue or is not confirmed is a PublishError, the record's failure is recorded and
+// the sweep stops there, so nothing overtakes it. A record that failed max_attempts times
+// retires and stops blocking the rest.
+//
+// Several relays on one SqlOutboxStore table are safe: each claims its batch with a lease.
+// Order then holds within one relay's batch, not across relays.
+//
+// Thread-safe. Sweeps of one relay never overlap: a sweep() called while the running relay
+// sweeps waits for it. Neither copyable nor movable (the sweeping thread points at it).
+class OutboxRelay {
+public:
+    // Keeps references to `bus` and `store`: both must outlive the relay. Throws
+    // InvalidArgument for an interval that is not positive or a batch of 0.
+    OutboxRelay(Bus& bus, OutboxStore& store, RelayOptions options = {});
+    ~OutboxRelay();  // close()
+    OutboxRelay(const OutboxRelay&) = delete;
+    OutboxRelay& operator=(const OutboxRelay&) = delete;
+
+    // Starts sweeping every interval, the first sweep one interval from now. A sweep that
+    // throws is logged and the next one comes an interval later. Calling it again while
+    // running does nothing; after close() it throws Error (make a new relay).
+    void start();
+    // Publishes one batch now and returns how many records went out. Throws what stopped
+    // it (PublishError, a store's DatabaseError, ...) with the records still in the outbox.
+    std::size_t sweep();
+    // Stops the running relay, waiting for a sweep in flight to finish (stopping between
+    // a publish and its removal is what sends a message twice). Idempotent.
+    void close();
+
+    // Totals since construction, for tests and health checks.
+    std::uint64_t published() const noexcept { return published_.load(); }
+    std::uint64_t failed() const noexcept { return failed_.load(); }
+
+private:
+    void run(std::stop_token stop);
+    void publish(OutboxRecord& record);
+    void tell(const RelayedEvent& event) const;
+
+    Bus& bus_;
+    OutboxStore& store_;
+    RelayOptions options_;
+    std::mutex control_;  // start() and close()
+    bool closed_ = false;
+    std::mutex sweeping_;  // one sweep at a time
+    std::atomic<std::uint64_t> published_{0};
+    std::atomic<std::uint64_t> failed_{0};
+    std::jthread loop_;
+};
+
+}  // namespace acemq

@@ -1,0 +1,45 @@
+// The tables the SQL stores use: the idempotency table, the outbox and the schema registry
+// (with its id counter), for SQLite and PostgreSQL. schema_ddl returns the statements;
+// copy them into your migration tool for production. create_schema runs them, which is for
+// development and tests only: schemas change through migrations, not application start-up.
+//
+//   for (const std::string& statement : acemq::schema_ddl(acemq::sql::Dialect::postgres))
+//       std::cout << statement << ";\n\n";
+//
+// Every statement is CREATE TABLE IF NOT EXISTS / CREATE [UNIQUE] INDEX IF NOT EXISTS, so
+// running them twice changes nothing. The dialects differ only in the blob type (BLOB vs
+// BYTEA); times are epoch milliseconds in BIGINT. Both functions are thread-safe.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "acemq/sql.hpp"
+
+namespace acemq {
+
+// Table names; nullopt leaves that table out. Each name is a plain SQL identifier
+// (sql::check_identifier), short enough that the longest derived name ({registry}_fingerprint,
+// {idempotency}_expiry, {outbox}_pending) stays within 63 characters, which PostgreSQL
+// would otherwise truncate silently. No two names, derived ones included, may coincide.
+struct SchemaNames {
+    std::optional<std::string> idempotency = "acemq_idempotency";
+    std::optional<std::string> outbox = "acemq_outbox";
+    std::optional<std::string> registry = "acemq_schema_registry";
+};
+
+// The statements in run order, without a trailing ';' (8 with the default names: the
+// idempotency table and its {t}_expiry index, the outbox and its {t}_pending index, the
+// registry with its {t}_fingerprint and {t}_version unique indexes and its {t}_seq table).
+// InvalidArgument for a name that is not usable.
+std::vector<std::string> schema_ddl(sql::Dialect dialect, const SchemaNames& names = {});
+
+// Runs schema_ddl(database.dialect(), names) in one transaction on a new connection.
+// Development and tests only (see above). Two processes creating the same tables at the
+// same moment on PostgreSQL can fail with a unique violation on the catalogue; run it once.
+void create_schema(sql::Database& database, const SchemaNames& names = {});
+// The same on a connection the caller has (not inside a transaction).
+void create_schema(sql::Connection& connection, const SchemaNames& names = {});
+
+}  // namespace acemq

@@ -1,0 +1,102 @@
+#include "acemq/idempotency.hpp"
+
+#include <exception>
+#include <new>
+#include <optional>
+
+#include "acemq/log.hpp"
+
+namespace acemq {
+
+std::string_view to_string(Claim claim) noexcept {
+    switch (claim) {
+        case Claim::claimed: return "claimed";
+        case Claim::duplicate: return "duplicate";
+        case Claim::in_progress: return "in_progress";
+    }
+    return "unknown";
+}
+
+namespace {
+
+std::string what_failed(const std::exception_ptr& error) { return describe(Failure::of(error)); }
+
+// Releases the claim after a handler did not accept. A store that cannot forget leaves the
+// claim to run out (redeliveries are in_progress until then); the handler's decision stands.
+void forget_quietly(IdempotencyStore& store, const std::string& key, const std::string& message_id) noexcept {
+    try {
+        store.forget(key);
+    } catch (...) {
+        try {
+            log(LogLevel::warning, "acemq: could not forget the idempotency key \"" + key + "\" of message " +
+                                       message_id + " after a failure: " + what_failed(std::current_exception()) +
+                                       "; its claim stays until it expires and redeliveries wait until then");
+        } catch (const std::bad_alloc&) {
+            // Out of memory while building the line: drop the line, keep the decision.
+        }
+    }
+}
+
+// Turns the claim into a fact after the handler accepted. A failure never turns the accept
+// into something else: the work is done, and at worst a redelivery runs it again.
+void confirm_quietly(IdempotencyStore& store, const std::string& key, const std::string& message_id) noexcept {
+    try {
+        store.confirm(key);
+    } catch (...) {
+        try {
+            log(LogLevel::warning, "acemq: could not confirm the idempotency key \"" + key + "\" of message " +
+                                       message_id + ": " + what_failed(std::current_exception()) +
+                                       "; its claim will expire and a redelivery may be handled again");
+        } catch (const std::bad_alloc&) {
+            // As above: the accept stands without its log line.
+        }
+    }
+}
+
+}  // namespace
+
+namespace detail {
+
+std::chrono::milliseconds checked_in_progress_delay(std::chrono::milliseconds delay) {
+    if (delay.count() < 0)
+        throw InvalidArgument("acemq: an in-progress delay cannot be negative, got " + std::to_string(delay.count()) +
+                              " ms; give zero or more (the default is 5 s)");
+    return delay;
+}
+
+Ack run_idempotently(IdempotencyStore& store, const std::string& key, const std::string& message_id,
+                     std::chrono::milliseconds in_progress_delay, const std::function<Ack()>& handle) {
+    if (key.empty())
+        return reject(FatalError("acemq: message " + message_id + " produced an empty idempotency key"));
+
+    Claim claim;
+    try {
+        claim = store.claim(key);
+    } catch (...) {
+        // The store is broken, not the message: try again later, and never read a store
+        // failure as "seen before".
+        return retry(Failure::of(std::current_exception()));
+    }
+    switch (claim) {
+        case Claim::duplicate: return accept();
+        case Claim::in_progress: return in_progress(in_progress_delay);
+        case Claim::claimed: break;
+    }
+
+    std::optional<Ack> decision;
+    try {
+        decision.emplace(handle());
+    } catch (...) {
+        forget_quietly(store, key, message_id);
+        throw;
+    }
+    if (decision->kind() == AckKind::accept)
+        confirm_quietly(store, key, message_id);
+    else
+        forget_quietly(store, key, message_id);
+    return std::move(*decision);
+}
+
+}  // namespace detail
+
+}  // namespace acemq

@@ -1,0 +1,183 @@
+#include "acemq/outbox.hpp"
+
+#include <algorithm>
+#include <exception>
+#include <typeinfo>
+
+#include "acemq/log.hpp"
+#include "acemq/publisher.hpp"
+#include "acemq/uuid.hpp"
+
+namespace acemq {
+
+namespace detail {
+
+std::shared_ptr<const Codec> outbox_codec(const Bus&) { return default_codec(); }
+
+Envelope outbox_envelope(const Bus& bus, std::string_view routing_key, std::optional<Envelope> given) {
+    if (!given) return Envelope::for_new_message(routing_key, bus.origin());
+    Envelope envelope = std::move(*given);
+    if (envelope.id.empty()) envelope.id = new_uuid();
+    if (envelope.type.empty()) envelope.type = routing_key.empty() ? "message" : std::string(routing_key);
+    if (envelope.correlation.empty()) envelope.correlation = envelope.id;
+    if (!envelope.first_seen) envelope.first_seen = epoch_millis_now();
+    return envelope;
+}
+
+}  // namespace detail
+
+void check_outbox_id(std::string_view id) {
+    if (id.empty())
+        throw InvalidArgument("acemq: an outbox record needs an id; make records with acemq::record(), which "
+                              "takes the envelope's id");
+}
+
+void OutboxStore::release(std::span<const std::string>) {}
+
+namespace {
+
+std::string destination(std::string_view exchange, std::string_view routing_key) {
+    return "exchange \"" + std::string(exchange) + "\" with key \"" + std::string(routing_key) + "\"";
+}
+
+// What a failure says, for last_error and the log: the exception's text, or its type when
+// it has none.
+std::string describe(std::exception_ptr failure) {
+    try {
+        std::rethrow_exception(failure);
+    } catch (const std::exception& error) {
+        const std::string text = error.what();
+        return text.empty() ? typeid(error).name() : text;
+    } catch (...) {  // not a std::exception: nothing to read from it but that
+        return "an exception that is not a std::exception";
+    }
+}
+
+}  // namespace
+
+OutboxRelay::OutboxRelay(Bus& bus, OutboxStore& store, RelayOptions options)
+    : bus_(bus), store_(store), options_(std::move(options)) {
+    if (options_.interval <= std::chrono::milliseconds::zero())
+        throw InvalidArgument("acemq: a relay interval must be positive, got " +
+                              std::to_string(options_.interval.count()) + " ms");
+    if (options_.batch < 1) throw InvalidArgument("acemq: a relay batch must be at least 1, got 0");
+}
+
+OutboxRelay::~OutboxRelay() { close(); }
+
+void OutboxRelay::start() {
+    std::lock_guard guard(control_);
+    if (closed_) throw Error("acemq: this outbox relay was closed; make a new one to start relaying again");
+    if (loop_.joinable()) return;
+    loop_ = std::jthread([this](std::stop_token stop) { run(std::move(stop)); });
+}
+
+void OutboxRelay::close() {
+    std::lock_guard guard(control_);
+    closed_ = true;
+    if (loop_.joinable()) {
+        loop_.request_stop();
+        loop_.join();
+    }
+    // A sweep() called by hand on another thread: wait it out too.
+    std::lock_guard sweep_done(sweeping_);
+}
+
+void OutboxRelay::run(std::stop_token stop) {
+    const std::shared_ptr<Clock> clock = bus_.clock();
+    while (clock->wait_for(options_.interval, stop)) {
+        try {
+            sweep();
+        } catch (...) {  // logged, and the next sweep tries again: every record is still in the outbox
+            log(LogLevel::warning,
+                "a sweep of the outbox failed; every record is still in it: " + describe(std::current_exception()));
+        }
+    }
+}
+
+std::size_t OutboxRelay::sweep() {
+    std::lock_guard guard(sweeping_);
+    std::vector<OutboxRecord> waiting = store_.pending(options_.batch);
+    std::size_t done = 0;
+    // Whatever happens to the record in hand, the ones after it go back unpublished.
+    auto give_back_rest = [&] {
+        std::vector<std::string> rest;
+        for (std::size_t i = done + 1; i < waiting.size(); ++i) rest.push_back(waiting[i].id);
+        if (rest.empty()) return;
+        try {
+            store_.release(rest);
+        } catch (...) {  // the leases run out on their own; the failure that stopped the sweep matters more
+            log(LogLevel::warning, "could not release " + std::to_string(rest.size()) +
+                                       " outbox records after a failed sweep; they wait for their lease to end: " +
+                                       describe(std::current_exception()));
+        }
+    };
+    for (; done < waiting.size(); ++done) {
+        OutboxRecord& record = waiting[done];
+        try {
+            publish(record);
+        } catch (...) {
+            const std::string error = describe(std::current_exception());
+            failed_.fetch_add(1);
+            tell(RelayedEvent{record.id, record.exchange, record.routing_key, RelayOutcome::failed, std::nullopt, error});
+            try {
+                store_.record_failure(record.id, error);
+            } catch (...) {  // the publish failure is what the caller must hear; this one is logged
+                log(LogLevel::error, "could not record the failed publish of outbox record " + record.id +
+                                         ": " + describe(std::current_exception()));
+            }
+            give_back_rest();
+            throw;
+        }
+        published_.fetch_add(1);
+        const auto age = std::chrono::system_clock::now() - record.created_at;
+        tell(RelayedEvent{record.id, record.exchange, record.routing_key, RelayOutcome::published,
+                          std::max(std::chrono::duration<double>(age), std::chrono::duration<double>::zero()), {}});
+        try {
+            store_.mark_published(record.id);
+        } catch (...) {  // rethrown: the record goes out again next time (at least once)
+            give_back_rest();
+            throw;
+        }
+    }
+    return done;
+}
+
+void OutboxRelay::publish(OutboxRecord& record) {
+    OutboundMessage message;
+    message.exchange = record.exchange;
+    message.routing_key = record.routing_key;
+    message.body = std::move(record.body);
+    message.content_type = record.content_type;
+    message.message_id = record.id;
+    message.headers = std::move(record.headers);
+    message.persistent = true;
+    message.mandatory = true;  // always: a relayed message that reaches no queue must not vanish
+    const PublishResult result = bus_.transport().publish(std::move(message));
+    if (!result.confirmed) {
+        std::string text = "acemq: cannot publish message " + record.id + " to " +
+                           destination(record.exchange, record.routing_key) +
+                           ": the broker refused to confirm it. The message reached the broker and the broker "
+                           "has not taken responsibility for it, so it must be treated as not sent";
+        if (!result.return_reason.empty()) text += " (" + result.return_reason + ")";
+        throw PublishError(text, record.id, false);
+    }
+    if (!result.routed) {
+        const std::string reason =
+            result.return_reason.empty() ? "no queue is bound to receive it" : result.return_reason;
+        throw PublishError("acemq: message " + record.id + " to " + destination(record.exchange, record.routing_key) +
+                               " reached no queue (" + reason + "); the broker dropped it",
+                           record.id, true);
+    }
+}
+
+void OutboxRelay::tell(const RelayedEvent& event) const {
+    if (!options_.observer) return;
+    try {
+        options_.observer->relayed(event);
+    } catch (...) {  // an observer must not change what the relay does
+        log(LogLevel::error, "an outbox observer threw, which it must not: " + describe(std::current_exception()));
+    }
+}
+
+}  // namespace acemq

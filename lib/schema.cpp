@@ -1,0 +1,103 @@
+#include "acemq/schema.hpp"
+
+#include <set>
+
+namespace acemq {
+
+namespace {
+
+// PostgreSQL's NAMEDATALEN - 1: longer identifiers are truncated without an error.
+constexpr std::size_t max_identifier = 63;
+
+// Checks `table` and returns it; records it and every name derived from it in `seen`.
+const std::string& checked(const std::string& table, std::initializer_list<std::string_view> suffixes,
+                           std::set<std::string>& seen) {
+    sql::check_identifier(table);
+    std::size_t longest = 0;
+    for (auto suffix : suffixes) longest = std::max(longest, suffix.size());
+    if (table.size() + longest > max_identifier)
+        throw InvalidArgument("acemq: the table name \"" + table + "\" is too long: with its derived names (up to +" +
+                              std::to_string(longest) + " characters) it must fit " +
+                              std::to_string(max_identifier) + " characters, so use at most " +
+                              std::to_string(max_identifier - longest));
+    auto claim = [&](const std::string& name) {
+        if (!seen.insert(name).second)
+            throw InvalidArgument("acemq: two schema objects would both be named \"" + name +
+                                  "\"; give the tables distinct names");
+    };
+    claim(table);
+    for (auto suffix : suffixes) claim(table + std::string(suffix));
+    return table;
+}
+
+}  // namespace
+
+std::vector<std::string> schema_ddl(sql::Dialect dialect, const SchemaNames& names) {
+    const std::string blob = dialect == sql::Dialect::postgres ? "BYTEA" : "BLOB";
+    std::set<std::string> seen;
+    std::vector<std::string> statements;
+    if (names.idempotency) {
+        const std::string& t = checked(*names.idempotency, {"_expiry"}, seen);
+        statements.push_back("CREATE TABLE IF NOT EXISTS " + t +
+                             " (\n"
+                             "    message_id VARCHAR(255) NOT NULL PRIMARY KEY,\n"
+                             "    state VARCHAR(16) NOT NULL,\n"
+                             "    claimed_by VARCHAR(64),\n"
+                             "    recorded_at BIGINT NOT NULL,\n"
+                             "    expires_at BIGINT NOT NULL\n"
+                             ")");
+        statements.push_back("CREATE INDEX IF NOT EXISTS " + t + "_expiry ON " + t + " (expires_at)");
+    }
+    if (names.outbox) {
+        const std::string& t = checked(*names.outbox, {"_pending"}, seen);
+        statements.push_back("CREATE TABLE IF NOT EXISTS " + t +
+                             " (\n"
+                             "    id VARCHAR(64) NOT NULL PRIMARY KEY,\n"
+                             "    exchange_name VARCHAR(255) NOT NULL,\n"
+                             "    routing_key VARCHAR(255) NOT NULL,\n"
+                             "    body " + blob + " NOT NULL,\n"
+                             "    content_type VARCHAR(255) NOT NULL,\n"
+                             "    headers TEXT NOT NULL,\n"
+                             "    created_at BIGINT NOT NULL,\n"
+                             "    attempts INTEGER NOT NULL DEFAULT 0,\n"
+                             "    last_error TEXT\n"
+                             ")");
+        statements.push_back("CREATE INDEX IF NOT EXISTS " + t + "_pending ON " + t + " (created_at)");
+    }
+    if (names.registry) {
+        const std::string& t = checked(*names.registry, {"_fingerprint", "_version", "_seq"}, seen);
+        statements.push_back("CREATE TABLE IF NOT EXISTS " + t +
+                             " (\n"
+                             "    id INTEGER NOT NULL PRIMARY KEY,\n"
+                             "    subject VARCHAR(255) NOT NULL,\n"
+                             "    version INTEGER NOT NULL,\n"
+                             "    format VARCHAR(32) NOT NULL,\n"
+                             "    definition TEXT NOT NULL,\n"
+                             "    fingerprint VARCHAR(64) NOT NULL,\n"
+                             "    registered_at BIGINT NOT NULL\n"
+                             ")");
+        statements.push_back("CREATE UNIQUE INDEX IF NOT EXISTS " + t + "_fingerprint ON " + t +
+                             " (subject, fingerprint)");
+        statements.push_back("CREATE UNIQUE INDEX IF NOT EXISTS " + t + "_version ON " + t + " (subject, version)");
+        statements.push_back("CREATE TABLE IF NOT EXISTS " + t +
+                             "_seq (\n"
+                             "    only_row INTEGER NOT NULL PRIMARY KEY,\n"
+                             "    last_id INTEGER NOT NULL\n"
+                             ")");
+    }
+    return statements;
+}
+
+void create_schema(sql::Connection& connection, const SchemaNames& names) {
+    const auto statements = schema_ddl(connection.dialect(), names);  // a bad name fails before BEGIN
+    sql::Transaction transaction(connection);
+    for (const std::string& statement : statements) connection.execute(statement);
+    transaction.commit();
+}
+
+void create_schema(sql::Database& database, const SchemaNames& names) {
+    const auto connection = database.connect();
+    create_schema(*connection, names);
+}
+
+}  // namespace acemq

@@ -1,0 +1,238 @@
+#include "sql/outbox_store.hpp"
+
+#include <algorithm>
+
+#include "acemq/json_codec.hpp"
+#include "acemq/uuid.hpp"
+
+namespace acemq {
+
+namespace {
+
+constexpr std::size_t max_error_bytes = 1000;
+
+std::int64_t epoch_ms(EpochMillis time) { return time.time_since_epoch().count(); }
+
+// Header values as JSON values; bytes have no JSON form and are refused.
+Value to_json(const FieldValue& field, std::string_view name) {
+    return std::visit(
+        [&](const auto& value) -> Value {
+            using T = std::decay_t<decltype(value)>;
+            if constexpr (std::is_same_v<T, std::monostate>) {
+                return Value();
+            } else if constexpr (std::is_same_v<T, std::int32_t>) {
+                return Value(std::int64_t{value});
+            } else if constexpr (std::is_same_v<T, Bytes>) {
+                throw InvalidArgument("acemq: header \"" + std::string(name) +
+                                      "\" holds bytes, which the SQL outbox cannot store (it keeps headers as "
+                                      "JSON); send them as text, e.g. base64");
+            } else if constexpr (std::is_same_v<T, FieldArray>) {
+                Value::Array items;
+                for (const FieldValue& item : value) items.push_back(to_json(item, name));
+                return Value(std::move(items));
+            } else if constexpr (std::is_same_v<T, FieldTable>) {
+                Value::Map entries;
+                for (const auto& [key, item] : value) entries.emplace_back(Value(key), to_json(item, key));
+                return Value(std::move(entries));
+            } else {
+                return Value(value);
+            }
+        },
+        field.get());
+}
+
+std::string headers_to_json(const Headers& headers) {
+    Value::Map entries;
+    for (const auto& [name, value] : headers) entries.emplace_back(Value(name), to_json(value, name));
+    const std::vector<std::byte> text = JsonCodec{}.encode(Value(std::move(entries)));
+    return std::string(reinterpret_cast<const char*>(text.data()), text.size());
+}
+
+bool is_int32_header(std::string_view name) {
+    return name == header::version || name == header::attempt || name == header::route_position;
+}
+
+FieldValue from_json(const Value& value, bool int32) {
+    switch (value.kind()) {
+        case Value::Kind::null: return FieldValue();
+        case Value::Kind::boolean: return FieldValue(value.as_bool());
+        case Value::Kind::int64: {
+            const std::int64_t number = value.as_int64();
+            if (int32 && number >= INT32_MIN && number <= INT32_MAX) return FieldValue(static_cast<std::int32_t>(number));
+            return FieldValue(number);
+        }
+        case Value::Kind::uint64: return FieldValue(value.as_uint64());
+        case Value::Kind::float64: return FieldValue(value.as_double());
+        case Value::Kind::string: return FieldValue(value.as_string());
+        case Value::Kind::array: {
+            FieldArray items;
+            for (const Value& item : value.as_array()) items.push_back(from_json(item, false));
+            return FieldValue(std::move(items));
+        }
+        case Value::Kind::map: {
+            FieldTable table;
+            for (const auto& [key, item] : value.as_map()) table.insert_or_assign(key.as_string(), from_json(item, false));
+            return FieldValue(std::move(table));
+        }
+        default:
+            throw DecodeError("acemq: an outbox row's headers hold a " + std::string(kind_name(value.kind())) +
+                              ", which the outbox never writes");
+    }
+}
+
+Headers headers_from_json(const std::string& text, const std::string& id) {
+    try {
+        const Value parsed = JsonCodec{}.decode(std::as_bytes(std::span(text.data(), text.size())), content_types::json);
+        Headers headers;
+        for (const auto& [key, item] : parsed.as_map()) {
+            const std::string& name = key.as_string();
+            headers.insert_or_assign(name, from_json(item, is_int32_header(name)));
+        }
+        return headers;
+    } catch (const DecodeError& error) {
+        throw DecodeError("acemq: the headers of outbox record " + id +
+                          " are not the JSON object the outbox writes; fix or delete the row: " + error.what());
+    }
+}
+
+OutboxRecord record_from(const sql::Row& row) {
+    OutboxRecord record;
+    record.id = row.at(0).as_text();
+    record.exchange = row.at(1).as_text();
+    record.routing_key = row.at(2).as_text();
+    record.body = row.at(3).as_blob();
+    record.content_type = row.at(4).as_text();
+    record.headers = headers_from_json(row.at(5).as_text(), record.id);
+    record.created_at = EpochMillis(std::chrono::milliseconds(row.at(6).as_integer()));
+    record.attempts = row.at(7).is_null() ? 0 : static_cast<int>(row.at(7).as_integer());
+    record.last_error = row.at(8).is_null() ? std::string() : row.at(8).as_text();
+    return record;
+}
+
+// At most max_error_bytes, cut before a UTF-8 continuation byte so PostgreSQL accepts it.
+std::string truncated(std::string_view error) {
+    if (error.size() <= max_error_bytes) return std::string(error);
+    std::size_t end = max_error_bytes;
+    while (end > 0 && (static_cast<unsigned char>(error[end]) & 0xC0) == 0x80) --end;
+    return std::string(error.substr(0, end));
+}
+
+}  // namespace
+
+SqlOutboxStore::SqlOutboxStore(sql::Database& relay_connections, SqlOutboxOptions options)
+    : database_(relay_connections), options_(std::move(options)),
+      columns_("id, exchange_name, routing_key, body, content_type, headers, created_at, attempts, last_error") {
+    sql::check_identifier(options_.table);
+    if (options_.max_attempts < 1)
+        throw InvalidArgument("acemq: max_attempts must be at least 1, got " + std::to_string(options_.max_attempts));
+    if (options_.lease <= std::chrono::milliseconds::zero())
+        throw InvalidArgument("acemq: an outbox lease must be positive, got " + std::to_string(options_.lease.count()) +
+                              " ms");
+}
+
+template <class Work>
+auto SqlOutboxStore::with_connection(Work&& work) {
+    std::lock_guard guard(lock_);
+    if (!connection_) connection_ = database_.connect();
+    try {
+        return work(*connection_);
+    } catch (const sql::ConnectionError&) {
+        connection_.reset();  // broken: the next call opens a new one
+        throw;
+    }
+}
+
+void SqlOutboxStore::add(const OutboxRecord& record, sql::Connection& caller_transaction) {
+    check_outbox_id(record.id);
+    if (!caller_transaction.in_transaction())
+        throw Error("acemq: the outbox has no transactional connection to write into: this connection is not in a "
+                    "transaction. Begin one (db.begin() or sql::Transaction) and add the record inside it; written "
+                    "outside your transaction, the message would go out even when your business rows roll back");
+    const std::string statement = "INSERT INTO " + options_.table +
+                                  " (id, exchange_name, routing_key, body, content_type, headers, created_at)"
+                                  " VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING";
+    caller_transaction.execute(statement, {record.id, record.exchange, record.routing_key, record.body,
+                                           record.content_type, headers_to_json(record.headers),
+                                           epoch_ms(record.created_at)});
+}
+
+std::vector<OutboxRecord> SqlOutboxStore::pending(std::size_t limit) {
+    return with_connection([&](sql::Connection& connection) {
+        const std::string claim = new_uuid();
+        const std::int64_t now = epoch_ms(epoch_millis_now());
+        const std::string free = "attempts < ? AND (claimed_by IS NULL OR claim_expires_at <= ?)";
+        // The inner select picks the oldest free rows; the outer condition is checked again
+        // on each row as it is updated, so a row another relay claimed in the meantime is
+        // left alone (PostgreSQL re-reads a row it waited for; SQLite has one writer).
+        std::string choose = "SELECT id FROM " + options_.table + " WHERE " + free + " ORDER BY created_at, id";
+        std::vector<sql::Value> parameters{claim, now + options_.lease.count(), options_.max_attempts, now};
+        if (limit > 0) {
+            choose += " LIMIT ?";
+            parameters.emplace_back(static_cast<std::int64_t>(limit));
+        }
+        if (connection.dialect() == sql::Dialect::postgres) choose += " FOR UPDATE SKIP LOCKED";
+        parameters.emplace_back(options_.max_attempts);
+        parameters.emplace_back(now);
+        std::vector<OutboxRecord> claimed;
+        for (const sql::Row& row : connection.query("UPDATE " + options_.table +
+                                                        " SET claimed_by = ?, claim_expires_at = ? WHERE id IN (" +
+                                                        choose + ") AND " + free + " RETURNING " + columns_,
+                                                    parameters))
+            claimed.push_back(record_from(row));
+        // RETURNING gives no order; ties of created_at go by id, byte-wise.
+        std::sort(claimed.begin(), claimed.end(), [](const OutboxRecord& a, const OutboxRecord& b) {
+            return a.created_at != b.created_at ? a.created_at < b.created_at : a.id < b.id;
+        });
+        return claimed;
+    });
+}
+
+void SqlOutboxStore::mark_published(std::string_view id) {
+    with_connection([&](sql::Connection& connection) {
+        connection.execute("DELETE FROM " + options_.table + " WHERE id = ?", {id});
+    });
+}
+
+void SqlOutboxStore::record_failure(std::string_view id, std::string_view error) {
+    with_connection([&](sql::Connection& connection) {
+        connection.execute("UPDATE " + options_.table +
+                               " SET attempts = attempts + 1, last_error = ?, claimed_by = NULL,"
+                               " claim_expires_at = NULL WHERE id = ?",
+                           {truncated(error), id});
+    });
+}
+
+void SqlOutboxStore::release(std::span<const std::string> ids) {
+    if (ids.empty()) return;
+    std::string marks;
+    std::vector<sql::Value> parameters;
+    for (const std::string& id : ids) {
+        marks += marks.empty() ? "?" : ", ?";
+        parameters.emplace_back(id);
+    }
+    with_connection([&](sql::Connection& connection) {
+        connection.execute("UPDATE " + options_.table + " SET claimed_by = NULL, claim_expires_at = NULL WHERE id IN (" +
+                               marks + ")",
+                           parameters);
+    });
+}
+
+std::vector<OutboxRecord> SqlOutboxStore::retired() {
+    return with_connection([&](sql::Connection& connection) {
+        std::vector<OutboxRecord> kept;
+        for (const sql::Row& row : connection.query("SELECT " + columns_ + " FROM " + options_.table +
+                                                        " WHERE attempts >= ? ORDER BY created_at, id",
+                                                    {options_.max_attempts}))
+            kept.push_back(record_from(row));
+        return kept;
+    });
+}
+
+std::size_t SqlOutboxStore::count() {
+    return with_connection([&](sql::Connection& connection) {
+        const std::vector<sql::Row> rows = connection.query("SELECT COUNT(*) FROM " + options_.table);
+        return static_cast<std::size_t>(rows.at(0).at(0).as_integer());
+    });
+}
+
+}  // namespace acemq

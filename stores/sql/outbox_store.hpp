@@ -1,0 +1,93 @@
+// The outbox in a SQL table (SQLite or PostgreSQL, over acemq/sql.hpp): the record is
+// written on the caller's connection, inside the caller's transaction, so it commits or
+// rolls back with the business rows it announces.
+//
+//   acemq::SqlOutboxStore outbox{db};
+//   acemq::sql::Transaction tx = db.begin();
+//   save_order(tx, order);
+//   outbox.add(acemq::record(bus, "orders-events", "order.placed", order), tx);
+//   tx.commit();
+//
+// add() takes the connection and has no overload without one: a store that opened a
+// connection of its own would put the message outside your transaction, and a rollback
+// would then leave a message announcing rows that never existed. It refuses a connection
+// that is not in a transaction for the same reason. It never commits, rolls back or closes.
+//
+// Everything else (the relay's side) runs on one connection of the store's own from
+// `relay_connections`, each statement committing by itself.
+//
+// Several relays on one table are safe: pending() claims its batch with a lease
+// (claimed_by, claim_expires_at), so a row is handed to one relay at a time; the lease of
+// a relay that died runs out and another takes the rows over. Order holds within one
+// relay's batch, not across relays. Lease times are epoch ms of the relay's host: keep the
+// relays' clocks within a small fraction of the lease of each other.
+//
+// The table is the one of schema_ddl (patterns §3.3) plus two columns for the lease:
+//   claimed_by VARCHAR(64) NULL, claim_expires_at BIGINT NULL
+// Headers are stored as a JSON object (strings, integers, booleans, doubles, arrays,
+// tables; a byte-array header is refused, JSON has no bytes). Read back, x-acemq-version,
+// -attempt and -route-position are 32-bit integers and every other integer is 64-bit, as
+// the family writes them; an application header's integer width is not kept.
+//
+// Thread-safe: every member may be called from any thread (the store's own connection is
+// used by one caller at a time).
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "acemq/outbox.hpp"
+#include "acemq/sql.hpp"
+
+namespace acemq {
+
+struct SqlOutboxOptions {
+    std::string table = "acemq_outbox";
+    int max_attempts = 10;  // the family's default: retired at ten failed publishes
+    // How long a relay owns the rows it claimed. Longer than a batch takes to publish, or a
+    // second relay takes rows over while the first still sends them (sent twice).
+    std::chrono::milliseconds lease{30'000};
+};
+
+class SqlOutboxStore final : public OutboxStore {
+public:
+    // Keeps a reference to `relay_connections`, which must outlive the store. Throws
+    // InvalidArgument for a table name that is not a plain identifier, max_attempts < 1 or
+    // a lease that is not positive.
+    explicit SqlOutboxStore(sql::Database& relay_connections, SqlOutboxOptions options = {});
+
+    // One INSERT ... ON CONFLICT (id) DO NOTHING on `caller_transaction`: the same id twice
+    // keeps the first. Throws InvalidArgument for an empty id or a byte-array header, Error
+    // when the connection is not in a transaction, DatabaseError as the database says it.
+    void add(const OutboxRecord& record, sql::Connection& caller_transaction);
+
+    // Claims up to `limit` due rows (0 = all) for this caller and returns them, oldest first.
+    std::vector<OutboxRecord> pending(std::size_t limit) override;
+    void mark_published(std::string_view id) override;
+    // attempts + 1, last_error (cut to 1000 bytes at a UTF-8 boundary), lease released.
+    void record_failure(std::string_view id, std::string_view error) override;
+    void release(std::span<const std::string> ids) override;
+    std::vector<OutboxRecord> retired() override;
+    std::size_t count() override;
+
+    const std::string& table() const noexcept { return options_.table; }
+
+private:
+    // Runs `work` on the store's own connection, opening it first if needed; a broken
+    // connection is dropped so the next call opens a new one.
+    template <class Work>
+    auto with_connection(Work&& work);
+
+    sql::Database& database_;
+    SqlOutboxOptions options_;
+    std::string columns_;  // the nine record columns, in OutboxRecord order
+    std::mutex lock_;
+    std::unique_ptr<sql::Connection> connection_;
+};
+
+}  // namespace acemq

@@ -1,0 +1,108 @@
+// The two databases the driver tests run on. Each test builds a fresh target:
+//   SqliteTarget    a file database in a temporary directory, removed afterwards;
+//   PostgresTarget  the server named by ACEMQ_TEST_POSTGRES_URL (scripts/test starts one),
+//                   with table names made unique per target and dropped afterwards.
+// Tests name their tables through table(), so both targets clean up what they made.
+#pragma once
+
+#include <catch2/catch.hpp>
+
+#include <cstdlib>
+#include <filesystem>
+#include <iostream>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "acemq/sql.hpp"
+#include "postgres/database.hpp"
+#include "sqlite/database.hpp"
+
+namespace drivers_test {
+
+namespace sql = acemq::sql;
+
+// 8 random hex digits, so that parallel runs on one server do not share tables.
+inline std::string random_hex() {
+    std::random_device device;
+    std::uniform_int_distribution<unsigned> digit(0, 15);
+    std::string out;
+    for (int i = 0; i < 8; ++i) out += "0123456789abcdef"[digit(device)];
+    return out;
+}
+
+class TempDir {
+public:
+    TempDir() {
+        std::string pattern = (std::filesystem::temp_directory_path() / "acemq-drivers-XXXXXX").string();
+        if (!mkdtemp(pattern.data())) FAIL("cannot make a temporary directory");
+        path_ = pattern;
+    }
+    ~TempDir() {
+        std::error_code ignored;  // best effort: a leftover temp dir must not fail the test
+        std::filesystem::remove_all(path_, ignored);
+    }
+    TempDir(const TempDir&) = delete;
+    TempDir& operator=(const TempDir&) = delete;
+    const std::filesystem::path& path() const { return path_; }
+
+private:
+    std::filesystem::path path_;
+};
+
+struct SqliteTarget {
+    explicit SqliteTarget(acemq::sqlite::Options options = {})
+        : database((dir.path() / "test.db").string(), options) {}
+
+    sql::Database& db() { return database; }
+    std::string table(const std::string& base) { return "t_" + base; }
+    static std::string blob_type() { return "BLOB"; }
+    static std::string unique_violation() { return "SQLITE_CONSTRAINT_UNIQUE"; }
+    static std::string syntax_error() { return "SQLITE_ERROR"; }
+
+    TempDir dir;
+    acemq::sqlite::Database database;
+};
+
+inline std::string postgres_url() {
+    const char* url = std::getenv("ACEMQ_TEST_POSTGRES_URL");
+    if (!url || !*url)
+        FAIL("ACEMQ_TEST_POSTGRES_URL is not set: these tests need a PostgreSQL server. Run scripts/test, which "
+             "starts a throw-away one and sets it, or set it to e.g. postgresql://postgres@127.0.0.1:5439/postgres");
+    return url;
+}
+
+struct PostgresTarget {
+    PostgresTarget() : database(postgres_url()), prefix("acemq_t" + random_hex() + "_") {}
+    ~PostgresTarget() {
+        try {
+            auto connection = database.connect();
+            for (const auto& name : made) connection->execute("DROP TABLE IF EXISTS " + name + " CASCADE");
+        } catch (const std::exception& error) {
+            // A destructor cannot fail the test; the tables have unique names, so say it and go on.
+            std::cerr << "could not drop the test tables: " << error.what() << '\n';
+        }
+    }
+    PostgresTarget(const PostgresTarget&) = delete;
+    PostgresTarget& operator=(const PostgresTarget&) = delete;
+
+    sql::Database& db() { return database; }
+    std::string table(const std::string& base) {
+        made.push_back(prefix + base);
+        return made.back();
+    }
+    static std::string blob_type() { return "BYTEA"; }
+    static std::string unique_violation() { return "23505"; }
+    static std::string syntax_error() { return "42601"; }
+
+    acemq::postgres::Database database;
+    std::string prefix;
+    std::vector<std::string> made;
+};
+
+inline std::int64_t count_rows(sql::Connection& connection, const std::string& table) {
+    return connection.query("SELECT COUNT(*) FROM " + table)[0][0].as_integer();
+}
+
+}  // namespace drivers_test
