@@ -60,7 +60,11 @@ std::vector<std::string> schema_ddl(sql::Dialect dialect, const SchemaNames& nam
                              "    headers TEXT NOT NULL,\n"
                              "    created_at BIGINT NOT NULL,\n"
                              "    attempts INTEGER NOT NULL DEFAULT 0,\n"
-                             "    last_error TEXT\n"
+                             "    last_error TEXT,\n"
+                             // Our addition to the family's table: a relay's lease on the
+                             // rows it is sending, so several relays on one table are safe.
+                             "    claimed_by VARCHAR(64),\n"
+                             "    claim_expires_at BIGINT\n"
                              ")");
         statements.push_back("CREATE INDEX IF NOT EXISTS " + t + "_pending ON " + t + " (created_at)");
     }

@@ -44,7 +44,8 @@ TEST_CASE("schema_ddl: eight statements by default, BLOB vs BYTEA the only diffe
                               Contains("routing_key VARCHAR(255) NOT NULL") && Contains("body BLOB NOT NULL") &&
                               Contains("content_type VARCHAR(255) NOT NULL") && Contains("headers TEXT NOT NULL") &&
                               Contains("created_at BIGINT NOT NULL") &&
-                              Contains("attempts INTEGER NOT NULL DEFAULT 0") && Contains("last_error TEXT\n"));
+                              Contains("attempts INTEGER NOT NULL DEFAULT 0") && Contains("last_error TEXT,\n") &&
+                              Contains("claimed_by VARCHAR(64),\n") && Contains("claim_expires_at BIGINT\n"));
     CHECK_THAT(postgres[2], Contains("body BYTEA NOT NULL"));
     CHECK(sqlite[3] == "CREATE INDEX IF NOT EXISTS acemq_outbox_pending ON acemq_outbox (created_at)");
     CHECK_THAT(sqlite[4], StartsWith("CREATE TABLE IF NOT EXISTS acemq_schema_registry (") &&
