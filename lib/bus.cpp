@@ -153,6 +153,7 @@ void Bus::add_publish_interceptor(PublishInterceptor interceptor) { core_->add_p
 void Bus::add_consume_interceptor(ConsumeInterceptor interceptor) { core_->add_consume_interceptor(std::move(interceptor)); }
 Transport& Bus::transport() { return core_->transport(); }
 const std::string& Bus::origin() const { return core_->options().origin; }
+const std::shared_ptr<const Codec>& Bus::codec() const { return core_->options().codec; }
 std::shared_ptr<Clock> Bus::clock() const { return core_->options().clock; }
 void Bus::close() { core_->close(); }
 

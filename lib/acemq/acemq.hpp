@@ -1,4 +1,6 @@
-// The whole public API of acemq-cpp in one include.
+// The whole public API of acemq-cpp's library in one include. Stores and drivers have their
+// own: <sqlite/database.hpp>, <postgres/database.hpp>, <memory/idempotency_store.hpp>,
+// <memory/outbox_store.hpp>, <sql/idempotency_store.hpp>, <sql/outbox_store.hpp>.
 #pragma once
 
 #include "acemq/ack.hpp"
@@ -9,6 +11,7 @@
 #include "acemq/envelope.hpp"
 #include "acemq/error.hpp"
 #include "acemq/field.hpp"
+#include "acemq/idempotency.hpp"
 #include "acemq/interceptor.hpp"
 #include "acemq/json_codec.hpp"
 #include "acemq/log.hpp"
@@ -17,11 +20,14 @@
 #include "acemq/msgpack_codec.hpp"
 #include "acemq/naming.hpp"
 #include "acemq/observer.hpp"
+#include "acemq/outbox.hpp"
 #include "acemq/publisher.hpp"
 #include "acemq/reflect.hpp"
 #include "acemq/replay.hpp"
 #include "acemq/retry.hpp"
+#include "acemq/schema.hpp"
 #include "acemq/settlement.hpp"
+#include "acemq/sql.hpp"
 #include "acemq/testing.hpp"
 #include "acemq/topology.hpp"
 #include "acemq/transport.hpp"

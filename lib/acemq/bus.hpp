@@ -77,6 +77,7 @@ public:
 
     Transport& transport();
     const std::string& origin() const;
+    const std::shared_ptr<const Codec>& codec() const;
     std::shared_ptr<Clock> clock() const;
     // Stops every consumer of this bus and releases the connection. Idempotent.
     void close();

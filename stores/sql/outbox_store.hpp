@@ -16,14 +16,18 @@
 // Everything else (the relay's side) runs on one connection of the store's own from
 // `relay_connections`, each statement committing by itself.
 //
-// Several relays on one table are safe: pending() claims its batch with a lease
-// (claimed_by, claim_expires_at), so a row is handed to one relay at a time; the lease of
-// a relay that died runs out and another takes the rows over. Order holds within one
-// relay's batch, not across relays. Lease times are epoch ms of the relay's host: keep the
-// relays' clocks within a small fraction of the lease of each other.
+// Several relays on one table are safe: pending() claims its batch in one statement
+// (UPDATE ... WHERE id IN (oldest free rows) ... RETURNING, with FOR UPDATE SKIP LOCKED on
+// PostgreSQL), setting a lease (claimed_by, claim_expires_at), so a row is handed to one
+// relay at a time; the lease of a relay that died runs out and another takes its rows over.
+// Order holds within one relay's batch, not across relays. Lease times are epoch ms of the
+// relay's host: keep the relays' clocks within a small fraction of the lease of each other.
+// Needs RETURNING: SQLite 3.35 or later (Debian 12 has 3.40), any supported PostgreSQL.
 //
 // The table is the one of schema_ddl (patterns §3.3) plus two columns for the lease:
 //   claimed_by VARCHAR(64) NULL, claim_expires_at BIGINT NULL
+// No index is needed for them: the claim finds rows by created_at and the primary key.
+//
 // Headers are stored as a JSON object (strings, integers, booleans, doubles, arrays,
 // tables; a byte-array header is refused, JSON has no bytes). Read back, x-acemq-version,
 // -attempt and -route-position are 32-bit integers and every other integer is 64-bit, as
@@ -62,8 +66,9 @@ public:
     explicit SqlOutboxStore(sql::Database& relay_connections, SqlOutboxOptions options = {});
 
     // One INSERT ... ON CONFLICT (id) DO NOTHING on `caller_transaction`: the same id twice
-    // keeps the first. Throws InvalidArgument for an empty id or a byte-array header, Error
-    // when the connection is not in a transaction, DatabaseError as the database says it.
+    // keeps the first. Throws InvalidArgument for an empty id or a byte-array header,
+    // EncodeError for a header JSON cannot carry (text that is not UTF-8, NaN), Error when the
+    // connection is not in a transaction, DatabaseError as the database says it.
     void add(const OutboxRecord& record, sql::Connection& caller_transaction);
 
     // Claims up to `limit` due rows (0 = all) for this caller and returns them, oldest first.

@@ -8,6 +8,8 @@
 
 #include <future>
 
+#include "../../support/handmade.hpp"
+
 using namespace outbox_test;
 using acemq::InMemoryOutboxStore;
 using acemq::OutboxRelay;
@@ -233,11 +235,18 @@ TEST_CASE("a failed sweep does not stop the loop (37)", "[outbox]") {
     Fixture fixture;
     FailsOnce store;
     store.inner.add(order_record(fixture.bus, fixture.queue, "o-1"));
+    handmade::CapturedLog log;
     OutboxRelay relay{fixture.bus, store, {.interval = 10ms}};
     relay.start();
     CHECK(fixture.wait_depth(fixture.queue, 1));
+    relay.close();
     CHECK(store.asked.load() >= 2);
     CHECK(store.count() == 0);
+    const auto lines = log.lines();
+    REQUIRE_FALSE(lines.empty());
+    CHECK(lines[0].first == acemq::LogLevel::warning);
+    CHECK(lines[0].second ==
+          "a sweep of the outbox failed; every record is still in it: the database went away for a moment");
 }
 
 TEST_CASE("start twice is one sweeper: one message, not two (38)", "[outbox]") {
