@@ -123,6 +123,14 @@ SqlOutboxStore::SqlOutboxStore(sql::Database& relay_connections, SqlOutboxOption
     : database_(relay_connections), options_(std::move(options)),
       columns_("id, exchange_name, routing_key, body, content_type, headers, created_at, attempts, last_error") {
     sql::check_identifier(options_.table);
+    const std::string& t = options_.table;
+    insert_ = "INSERT INTO " + t + " (id, exchange_name, routing_key, body, content_type, headers, created_at)"
+              " VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING";
+    delete_ = "DELETE FROM " + t + " WHERE id = ?";
+    fail_ = "UPDATE " + t + " SET attempts = attempts + 1, last_error = ?, claimed_by = NULL, claim_expires_at = NULL"
+            " WHERE id = ?";
+    retired_ = "SELECT " + columns_ + " FROM " + t + " WHERE attempts >= ? ORDER BY created_at, id";
+    count_ = "SELECT COUNT(*) FROM " + t;
     if (options_.max_attempts < 1)
         throw InvalidArgument("acemq: max_attempts must be at least 1, got " + std::to_string(options_.max_attempts));
     if (options_.lease <= std::chrono::milliseconds::zero())
@@ -148,10 +156,7 @@ void SqlOutboxStore::add(const OutboxRecord& record, sql::Connection& caller_tra
         throw Error("acemq: the outbox has no transactional connection to write into: this connection is not in a "
                     "transaction. Begin one (db.begin() or sql::Transaction) and add the record inside it; written "
                     "outside your transaction, the message would go out even when your business rows roll back");
-    const std::string statement = "INSERT INTO " + options_.table +
-                                  " (id, exchange_name, routing_key, body, content_type, headers, created_at)"
-                                  " VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING";
-    caller_transaction.execute(statement, {record.id, record.exchange, record.routing_key, record.body,
+    caller_transaction.execute(insert_, {record.id, record.exchange, record.routing_key, record.body,
                                            record.content_type, headers_to_json(record.headers),
                                            epoch_ms(record.created_at)});
 }
@@ -189,16 +194,13 @@ std::vector<OutboxRecord> SqlOutboxStore::pending(std::size_t limit) {
 
 void SqlOutboxStore::mark_published(std::string_view id) {
     with_connection([&](sql::Connection& connection) {
-        connection.execute("DELETE FROM " + options_.table + " WHERE id = ?", {id});
+        connection.execute(delete_, {id});
     });
 }
 
 void SqlOutboxStore::record_failure(std::string_view id, std::string_view error) {
     with_connection([&](sql::Connection& connection) {
-        connection.execute("UPDATE " + options_.table +
-                               " SET attempts = attempts + 1, last_error = ?, claimed_by = NULL,"
-                               " claim_expires_at = NULL WHERE id = ?",
-                           {truncated(error), id});
+        connection.execute(fail_, {truncated(error), id});
     });
 }
 
@@ -220,9 +222,7 @@ void SqlOutboxStore::release(std::span<const std::string> ids) {
 std::vector<OutboxRecord> SqlOutboxStore::retired() {
     return with_connection([&](sql::Connection& connection) {
         std::vector<OutboxRecord> kept;
-        for (const sql::Row& row : connection.query("SELECT " + columns_ + " FROM " + options_.table +
-                                                        " WHERE attempts >= ? ORDER BY created_at, id",
-                                                    {options_.max_attempts}))
+        for (const sql::Row& row : connection.query(retired_, {options_.max_attempts}))
             kept.push_back(record_from(row));
         return kept;
     });
@@ -230,7 +230,7 @@ std::vector<OutboxRecord> SqlOutboxStore::retired() {
 
 std::size_t SqlOutboxStore::count() {
     return with_connection([&](sql::Connection& connection) {
-        const std::vector<sql::Row> rows = connection.query("SELECT COUNT(*) FROM " + options_.table);
+        const std::vector<sql::Row> rows = connection.query(count_);
         return static_cast<std::size_t>(rows.at(0).at(0).as_integer());
     });
 }

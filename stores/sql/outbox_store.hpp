@@ -91,6 +91,12 @@ private:
     sql::Database& database_;
     SqlOutboxOptions options_;
     std::string columns_;  // the nine record columns, in OutboxRecord order
+    // Statements that never change, written once.
+    std::string insert_;
+    std::string delete_;
+    std::string fail_;
+    std::string retired_;
+    std::string count_;
     std::mutex lock_;
     std::unique_ptr<sql::Connection> connection_;
 };
