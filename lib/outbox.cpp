@@ -12,8 +12,6 @@ namespace acemq {
 
 namespace detail {
 
-std::shared_ptr<const Codec> outbox_codec(const Bus&) { return default_codec(); }
-
 Envelope outbox_envelope(const Bus& bus, std::string_view routing_key, std::optional<Envelope> given) {
     if (!given) return Envelope::for_new_message(routing_key, bus.origin());
     Envelope envelope = std::move(*given);

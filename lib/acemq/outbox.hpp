@@ -61,13 +61,10 @@ struct RecordOptions {
     // UUID), type (the routing key), correlation (the id), first seen (now). The origin is
     // not filled in: a caller's envelope says who it is from, or nobody.
     std::optional<Envelope> envelope{};
-    // Default: the bus's codec. See record() for the present state of that default.
-    std::shared_ptr<const Codec> codec{};
+    std::shared_ptr<const Codec> codec{};  // default: the bus's codec
 };
 
 namespace detail {
-// The codec record() uses when none is given.
-std::shared_ptr<const Codec> outbox_codec(const Bus& bus);
 // The envelope record() renders: the caller's, completed, or a fresh one from `bus`.
 Envelope outbox_envelope(const Bus& bus, std::string_view routing_key, std::optional<Envelope> given);
 }  // namespace detail
@@ -75,16 +72,12 @@ Envelope outbox_envelope(const Bus& bus, std::string_view routing_key, std::opti
 // Makes the record for `value`: encodes it now, inside the caller's transaction, so what
 // is stored is bytes + content type + headers. No I/O. Throws EncodeError for a value the
 // codec cannot carry and InvalidArgument for an envelope that must not be sent.
-//
-// The default codec: Bus has no accessor for its codec yet, so until it does the default
-// is default_codec() (msgpack), which is every bus's codec unless BusOptions.codec was
-// set. A bus with another codec must pass it here: {.codec = json}.
 template <class T>
 OutboxRecord record(const Bus& bus, std::string exchange, std::string routing_key, const T& value,
                     RecordOptions options = {}) {
-    const std::shared_ptr<const Codec> codec = options.codec ? options.codec : detail::outbox_codec(bus);
+    const Codec& codec = options.codec ? *options.codec : *bus.codec();
     Envelope envelope = detail::outbox_envelope(bus, routing_key, std::move(options.envelope));
-    Encoded encoded = encode(*codec, value);
+    Encoded encoded = encode(codec, value);
     OutboxRecord made;
     made.headers = render_headers(envelope);
     made.id = std::move(envelope.id);
@@ -96,7 +89,8 @@ OutboxRecord record(const Bus& bus, std::string exchange, std::string routing_ke
     return made;
 }
 
-// Thrown by a store's add() for a record without an id ("an outbox record needs an id").
+// InvalidArgument ("an outbox record needs an id") for an empty id; every store's add()
+// checks with it.
 void check_outbox_id(std::string_view id);
 
 // What the relay needs of a store. Every member may be called from any thread.
