@@ -178,4 +178,29 @@ void OutboxRelay::tell(const RelayedEvent& event) const {
     }
 }
 
+namespace {
+
+class OutboxMetrics final : public OutboxObserver {
+public:
+    explicit OutboxMetrics(std::shared_ptr<Metrics> metrics) : metrics_(std::move(metrics)) {}
+
+    void relayed(const RelayedEvent& event) override {
+        const Labels labels{{std::string(tag::exchange), std::string(event.exchange)},
+                            {std::string(tag::routing_key), std::string(event.routing_key)},
+                            {std::string(tag::outcome), event.outcome == RelayOutcome::published ? "published" : "failed"}};
+        metrics_->count(metric::outbox_total, 1, labels);
+        if (event.lag) metrics_->observe(metric::outbox_lag, event.lag->count(), labels);
+    }
+
+private:
+    std::shared_ptr<Metrics> metrics_;
+};
+
+}  // namespace
+
+std::shared_ptr<OutboxObserver> outbox_metrics(std::shared_ptr<Metrics> metrics) {
+    if (!metrics) throw InvalidArgument("acemq: outbox_metrics was given no Metrics to report to");
+    return std::make_shared<OutboxMetrics>(std::move(metrics));
+}
+
 }  // namespace acemq

@@ -16,6 +16,7 @@
 #include "acemq/json_codec.hpp"
 #include "acemq/log.hpp"
 #include "acemq/message.hpp"
+#include "acemq/metrics.hpp"
 #include "acemq/middleware.hpp"
 #include "acemq/msgpack_codec.hpp"
 #include "acemq/naming.hpp"

@@ -37,6 +37,7 @@
 #include "acemq/codec.hpp"
 #include "acemq/envelope.hpp"
 #include "acemq/error.hpp"
+#include "acemq/metrics.hpp"
 
 namespace acemq {
 
@@ -137,6 +138,11 @@ public:
     virtual ~OutboxObserver() = default;
     virtual void relayed(const RelayedEvent& event) = 0;
 };
+
+// An observer that reports the relay under the family's metric names: acemq.outbox.total
+// {exchange, routing.key, outcome} for every record, and acemq.outbox.lag (seconds, same
+// labels) for every published one. Pass it as RelayOptions::observer.
+std::shared_ptr<OutboxObserver> outbox_metrics(std::shared_ptr<Metrics> metrics);
 
 struct RelayOptions {
     std::chrono::milliseconds interval{1000};  // between sweeps of the running relay; > 0

@@ -308,6 +308,27 @@ TEST_CASE("the relay's counts and lag: published per record, lag from created_at
     CHECK(relay.failed() == 0);
 }
 
+TEST_CASE("the relay reports acemq.outbox.total and acemq.outbox.lag under the family's names", "[outbox]") {
+    Fixture fixture;
+    InMemoryOutboxStore store;
+    store.add(order_record(fixture.bus, fixture.queue, "a", 1h));
+    store.add(order_record(fixture.bus, fixture.queue, "b", 1h));
+    auto metrics = std::make_shared<acemq::InMemoryMetrics>();
+    OutboxRelay relay{fixture.bus, store, {.observer = acemq::outbox_metrics(metrics)}};
+    CHECK(relay.sweep() == 2);
+    const acemq::Labels published{{"exchange", ""}, {"routing.key", fixture.queue}, {"outcome", "published"}};
+    CHECK(metrics->counter("acemq.outbox.total", published) == 2);
+    const auto lag = metrics->summary("acemq.outbox.lag", published);
+    CHECK(lag.count == 2);
+    CHECK(lag.min == Approx(3600.0).margin(5.0));
+    CHECK_THAT(metrics->prometheus_text(),
+               Catch::Contains("acemq_outbox_total{exchange=\"\",outcome=\"published\",routing_key=\"" + fixture.queue +
+                               "\"} 2\n") &&
+                   Catch::Contains("acemq_outbox_lag_count{exchange=\"\",outcome=\"published\",routing_key=\"" +
+                                   fixture.queue + "\"} 2\n"));
+    CHECK_THROWS_AS(acemq::outbox_metrics(nullptr), acemq::InvalidArgument);
+}
+
 TEST_CASE("a nacked poison record retires after max_attempts and stops blocking the rest (41, 43)", "[outbox]") {
     Fixture fixture;
     fixture.bus.declare(acemq::Topology{}.queue("orders.nacked"));

@@ -1,0 +1,91 @@
+// Metrics under the family's names (wire contract §8.1): a small seam any telemetry system
+// plugs into — count, observe (seconds), gauge — and an in-memory collector that can print
+// itself in the Prometheus text format. Parts of the library report through it; today the
+// outbox relay (outbox_metrics), with the publisher and consumer to follow.
+//
+//   auto metrics = std::make_shared<acemq::InMemoryMetrics>();
+//   acemq::OutboxRelay relay{bus, outbox, {.observer = acemq::outbox_metrics(metrics)}};
+//   std::cout << metrics->prometheus_text();    // acemq_outbox_total{...} 3
+//
+// Every member of InMemoryMetrics is thread-safe; a Metrics implementation must be too.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace acemq {
+
+// The family's metric names and tag names, byte for byte.
+namespace metric {
+inline constexpr std::string_view publish_total = "acemq.publish.total";
+inline constexpr std::string_view publish_duration = "acemq.publish.duration";
+inline constexpr std::string_view consume_total = "acemq.consume.total";
+inline constexpr std::string_view consume_duration = "acemq.consume.duration";
+inline constexpr std::string_view consume_in_flight = "acemq.consume.in.flight";
+inline constexpr std::string_view retried_total = "acemq.messages.retried.total";
+inline constexpr std::string_view dead_lettered_total = "acemq.messages.dead.lettered.total";
+inline constexpr std::string_view set_aside_failed = "acemq.messages.set.aside.failed";
+inline constexpr std::string_view rung_missing = "acemq.retry.rung.missing";
+inline constexpr std::string_view outbox_total = "acemq.outbox.total";
+inline constexpr std::string_view outbox_lag = "acemq.outbox.lag";
+}  // namespace metric
+
+namespace tag {
+inline constexpr std::string_view queue = "queue";
+inline constexpr std::string_view outcome = "outcome";
+inline constexpr std::string_view exchange = "exchange";
+inline constexpr std::string_view routing_key = "routing.key";
+inline constexpr std::string_view rung = "rung";
+inline constexpr std::string_view target = "target";
+}  // namespace tag
+
+// Tag name and value pairs; their order does not matter (collectors sort them).
+using Labels = std::vector<std::pair<std::string, std::string>>;
+
+class Metrics {
+public:
+    virtual ~Metrics() = default;
+    virtual void count(std::string_view name, std::int64_t delta, const Labels& labels) = 0;
+    virtual void observe(std::string_view name, double seconds, const Labels& labels) = 0;
+    virtual void gauge(std::string_view name, double value, const Labels& labels) = 0;
+};
+
+// Keeps everything in memory: counters, observations as a summary (count, sum, min, max),
+// gauges. For tests, for a /metrics endpoint of a small service, or to look at by hand.
+class InMemoryMetrics final : public Metrics {
+public:
+    struct Summary {
+        std::uint64_t count = 0;
+        double sum = 0, min = 0, max = 0;
+    };
+
+    void count(std::string_view name, std::int64_t delta, const Labels& labels) override;
+    void observe(std::string_view name, double seconds, const Labels& labels) override;
+    void gauge(std::string_view name, double value, const Labels& labels) override;
+
+    // 0 / an empty summary / 0 when nothing was recorded under that name and labels.
+    std::int64_t counter(std::string_view name, const Labels& labels) const;
+    Summary summary(std::string_view name, const Labels& labels) const;
+    double gauge_value(std::string_view name, const Labels& labels) const;
+
+    // The Prometheus text format: dots become underscores in metric and label names (label
+    // values keep theirs); a duration is a summary (_count and _sum).
+    std::string prometheus_text() const;
+
+private:
+    using Key = std::pair<std::string, Labels>;  // name, labels sorted by tag name
+    static Key key_of(std::string_view name, const Labels& labels);
+
+    mutable std::mutex lock_;
+    std::map<Key, std::int64_t> counters_;
+    std::map<Key, Summary> summaries_;
+    std::map<Key, double> gauges_;
+};
+
+}  // namespace acemq
