@@ -7,6 +7,8 @@
 
 #include <acemq/acemq.hpp>
 
+#include "../support/gate.hpp"
+
 #include <chrono>
 #include <cstdlib>
 #include <optional>
@@ -87,39 +89,6 @@ inline acemq::Envelope envelope_of(const acemq::Delivery& delivery) {
     return acemq::read_envelope(message.headers, message.routing_key, message.message_id);
 }
 
-// A latch a handler blocks on until the test opens it; always opened by its destructor so a
-// failing test never leaves a worker stuck.
-class Gate {
-public:
-    ~Gate() { open(); }
-    void open() {
-        {
-            std::lock_guard guard(lock_);
-            open_ = true;
-        }
-        changed_.notify_all();
-    }
-    void pass() {
-        std::unique_lock guard(lock_);
-        ++waiting_;
-        changed_.notify_all();
-        changed_.wait_for(guard, 30s, [&] { return open_; });
-        --waiting_;
-    }
-    bool wait_waiting(int count, std::chrono::milliseconds timeout = 5s) {
-        std::unique_lock guard(lock_);
-        return changed_.wait_for(guard, timeout, [&] { return waiting_ >= count; });
-    }
-    int waiting() {
-        std::lock_guard guard(lock_);
-        return waiting_;
-    }
-
-private:
-    std::mutex lock_;
-    std::condition_variable changed_;
-    bool open_ = false;
-    int waiting_ = 0;
-};
+using testing_support::Gate;
 
 }  // namespace conformance

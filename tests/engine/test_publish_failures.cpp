@@ -6,6 +6,8 @@
 #include <acemq/acemq.hpp>
 
 #include <mutex>
+
+#include "../support/forwarding_transport.hpp"
 #include <thread>
 
 using namespace std::chrono_literals;
@@ -19,26 +21,13 @@ struct Order {
 
 // The embedded broker, except that a publish whose routing key contains ".refused" is
 // nacked, as a broker out of resources would.
-class RefusingTransport final : public acemq::Transport {
+class RefusingTransport final : public testing_support::ForwardingTransport {
 public:
-    explicit RefusingTransport(std::shared_ptr<acemq::Transport> inner) : inner_(std::move(inner)) {}
-    void declare(const acemq::Topology& topology) override { inner_->declare(topology); }
+    using ForwardingTransport::ForwardingTransport;
     acemq::PublishResult publish(acemq::OutboundMessage message) override {
         if (message.routing_key.find(".refused") != std::string::npos) return acemq::PublishResult{false, true, "the broker said no"};
-        return inner_->publish(std::move(message));
+        return ForwardingTransport::publish(std::move(message));
     }
-    std::unique_ptr<acemq::Subscription> consume(std::string_view queue, const acemq::ConsumeSpec& spec,
-                                                 acemq::DeliverFn deliver) override {
-        return inner_->consume(queue, spec, std::move(deliver));
-    }
-    std::optional<acemq::Delivery> pull(std::string_view queue) override { return inner_->pull(queue); }
-    std::uint64_t queue_depth(std::string_view queue) override { return inner_->queue_depth(queue); }
-    bool queue_exists(std::string_view queue) override { return inner_->queue_exists(queue); }
-    void delete_queue(std::string_view queue) override { inner_->delete_queue(queue); }
-    void close() override { inner_->close(); }
-
-private:
-    std::shared_ptr<acemq::Transport> inner_;
 };
 
 // A bus whose publishes to ".refused" keys are nacked, on the embedded broker `name`.

@@ -2,6 +2,7 @@
 // §1.5; §8 items 1-14), plus acemq-cpp's own rule that a throwing handler's key is
 // forgotten (DESIGN.md). Handlers are called directly with hand-made messages, except the
 // last test, which runs a consumer on the embedded broker.
+#include "../../support/gate.hpp"
 #include "../../support/handmade.hpp"
 #include <catch2/catch.hpp>
 
@@ -77,35 +78,7 @@ private:
     std::vector<std::string> calls_;
 };
 
-// A latch a handler blocks on until the test opens it; opened by its destructor so a
-// failing test never leaves a thread stuck. Every wait is bounded.
-class Gate {
-public:
-    ~Gate() { open(); }
-    void open() {
-        {
-            std::lock_guard guard(lock_);
-            open_ = true;
-        }
-        changed_.notify_all();
-    }
-    void pass() {
-        std::unique_lock guard(lock_);
-        ++waiting_;
-        changed_.notify_all();
-        changed_.wait_for(guard, 10s, [&] { return open_; });
-    }
-    bool wait_waiting(int count, std::chrono::milliseconds timeout = 5s) {
-        std::unique_lock guard(lock_);
-        return changed_.wait_for(guard, timeout, [&] { return waiting_ >= count; });
-    }
-
-private:
-    std::mutex lock_;
-    std::condition_variable changed_;
-    bool open_ = false;
-    int waiting_ = 0;
-};
+using testing_support::Gate;
 
 Ack take_payment_function(const Message<Payment>& message) {
     return message.payload.cents > 0 ? acemq::accept() : acemq::reject(std::invalid_argument("nothing to charge"));

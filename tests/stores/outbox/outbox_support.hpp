@@ -2,6 +2,7 @@
 // refuse, break or hold a publish, and remembers what it was asked to send.
 #pragma once
 
+#include "../../support/forwarding_transport.hpp"
 #include <catch2/catch.hpp>
 
 #include <acemq/acemq.hpp>
@@ -27,11 +28,10 @@ struct Order {
 // The embedded broker, except: a routing key containing ".nacked" is not confirmed, one
 // containing ".broken" throws as a lost connection would, and while `hold` is set a
 // publish waits for it to be cleared (for tests of close during a sweep).
-class FaultyTransport final : public acemq::Transport {
+class FaultyTransport final : public testing_support::ForwardingTransport {
 public:
-    explicit FaultyTransport(std::shared_ptr<acemq::Transport> inner) : inner_(std::move(inner)) {}
+    using ForwardingTransport::ForwardingTransport;
 
-    void declare(const acemq::Topology& topology) override { inner_->declare(topology); }
     acemq::PublishResult publish(acemq::OutboundMessage message) override {
         {
             std::unique_lock guard(lock_);
@@ -44,17 +44,8 @@ public:
             return acemq::PublishResult{false, true, "the broker said no"};
         if (message.routing_key.find(".broken") != std::string::npos)
             throw acemq::Error("acemq: the connection to the broker was lost");
-        return inner_->publish(std::move(message));
+        return ForwardingTransport::publish(std::move(message));
     }
-    std::unique_ptr<acemq::Subscription> consume(std::string_view queue, const acemq::ConsumeSpec& spec,
-                                                 acemq::DeliverFn deliver) override {
-        return inner_->consume(queue, spec, std::move(deliver));
-    }
-    std::optional<acemq::Delivery> pull(std::string_view queue) override { return inner_->pull(queue); }
-    std::uint64_t queue_depth(std::string_view queue) override { return inner_->queue_depth(queue); }
-    bool queue_exists(std::string_view queue) override { return inner_->queue_exists(queue); }
-    void delete_queue(std::string_view queue) override { inner_->delete_queue(queue); }
-    void close() override { inner_->close(); }
 
     void hold(bool on) {
         std::lock_guard guard(lock_);
@@ -72,7 +63,6 @@ public:
     }
 
 private:
-    std::shared_ptr<acemq::Transport> inner_;
     mutable std::mutex lock_;
     std::condition_variable changed_;
     std::vector<acemq::OutboundMessage> sent_;
