@@ -16,7 +16,9 @@ struct Greeting {
     std::int32_t times;
 };
 
-int main(int argc, char** argv) {
+namespace {
+
+int run(int argc, char** argv) {
     std::string url = "inproc://first-message";
     for (int i = 1; i + 1 < argc; ++i)
         if (std::strcmp(argv[i], "--url") == 0) url = argv[i + 1];
@@ -42,4 +44,16 @@ int main(int argc, char** argv) {
     const acemq::Message<Greeting> message = arrival.get();
     std::printf("received \"%s\" x%d (id %s, type %s, from %s)\n", message.payload.text.c_str(), message.payload.times,
                 message.envelope.id.c_str(), message.envelope.type.c_str(), message.envelope.origin.c_str());
+    return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    try {
+        return run(argc, argv);
+    } catch (const std::exception& error) {
+        std::fprintf(stderr, "first_message: %s\n", error.what());
+        return 1;
+    }
 }

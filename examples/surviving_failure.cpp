@@ -27,7 +27,9 @@ struct Unavailable : std::runtime_error {
 };
 }  // namespace warehouse
 
-int main(int argc, char** argv) {
+namespace {
+
+int run(int argc, char** argv) {
     std::string url = "inproc://surviving-failure";
     for (int i = 1; i + 1 < argc; ++i)
         if (std::strcmp(argv[i], "--url") == 0) url = argv[i + 1];
@@ -76,4 +78,16 @@ int main(int argc, char** argv) {
     }
     shipping.close();
     std::printf("replay: %s\n", replayed.to_string().c_str());
+    return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    try {
+        return run(argc, argv);
+    } catch (const std::exception& error) {
+        std::fprintf(stderr, "surviving_failure: %s\n", error.what());
+        return 1;
+    }
 }
