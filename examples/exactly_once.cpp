@@ -11,7 +11,6 @@
 #include <acemq/acemq.hpp>
 
 #include <cstdio>
-#include <cstring>
 #include <filesystem>
 #include <future>
 #include <mutex>
@@ -21,6 +20,8 @@
 #include <sql/idempotency_store.hpp>
 #include <sql/outbox_store.hpp>
 #include <sqlite/database.hpp>
+
+#include "command_line.hpp"
 
 using namespace std::chrono_literals;
 
@@ -164,20 +165,16 @@ void step6_all_together(acemq::Bus& bus, acemq::testing::Harness& harness, acemq
 }  // namespace
 
 int main(int argc, char** argv) {
-    std::string url = "inproc://exactly-once";
-    for (int i = 1; i + 1 < argc; ++i) {
-        if (std::strcmp(argv[i], "--url") == 0) url = argv[i + 1];
-        if (std::strcmp(argv[i], "--print-ddl") == 0) {
-            const std::string dialect = argv[i + 1];
-            if (dialect != "postgres" && dialect != "sqlite") {
-                std::fprintf(stderr, "--print-ddl takes sqlite or postgres, not %s\n", dialect.c_str());
-                return 2;
-            }
-            for (const std::string& statement :
-                 acemq::schema_ddl(dialect == "postgres" ? acemq::sql::Dialect::postgres : acemq::sql::Dialect::sqlite))
-                std::printf("%s;\n\n", statement.c_str());
-            return 0;
+    const std::string url = example::option(argc, argv, "--url").value_or("inproc://exactly-once");
+    if (const auto dialect = example::option(argc, argv, "--print-ddl")) {
+        if (*dialect != "postgres" && *dialect != "sqlite") {
+            std::fprintf(stderr, "--print-ddl takes sqlite or postgres, not %s\n", dialect->c_str());
+            return 2;
         }
+        for (const std::string& statement :
+             acemq::schema_ddl(*dialect == "postgres" ? acemq::sql::Dialect::postgres : acemq::sql::Dialect::sqlite))
+            std::printf("%s;\n\n", statement.c_str());
+        return 0;
     }
 
     const std::filesystem::path dir = std::filesystem::temp_directory_path() / ("acemq-exactly-once-" + acemq::new_uuid());

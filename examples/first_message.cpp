@@ -4,8 +4,9 @@
 //   build/examples/first_message [--url URL]
 #include <acemq/acemq.hpp>
 
+#include "command_line.hpp"
+
 #include <cstdio>
-#include <cstring>
 #include <future>
 #include <string>
 
@@ -18,10 +19,7 @@ struct Greeting {
 
 namespace {
 
-int run(int argc, char** argv) {
-    std::string url = "inproc://first-message";
-    for (int i = 1; i + 1 < argc; ++i)
-        if (std::strcmp(argv[i], "--url") == 0) url = argv[i + 1];
+int run(const std::string& url) {
 
     acemq::Bus bus = acemq::connect(url, {.origin = "tutorial@first-message"});
     bus.declare(acemq::Topology{}.queue("greetings", {.dead_letter = true}));
@@ -50,10 +48,6 @@ int run(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
-    try {
-        return run(argc, argv);
-    } catch (const std::exception& error) {
-        std::fprintf(stderr, "first_message: %s\n", error.what());
-        return 1;
-    }
+    const std::string url = example::option(argc, argv, "--url").value_or("inproc://first-message");
+    return example::run("first_message", [&] { return run(url); });
 }

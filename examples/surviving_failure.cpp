@@ -5,8 +5,9 @@
 //   build/examples/surviving_failure [--url URL]
 #include <acemq/acemq.hpp>
 
+#include "command_line.hpp"
+
 #include <cstdio>
-#include <cstring>
 #include <string>
 
 using namespace std::chrono_literals;
@@ -29,10 +30,7 @@ struct Unavailable : std::runtime_error {
 
 namespace {
 
-int run(int argc, char** argv) {
-    std::string url = "inproc://surviving-failure";
-    for (int i = 1; i + 1 < argc; ++i)
-        if (std::strcmp(argv[i], "--url") == 0) url = argv[i + 1];
+int run(const std::string& url) {
 
     acemq::Bus bus = acemq::connect(url, {.origin = "shipping@tutorial"});
     bus.declare(acemq::Topology{}.queue("orders.new", {.dead_letter = true}));
@@ -84,10 +82,6 @@ int run(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
-    try {
-        return run(argc, argv);
-    } catch (const std::exception& error) {
-        std::fprintf(stderr, "surviving_failure: %s\n", error.what());
-        return 1;
-    }
+    const std::string url = example::option(argc, argv, "--url").value_or("inproc://surviving-failure");
+    return example::run("surviving_failure", [&] { return run(url); });
 }

@@ -8,6 +8,7 @@
 #include <acemq/log.hpp>
 #include <acemq/middleware.hpp>
 
+#include <atomic>
 #include <chrono>
 #include <future>
 #include <mutex>
@@ -148,14 +149,18 @@ TEST_CASE("with_timeout: an outer timeout stops an inner one's handler too") {
 }
 
 TEST_CASE("with_timeout: a handler finishing in time keeps its own answer") {
+    // The handler runs on with_timeout's thread: it records, the test thread asserts.
+    std::atomic<bool> stop_possible{false}, stop_requested{true};
     auto handler = acemq::chain<Order>(
-        [](const acemq::Message<Order>&) {
-            CHECK(acemq::current_stop_token().stop_possible());
-            CHECK_FALSE(acemq::current_stop_token().stop_requested());
+        [&](const acemq::Message<Order>&) {
+            stop_possible = acemq::current_stop_token().stop_possible();
+            stop_requested = acemq::current_stop_token().stop_requested();
             return acemq::reject(std::invalid_argument("no such sku"));
         },
         acemq::with_timeout(5s));
     CHECK(handler(message_of(Order{"o-1", 100})) == acemq::reject(std::invalid_argument("no such sku")));
+    CHECK(stop_possible);
+    CHECK_FALSE(stop_requested);
 }
 
 TEST_CASE("with_timeout: an exception thrown in time reaches the caller unchanged") {
