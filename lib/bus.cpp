@@ -157,8 +157,11 @@ const std::shared_ptr<const Codec>& Bus::codec() const { return core_->options()
 std::shared_ptr<Clock> Bus::clock() const { return core_->options().clock; }
 void Bus::close() { core_->close(); }
 
-Bus connect(std::string_view url, BusOptions options) {
-    return Bus(std::make_shared<detail::BusCore>(open_transport(url), std::move(options)));
+Bus connect(std::string_view url, BusOptions options) { return connect(open_transport(url), std::move(options)); }
+
+Bus connect(std::shared_ptr<Transport> transport, BusOptions options) {
+    if (!transport) throw InvalidArgument("acemq: cannot connect a bus to no transport: pass an open one");
+    return Bus(std::make_shared<detail::BusCore>(std::move(transport), std::move(options)));
 }
 
 }  // namespace acemq

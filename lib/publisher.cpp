@@ -33,11 +33,25 @@ std::string destination(std::string_view exchange, std::string_view routing_key)
 std::optional<PublishError> failure_of(const PublishResult& result, const PublishContext& sent) {
     const std::string& id = sent.envelope.id;
     if (!result.confirmed) {
-        std::string text = "acemq: cannot publish message " + id + " to " + destination(sent.exchange, sent.routing_key) +
-                           ": the broker refused to confirm it. The message reached the broker and the broker "
-                           "has not taken responsibility for it, so it must be treated as not sent";
-        if (!result.return_reason.empty()) text += " (" + result.return_reason + ")";
-        return PublishError(text, id, false);
+        const std::string reason = result.return_reason.empty() ? "" : " (" + result.return_reason + ")";
+        switch (result.why) {
+        case PublishResult::Unconfirmed::paused:
+            return PublishError("acemq: publishing is paused because the broker blocked this connection" +
+                                    (reason.empty() ? std::string(" (no reason given)") : reason),
+                                id, false, true);
+        case PublishResult::Unconfirmed::lost:
+            return PublishError("acemq: cannot publish message " + id + " to " +
+                                    destination(sent.exchange, sent.routing_key) +
+                                    ": no confirm came from the broker, so it is unknown whether it arrived; treat "
+                                    "it as not sent" + reason,
+                                id, false);
+        case PublishResult::Unconfirmed::refused:
+            break;
+        }
+        return PublishError("acemq: cannot publish message " + id + " to " + destination(sent.exchange, sent.routing_key) +
+                                ": the broker refused to confirm it. The message reached the broker and the broker "
+                                "has not taken responsibility for it, so it must be treated as not sent" + reason,
+                            id, false);
     }
     if (sent.mandatory && !result.routed) {
         const std::string reason = result.return_reason.empty() ? "312 NO_ROUTE" : result.return_reason;
@@ -124,7 +138,10 @@ Prepared prepare(detail::BusCore& bus, PublishContext context, const Codec& code
 }
 
 void check_and_notify(detail::BusCore& bus, const PublishResult& result, const PublishContext& sent) {
-    if (auto failure = failure_of(result, sent)) throw *failure;
+    if (auto failure = failure_of(result, sent)) {
+        if (failure->paused()) throw PublishingPausedError(*failure);
+        throw *failure;
+    }
     bus.notify(PublishedEvent{sent.exchange, sent.routing_key, sent.envelope, result});
 }
 

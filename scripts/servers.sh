@@ -3,7 +3,10 @@
 # Source it, call start_rabbitmq / start_postgres, and trap stop_servers on EXIT.
 # Measured recipes: ../shared/spec/debian-setup.md §2, §7, §8.
 
-ACEMQ_TEST_AMQP_PORT=${ACEMQ_TEST_AMQP_PORT:-5673}
+# 5672 is the AMQP default, so amqp://guest:guest@127.0.0.1:5672/ reaches the test broker;
+# set ACEMQ_TEST_AMQP_PORT / ACEMQ_TEST_AMQPS_PORT when another broker already holds them.
+ACEMQ_TEST_AMQP_PORT=${ACEMQ_TEST_AMQP_PORT:-5672}
+ACEMQ_TEST_AMQPS_PORT=${ACEMQ_TEST_AMQPS_PORT:-5671}
 ACEMQ_TEST_PG_PORT=${ACEMQ_TEST_PG_PORT:-5439}
 servers_dir=$(mktemp -d /tmp/acemq-servers.XXXXXX)
 chmod 755 "$servers_dir"
@@ -12,7 +15,9 @@ rabbitmq_script_pid='' rabbitmq_epmd_pid='' postgres_data=''
 start_rabbitmq() {
   local started=$SECONDS dir=$servers_dir/rabbitmq
   mkdir -p "$dir"/{home,mnesia,log}
-  export RABBITMQ_NODENAME=acemq-test@localhost RABBITMQ_NODE_IP_ADDRESS=127.0.0.1
+  # The node name carries the port: two runs on one machine share epmd, which refuses a
+  # second node of the same name.
+  export RABBITMQ_NODENAME=acemq-test-$ACEMQ_TEST_AMQP_PORT@localhost RABBITMQ_NODE_IP_ADDRESS=127.0.0.1
   export RABBITMQ_NODE_PORT=$ACEMQ_TEST_AMQP_PORT RABBITMQ_DIST_PORT=$((ACEMQ_TEST_AMQP_PORT + 20000))
   export ERL_EPMD_ADDRESS=127.0.0.1 RABBITMQ_CONF_ENV_FILE=/dev/null
   export RABBITMQ_SERVER_ADDITIONAL_ERL_ARGS='-kernel inet_dist_use_interface {127,0,0,1}'
@@ -20,7 +25,21 @@ start_rabbitmq() {
   export RABBITMQ_PID_FILE=$dir/beam.pid RABBITMQ_ENABLED_PLUGINS_FILE=$dir/enabled_plugins
   export RABBITMQ_CONFIG_FILE=$dir/rabbitmq
   echo "[]." > "$RABBITMQ_ENABLED_PLUGINS_FILE"
-  printf 'loopback_users.guest = true\n' > "$dir/rabbitmq.conf"
+  make_test_certificates "$servers_dir/tls" || return 1
+  # RABBITMQ_NODE_IP_ADDRESS binds only the plain listener; the TLS one names its address
+  # itself. verify_peer checks a certificate when the client sends one, and
+  # fail_if_no_peer_cert = false still lets clients without one in.
+  cat > "$dir/rabbitmq.conf" <<EOF
+loopback_users.guest = true
+listeners.ssl.default = 127.0.0.1:$ACEMQ_TEST_AMQPS_PORT
+ssl_options.cacertfile = $servers_dir/tls/ca.pem
+ssl_options.certfile = $servers_dir/tls/server.pem
+ssl_options.keyfile = $servers_dir/tls/server-key.pem
+ssl_options.verify = verify_peer
+ssl_options.fail_if_no_peer_cert = false
+ssl_options.versions.1 = tlsv1.3
+ssl_options.versions.2 = tlsv1.2
+EOF
   if ! (exec 3<>/dev/tcp/127.0.0.1/4369) 2>/dev/null; then
     epmd -address 127.0.0.1 >/dev/null 2>&1 </dev/null &
     rabbitmq_epmd_pid=$!
@@ -36,10 +55,64 @@ start_rabbitmq() {
     fi
     sleep 0.1
   done
-  HOME=$dir/home timeout 150 /usr/lib/rabbitmq/bin/rabbitmqctl wait --timeout 120 "$RABBITMQ_PID_FILE" >/dev/null
-  HOME=$dir/home timeout 60 /usr/lib/rabbitmq/bin/rabbitmqctl -q await_startup
+  write_rabbitmqctl_wrapper "$servers_dir/rabbitmqctl" "$dir/home"
+  timeout 150 "$servers_dir/rabbitmqctl" wait --timeout 120 "$RABBITMQ_PID_FILE" >/dev/null
+  timeout 60 "$servers_dir/rabbitmqctl" -q await_startup
   export ACEMQ_TEST_AMQP_URL="amqp://guest:guest@127.0.0.1:$ACEMQ_TEST_AMQP_PORT/"
-  echo "RabbitMQ up on 127.0.0.1:$ACEMQ_TEST_AMQP_PORT after $((SECONDS - started)) s"
+  export ACEMQ_TEST_AMQPS_URL="amqps://127.0.0.1:$ACEMQ_TEST_AMQPS_PORT/"
+  export ACEMQ_TEST_TLS_DIR=$servers_dir/tls ACEMQ_TEST_RABBITMQCTL=$servers_dir/rabbitmqctl
+  echo "RabbitMQ up on 127.0.0.1:$ACEMQ_TEST_AMQP_PORT, TLS on 127.0.0.1:$ACEMQ_TEST_AMQPS_PORT," \
+       "after $((SECONDS - started)) s"
+}
+
+# Certificates for the TLS listener and the TLS tests, all in one folder (ACEMQ_TEST_TLS_DIR):
+#   ca.pem, ca-key.pem              the test CA; it signed the two certificates below
+#   server.pem, server-key.pem      the broker's, valid for DNS:localhost and IP:127.0.0.1
+#   client.pem, client-key.pem      a client certificate the broker accepts
+#   other-ca.pem, other-ca-key.pem  an unrelated CA that signed nothing: "the wrong CA"
+# EC P-256 keys take milliseconds to make where RSA 2048 takes ~0.15 s each; two days of
+# validity outlive any run. Clients match the host name or address against the subjectAltName
+# (not the CN), and the CA flags are spelled out rather than left to openssl.cnf's defaults.
+make_test_certificates() {
+  local tls=$1 key='-newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes'
+  local ca='-addext basicConstraints=critical,CA:TRUE -addext keyUsage=critical,keyCertSign,cRLSign'
+  mkdir -p "$tls"
+  # Chained with && rather than set -e: the caller runs this under ||, where bash ignores -e.
+  # $key and $ca are word-split on purpose: they hold several options.
+  {
+    openssl req -x509 -days 2 $key $ca -subj /CN=acemq-test-ca \
+      -keyout "$tls/ca-key.pem" -out "$tls/ca.pem" &&
+    openssl req -x509 -days 2 $key $ca -subj /CN=acemq-other-ca \
+      -keyout "$tls/other-ca-key.pem" -out "$tls/other-ca.pem" &&
+    openssl req -new $key -subj /CN=localhost -keyout "$tls/server-key.pem" -out "$tls/server.csr" &&
+    openssl x509 -req -in "$tls/server.csr" -CA "$tls/ca.pem" -CAkey "$tls/ca-key.pem" \
+      -CAcreateserial -days 2 -out "$tls/server.pem" -extfile <(printf '%s\n' \
+        basicConstraints=CA:FALSE extendedKeyUsage=serverAuth subjectAltName=DNS:localhost,IP:127.0.0.1) &&
+    openssl req -new $key -subj /CN=acemq-test-client \
+      -keyout "$tls/client-key.pem" -out "$tls/client.csr" &&
+    openssl x509 -req -in "$tls/client.csr" -CA "$tls/ca.pem" -CAkey "$tls/ca-key.pem" \
+      -CAcreateserial -days 2 -out "$tls/client.pem" -extfile <(printf '%s\n' \
+        basicConstraints=CA:FALSE extendedKeyUsage=clientAuth)
+  } >"$tls/openssl.log" 2>&1 || {
+    echo "Making the test certificates failed:" >&2; cat "$tls/openssl.log" >&2; return 1
+  }
+  rm -f "$tls/openssl.log" "$tls"/*.csr
+  # Keys readable by whichever user a test runs as; they protect nothing.
+  chmod 755 "$tls" && chmod 644 "$tls"/*.pem
+}
+
+# A rabbitmqctl for the test node that a test process can run with no RABBITMQ_* variables
+# of its own ($ACEMQ_TEST_RABBITMQCTL stop_app, start_app, set_vm_memory_high_watermark 0):
+# the CLI finds the node by its name and proves itself with the cookie in $HOME, and it
+# must not read the system's rabbitmq-env.conf, which may name another node.
+write_rabbitmqctl_wrapper() {
+  cat > "$1" <<EOF
+#!/bin/sh
+export HOME='$2' RABBITMQ_NODENAME='$RABBITMQ_NODENAME'
+export RABBITMQ_CONF_ENV_FILE=/dev/null ERL_EPMD_ADDRESS=127.0.0.1
+exec /usr/lib/rabbitmq/bin/rabbitmqctl "\$@"
+EOF
+  chmod 755 "$1"
 }
 
 stop_rabbitmq() {

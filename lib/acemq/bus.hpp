@@ -83,7 +83,7 @@ public:
     void close();
 
 private:
-    friend Bus connect(std::string_view url, BusOptions options);
+    friend Bus connect(std::shared_ptr<Transport> transport, BusOptions options);
     explicit Bus(std::shared_ptr<detail::BusCore> core);
     Consumer start_consumer(std::string_view queue, detail::Decoder decoder, ConsumerOptions options);
 
@@ -93,5 +93,8 @@ private:
 // Opens the transport the URL names and puts the engine on it. InvalidArgument for a URL
 // no transport claims (the message lists the schemes that are known).
 Bus connect(std::string_view url, BusOptions options = {});
+// The engine on a transport opened by hand, e.g. amqp::open(url, {.tls = ...}) for options a
+// URL does not carry. The bus shares the transport and closes it when it closes.
+Bus connect(std::shared_ptr<Transport> transport, BusOptions options = {});
 
 }  // namespace acemq

@@ -56,14 +56,25 @@ struct SendResult {
 // unroutable (mandatory), or lost with the connection. Treat the message as not sent.
 class PublishError : public Error {
 public:
-    PublishError(const std::string& what, std::string message_id, bool unroutable)
-        : Error(what), message_id_(std::move(message_id)), unroutable_(unroutable) {}
+    PublishError(const std::string& what, std::string message_id, bool unroutable, bool paused = false)
+        : Error(what), message_id_(std::move(message_id)), unroutable_(unroutable), paused_(paused) {}
     const std::string& message_id() const noexcept { return message_id_; }
     bool unroutable() const noexcept { return unroutable_; }
+    // Refused before anything was written: the broker blocks the connection (see below).
+    bool paused() const noexcept { return paused_; }
 
 private:
     std::string message_id_;
     bool unroutable_;
+    bool paused_;
+};
+
+// The broker has blocked the connection (a resource alarm: memory or disk), so the publish
+// was refused at once, nothing written: "acemq: publishing is paused because the broker
+// blocked this connection (<reason>)". Publishing resumes when the broker unblocks it.
+class PublishingPausedError : public PublishError {
+public:
+    explicit PublishingPausedError(const PublishError& error) : PublishError(error) {}
 };
 
 // Some messages of a batch were not confirmed. what(): "2 of 5 messages were not confirmed;

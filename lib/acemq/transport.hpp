@@ -41,9 +41,15 @@ struct OutboundMessage {
 };
 
 struct PublishResult {
+    // Why a publish is not confirmed: the broker said no (nack); the connection went, or no
+    // confirm came in time, so whether it arrived is unknown; or it was never written
+    // because the broker has blocked the connection.
+    enum class Unconfirmed { refused, lost, paused };
+
     bool confirmed = false;     // the broker took responsibility for it
     bool routed = true;         // false only for a mandatory message that reached no queue
     std::string return_reason;  // when not routed, e.g. "312 NO_ROUTE"; when not confirmed, why
+    Unconfirmed why = Unconfirmed::refused;  // meaningful only when not confirmed
 };
 
 // What a delivery carries, as the broker handed it over.

@@ -1,0 +1,193 @@
+// RabbitMQ over AMQP 0-9-1, through rabbitmq-c. Registered for the URL schemes `amqp` and
+// `amqps`, so `acemq::connect("amqp://127.0.0.1:5672/")` needs nothing from this header;
+// include it to give credentials, TLS settings or recovery options apart from the URL:
+//
+//   auto transport = acemq::amqp::open("amqps://mq.internal:5671/orders", {
+//       .credentials = acemq::amqp::Credentials::from_environment("MQ_USER", "MQ_PASSWORD"),
+//       .tls = acemq::amqp::Tls{}.ca_file("/etc/mq/ca.pem").client_certificate("/etc/mq/me.pem", "/etc/mq/me.key"),
+//   });
+//   acemq::Bus bus = acemq::connect(transport, {.origin = "payments@pod-1"});
+//
+// URL: amqp[s]://[user[:password]@]host[:port][/vhost], port 5672 (5671 for amqps), vhost
+// "/" when the path is empty; percent-escapes are decoded ("%2f" is "/"). No query
+// parameters: settings go in Options, where a misspelt one does not compile.
+//
+// What the transport guarantees: publisher confirms always on (publish waits for its
+// confirm; publish_batch keeps up to max_outstanding_publishes in flight); mandatory
+// returns reported as unroutable; a nack or a lost connection reported as not confirmed,
+// never as sent; while the broker blocks the connection (a resource alarm) publishes are
+// refused at once. A lost connection is re-established with backoff (1 s doubling to 30 s),
+// the topology this transport declared is declared again and subscriptions consume again
+// with their tags; deliveries handed out before the loss are returned by the broker and
+// settling them does nothing.
+//
+// Threads: every member is thread-safe. One I/O thread per transport owns the connection;
+// calls hand it work and wait for the answer. DeliverFn runs on that thread.
+#pragma once
+
+#include <chrono>
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <ostream>
+#include <string>
+#include <string_view>
+
+#include "acemq/error.hpp"
+#include "acemq/transport.hpp"
+
+namespace acemq::amqp {
+
+// Where the user name and password come from. Never printed, logged or put in an error:
+// operator<< says where they come from, not what they are.
+class Credentials {
+public:
+    static Credentials plain(std::string user, std::string password);
+    // Read from the two environment variables at each connect.
+    static Credentials from_environment(std::string user_variable, std::string password_variable);
+    // Read at each connect (so a rotated secret is picked up on reconnect): the user name on
+    // the first line, the password on the second.
+    static Credentials from_file(std::filesystem::path file);
+
+    struct Resolved {
+        std::string user;
+        std::string password;
+    };
+    // InvalidArgument naming the variable or file (never a value) when it cannot be read.
+    Resolved resolve() const;
+
+    friend std::ostream& operator<<(std::ostream& out, const Credentials& credentials);
+
+private:
+    enum class Source { plain, environment, file };
+    Credentials(Source source, std::string first, std::string second);
+    Source source_;
+    std::string first_;
+    std::string second_;
+};
+
+// TLS for amqps:// URLs, at least TLS 1.2. The broker is verified (certificate chain and
+// host name) against the system's trust store unless ca_file names another, which then
+// replaces it.
+class Tls {
+public:
+    Tls& ca_file(std::filesystem::path file);
+    Tls& client_certificate(std::filesystem::path certificate, std::filesystem::path key);
+    // The name the broker's certificate must carry, when it is not the URL's host (e.g. the
+    // URL names an IP address or a load balancer).
+    Tls& server_name(std::string name);
+
+    // Encrypts without checking who answers: anyone on the path can read and change the
+    // traffic. For a laboratory, never for production.
+    static Tls without_verification_insecure();
+
+    const std::optional<std::filesystem::path>& ca() const noexcept { return ca_; }
+    const std::optional<std::filesystem::path>& certificate() const noexcept { return certificate_; }
+    const std::optional<std::filesystem::path>& key() const noexcept { return key_; }
+    const std::string& expected_server_name() const noexcept { return server_name_; }
+    bool verifies() const noexcept { return verify_; }
+
+private:
+    std::optional<std::filesystem::path> ca_;
+    std::optional<std::filesystem::path> certificate_;
+    std::optional<std::filesystem::path> key_;
+    std::string server_name_;
+    bool verify_ = true;
+};
+
+// What happens to the connection, for logs and health: lost (with why), retrying (the
+// attempt about to be made), recovered, blocked (with the broker's reason), unblocked,
+// gave_up (closed while recovering).
+struct ConnectionEvent {
+    enum class Kind { lost, retrying, recovered, blocked, unblocked, gave_up };
+    Kind kind;
+    std::string detail;
+    int attempt = 0;
+};
+std::string_view to_string(ConnectionEvent::Kind kind);
+
+struct Options {
+    // Default: the URL's user:password, else guest/guest.
+    std::optional<Credentials> credentials{};
+    // Only with amqps:// (InvalidArgument with amqp://). Default for amqps: verify against
+    // the system trust store.
+    std::optional<Tls> tls{};
+    std::chrono::milliseconds connect_timeout{30'000};
+    // A call that needs the broker's answer (declare, pull, depth) fails after this long.
+    std::chrono::milliseconds call_timeout{30'000};
+    // Publishes waiting for a confirm at most; a publish that finds the window full waits up
+    // to confirm_timeout for a slot, then fails with the family's "not keeping up" sentence.
+    std::size_t max_outstanding_publishes = 1000;
+    std::chrono::milliseconds confirm_timeout{10'000};
+    std::chrono::seconds heartbeat{30};
+    bool recover = true;
+    std::chrono::milliseconds first_recovery_delay{1'000};
+    std::chrono::milliseconds max_recovery_delay{30'000};
+    std::string connection_name{};  // shown in the management UI
+    // Called on the I/O thread; keep it short and do not call the transport from it.
+    std::function<void(const ConnectionEvent&)> on_event{};
+};
+
+// A publish refused without being written because the broker blocked the connection.
+struct BlockedState {
+    bool blocked = false;
+    std::string reason;
+};
+
+class AmqpTransport;
+
+// Connects (once, with connect_timeout; recovery applies only to a connection that was up)
+// and returns the transport. Throws InvalidArgument for a bad URL or contradicting options,
+// ConnectionError when the broker cannot be reached or refuses the login.
+std::shared_ptr<AmqpTransport> open(std::string_view url, Options options = {});
+
+// The broker could not be reached, refused the login, or the connection is gone. The
+// text names the host and port and never the credentials.
+class ConnectionError : public Error {
+public:
+    using Error::Error;
+};
+
+struct HealthReport {
+    enum class Status { up, degraded, down };
+    Status status = Status::down;
+    std::string detail;
+    std::chrono::microseconds round_trip{0};
+    bool blocked = false;
+};
+
+class AmqpTransport final : public Transport {
+public:
+    ~AmqpTransport() override;  // closes
+    AmqpTransport(const AmqpTransport&) = delete;
+    AmqpTransport& operator=(const AmqpTransport&) = delete;
+
+    void declare(const Topology& topology) override;
+    PublishResult publish(OutboundMessage message) override;
+    std::vector<PublishResult> publish_batch(std::vector<OutboundMessage> messages) override;
+    std::unique_ptr<Subscription> consume(std::string_view queue, const ConsumeSpec& spec, DeliverFn deliver) override;
+    std::optional<Delivery> pull(std::string_view queue) override;
+    std::uint64_t queue_depth(std::string_view queue) override;
+    bool queue_exists(std::string_view queue) override;
+    void delete_queue(std::string_view queue) override;
+    void close() override;
+
+    // Asks the broker whether a queue that nobody uses exists (creates nothing), within
+    // `timeout`. up when it answers; up with a note when the broker blocks the connection
+    // (no round trip then); down when it does not answer or the connection is closed.
+    HealthReport check_health(std::chrono::milliseconds timeout = std::chrono::seconds(3));
+    BlockedState blocked() const;
+    bool connected() const;
+    // Subscriptions the broker cancelled (their queue was deleted) and that deliver no more.
+    std::vector<std::string> cancelled_queues() const;
+
+    class Impl;
+
+private:
+    friend std::shared_ptr<AmqpTransport> open(std::string_view url, Options options);
+    explicit AmqpTransport(std::shared_ptr<Impl> impl);
+    std::shared_ptr<Impl> impl_;  // shared with the subscriptions, which may outlive a close
+};
+
+}  // namespace acemq::amqp

@@ -1,0 +1,187 @@
+#include "amqp/connection.hpp"
+
+#include <amqp_ssl_socket.h>
+#include <amqp_tcp_socket.h>
+#include <openssl/ssl.h>
+#include <openssl/x509v3.h>
+#include <sys/time.h>
+
+#include <memory>
+
+#include "amqp/wire.hpp"
+
+namespace acemq::amqp {
+
+namespace {
+
+timeval timeval_of(std::chrono::milliseconds duration) {
+    return timeval{static_cast<time_t>(duration.count() / 1000), static_cast<suseconds_t>((duration.count() % 1000) * 1000)};
+}
+
+std::string library_error(int status) { return amqp_error_string2(status); }
+
+// Sets up TLS on a fresh SSL socket: versions, trust, client certificate, host check.
+void configure_tls(amqp_socket_t* socket, const Address& address, const Tls& tls, const std::string& printable) {
+    auto refuse = [&](const std::string& why) {
+        throw ConnectionError("acemq: cannot set up TLS for " + printable + ": " + why);
+    };
+    if (amqp_ssl_socket_set_ssl_versions(socket, AMQP_TLSv1_2, AMQP_TLSvLATEST) != AMQP_STATUS_OK)
+        refuse("this OpenSSL cannot limit the protocol to TLS 1.2 and newer");
+    auto* context = static_cast<SSL_CTX*>(amqp_ssl_socket_get_context(socket));
+    if (tls.ca()) {
+        // A named CA replaces the system store: a fresh, empty store, then only that file.
+        SSL_CTX_set_cert_store(context, X509_STORE_new());
+        if (amqp_ssl_socket_set_cacert(socket, tls.ca()->c_str()) != AMQP_STATUS_OK)
+            refuse("cannot read the CA file " + tls.ca()->string() + " (is it a PEM certificate?)");
+    } else if (SSL_CTX_set_default_verify_paths(context) != 1) {
+        refuse("cannot load the system's trust store; name a CA with Tls::ca_file");
+    }
+    if (tls.certificate() &&
+        amqp_ssl_socket_set_key(socket, tls.certificate()->c_str(), tls.key()->c_str()) != AMQP_STATUS_OK)
+        refuse("cannot use client certificate " + tls.certificate()->string() + " with key " + tls.key()->string() +
+               " (both PEM, and the key must match the certificate)");
+    amqp_ssl_socket_set_verify_peer(socket, tls.verifies() ? 1 : 0);
+    // The host check is OpenSSL's own, on the context, so a server name different from the
+    // host connected to can be asked for.
+    amqp_ssl_socket_set_verify_hostname(socket, 0);
+    if (tls.verifies()) {
+        const std::string& expected = tls.expected_server_name().empty() ? address.host : tls.expected_server_name();
+        X509_VERIFY_PARAM* parameters = SSL_CTX_get0_param(context);
+        const bool set = X509_VERIFY_PARAM_set1_ip_asc(parameters, expected.c_str()) == 1 ||
+                         X509_VERIFY_PARAM_set1_host(parameters, expected.c_str(), expected.size()) == 1;
+        if (!set) refuse("cannot ask OpenSSL to check the server name \"" + expected + "\"");
+    }
+}
+
+}  // namespace
+
+Connection::Connection(const Address& address, const Credentials::Resolved& credentials, const Options& options)
+    : state_(amqp_new_connection()), printable_(address.printable()) {
+    if (state_ == nullptr) throw ConnectionError("acemq: cannot connect to " + printable_ + ": out of memory");
+    try {
+        amqp_socket_t* socket = address.tls ? amqp_ssl_socket_new(state_) : amqp_tcp_socket_new(state_);
+        if (socket == nullptr) throw ConnectionError("acemq: cannot connect to " + printable_ + ": cannot make a socket");
+        if (address.tls) configure_tls(socket, address, options.tls.value_or(Tls{}), printable_);
+        timeval connect_timeout = timeval_of(options.connect_timeout);
+        const int opened = amqp_socket_open_noblock(socket, address.host.c_str(), address.port, &connect_timeout);
+        if (opened != AMQP_STATUS_OK) {
+            std::string hint = "is the broker running and listening there?";
+            if (opened == AMQP_STATUS_SSL_PEER_VERIFY_FAILED || opened == AMQP_STATUS_SSL_HOSTNAME_VERIFY_FAILED ||
+                opened == AMQP_STATUS_SSL_CONNECTION_FAILED)
+                hint = "the broker's certificate was not accepted: check that the CA that signed it is the one "
+                       "trusted (Tls::ca_file) and that it names the host (Tls::server_name)";
+            throw ConnectionError("acemq: cannot connect to " + printable_ + ": " + library_error(opened) + "; " + hint);
+        }
+        timeval handshake_timeout = connect_timeout;
+        amqp_set_handshake_timeout(state_, &handshake_timeout);
+        timeval call_timeout = timeval_of(options.call_timeout);
+        amqp_set_rpc_timeout(state_, &call_timeout);
+
+        // Capabilities so that the broker tells us when it blocks us and when it cancels a
+        // consumer; rabbitmq-c adds them to its own client properties.
+        amqp_table_entry_t capabilities[] = {
+            {bytes_of("connection.blocked"), {AMQP_FIELD_KIND_BOOLEAN, {.boolean = 1}}},
+            {bytes_of("consumer_cancel_notify"), {AMQP_FIELD_KIND_BOOLEAN, {.boolean = 1}}},
+            {bytes_of("publisher_confirms"), {AMQP_FIELD_KIND_BOOLEAN, {.boolean = 1}}},
+        };
+        const std::string name = options.connection_name.empty() ? "acemq-cpp" : options.connection_name;
+        amqp_table_entry_t properties[] = {
+            {bytes_of("capabilities"), {AMQP_FIELD_KIND_TABLE, {.table = {3, capabilities}}}},
+            {bytes_of("connection_name"), {AMQP_FIELD_KIND_UTF8, {.bytes = bytes_of(name)}}},
+        };
+        const amqp_table_t client_properties{2, properties};
+        const auto heartbeat = static_cast<int>(options.heartbeat.count());
+        const amqp_rpc_reply_t login =
+            amqp_login_with_properties(state_, address.vhost.c_str(), 0, 131072, heartbeat, &client_properties,
+                                       AMQP_SASL_METHOD_PLAIN, credentials.user.c_str(), credentials.password.c_str());
+        if (login.reply_type != AMQP_RESPONSE_NORMAL) {
+            std::string why;
+            if (login.reply_type == AMQP_RESPONSE_SERVER_EXCEPTION && login.reply.id == AMQP_CONNECTION_CLOSE_METHOD) {
+                const auto* close = static_cast<const amqp_connection_close_t*>(login.reply.decoded);
+                why = reply_text(close->reply_code, close->reply_text);
+            } else if (login.reply_type == AMQP_RESPONSE_LIBRARY_EXCEPTION) {
+                why = library_error(login.library_error);
+            } else {
+                why = "the broker answered the login with something unexpected";
+            }
+            throw ConnectionError("acemq: cannot log in to " + printable_ + " as user \"" + credentials.user +
+                                  "\": " + why + "; check the credentials and that the user may use this vhost");
+        }
+        open_ = true;
+    } catch (...) {
+        amqp_destroy_connection(state_);
+        throw;
+    }
+}
+
+Connection::~Connection() {
+    close();
+    amqp_destroy_connection(state_);
+}
+
+void Connection::close() noexcept {
+    if (!open_) return;
+    open_ = false;
+    // Ignored on purpose: whether the broker answers or not, the connection ends here.
+    (void)amqp_connection_close(state_, AMQP_REPLY_SUCCESS);
+}
+
+void Connection::check_status(int status, std::string_view what) {
+    if (status >= 0) return;
+    open_ = false;
+    throw ConnectionLost("acemq: cannot " + std::string(what) + " on " + printable_ +
+                         ": the connection was lost (" + library_error(status) + ")");
+}
+
+void Connection::check(amqp_rpc_reply_t reply, std::string_view what, amqp_channel_t channel) {
+    switch (reply.reply_type) {
+    case AMQP_RESPONSE_NORMAL:
+        return;
+    case AMQP_RESPONSE_NONE:
+        open_ = false;
+        throw ConnectionLost("acemq: cannot " + std::string(what) + " on " + printable_ + ": the broker sent no reply");
+    case AMQP_RESPONSE_LIBRARY_EXCEPTION:
+        open_ = false;
+        throw ConnectionLost("acemq: cannot " + std::string(what) + " on " + printable_ +
+                             ": the connection was lost (" + library_error(reply.library_error) + ")");
+    case AMQP_RESPONSE_SERVER_EXCEPTION:
+        if (reply.reply.id == AMQP_CHANNEL_CLOSE_METHOD) {
+            const auto* close = static_cast<const amqp_channel_close_t*>(reply.reply.decoded);
+            std::string text = reply_text(close->reply_code, close->reply_text);
+            acknowledge_channel_close(channel);
+            throw ChannelClosed("acemq: cannot " + std::string(what) + ": " + text, close->reply_code, text);
+        }
+        if (reply.reply.id == AMQP_CONNECTION_CLOSE_METHOD) {
+            const auto* close = static_cast<const amqp_connection_close_t*>(reply.reply.decoded);
+            std::string text = reply_text(close->reply_code, close->reply_text);
+            acknowledge_connection_close();
+            throw ConnectionLost("acemq: cannot " + std::string(what) + ": the broker closed the connection (" + text + ")");
+        }
+        open_ = false;
+        throw ConnectionLost("acemq: cannot " + std::string(what) + ": the broker answered with an unexpected method");
+    }
+}
+
+void Connection::open_channel(amqp_channel_t channel) {
+    amqp_channel_open(state_, channel);
+    check(amqp_get_rpc_reply(state_), "open channel " + std::to_string(channel), channel);
+}
+
+void Connection::close_channel(amqp_channel_t channel) noexcept {
+    // Ignored on purpose: the channel is given up either way, and a lost connection is
+    // noticed by the next read.
+    (void)amqp_channel_close(state_, channel, AMQP_REPLY_SUCCESS);
+}
+
+void Connection::acknowledge_channel_close(amqp_channel_t channel) noexcept {
+    amqp_channel_close_ok_t close_ok{};
+    (void)amqp_send_method(state_, channel, AMQP_CHANNEL_CLOSE_OK_METHOD, &close_ok);
+}
+
+void Connection::acknowledge_connection_close() noexcept {
+    amqp_connection_close_ok_t close_ok{};
+    (void)amqp_send_method(state_, 0, AMQP_CONNECTION_CLOSE_OK_METHOD, &close_ok);
+    open_ = false;
+}
+
+}  // namespace acemq::amqp
