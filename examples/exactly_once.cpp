@@ -162,6 +162,14 @@ void step6_all_together(acemq::Bus& bus, acemq::testing::Harness& harness, acemq
                 static_cast<long long>(bus.transport().queue_depth("payments.taken")));
 }
 
+// A broker keeps queues between runs (the embedded one does not): start from empty ones, so
+// that every run tells the same story.
+void start_clean(acemq::Bus& bus) {
+    for (const char* queue : {"payments.step1", "payments.step2", "payments.step3", "payments.step6", "orders.placed",
+                              "payments.taken"})
+        for (const char* suffix : {"", ".dlq", ".parked"}) bus.transport().delete_queue(std::string(queue) + suffix);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -188,6 +196,7 @@ int main(int argc, char** argv) {
 
         acemq::Bus bus = acemq::connect(url, {.origin = "payments@tutorial"});
         acemq::testing::Harness harness{bus};
+        start_clean(bus);
         step1_see_the_duplicate(bus, harness);
         step2_remember(bus, harness);
         step3_survive_a_restart(bus, harness, db);

@@ -99,6 +99,11 @@ void BusCore::notify_rung_missing(std::string_view queue, std::string_view rung)
     notify_all([&](Observer& observer) { observer.rung_missing(queue, rung); });
 }
 
+bool BusCore::closed() const {
+    std::lock_guard guard(lock_);
+    return closed_;
+}
+
 void BusCore::track(const std::shared_ptr<ConsumerCore>& consumer) {
     std::lock_guard guard(lock_);
     if (closed_) throw Error("acemq: this bus is closed; connect again to consume");
@@ -151,6 +156,10 @@ Consumer Bus::start_consumer(std::string_view queue, detail::Decoder decoder, Co
 void Bus::add_observer(std::shared_ptr<Observer> observer) { core_->add_observer(std::move(observer)); }
 void Bus::add_publish_interceptor(PublishInterceptor interceptor) { core_->add_publish_interceptor(std::move(interceptor)); }
 void Bus::add_consume_interceptor(ConsumeInterceptor interceptor) { core_->add_consume_interceptor(std::move(interceptor)); }
+Health Bus::health(std::chrono::milliseconds timeout) {
+    if (core_->closed()) return Health{Health::Status::down, "the bus is closed", false, {}};
+    return core_->transport().check_health(timeout);
+}
 Transport& Bus::transport() { return core_->transport(); }
 const std::string& Bus::origin() const { return core_->options().origin; }
 const std::shared_ptr<const Codec>& Bus::codec() const { return core_->options().codec; }

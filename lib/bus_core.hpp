@@ -39,6 +39,7 @@ public:
     // "-3", ...: a broker refuses two consumers with one tag on one connection.
     std::string default_tag(const std::string& queue);
     void close();
+    bool closed() const;
 
 private:
     // Calls `tell` on every observer; an observer that throws is logged and skipped.

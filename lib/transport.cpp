@@ -49,6 +49,8 @@ Registry& registry() {
 
 }  // namespace
 
+Health Transport::check_health(std::chrono::milliseconds /*timeout*/) { return Health{}; }
+
 void register_transport(std::string_view scheme, TransportFactory factory) {
     Registry& known = registry();
     std::lock_guard guard(known.lock);

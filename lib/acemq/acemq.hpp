@@ -11,6 +11,7 @@
 #include "acemq/envelope.hpp"
 #include "acemq/error.hpp"
 #include "acemq/field.hpp"
+#include "acemq/health.hpp"
 #include "acemq/idempotency.hpp"
 #include "acemq/interceptor.hpp"
 #include "acemq/json_codec.hpp"

@@ -75,6 +75,10 @@ public:
     void add_publish_interceptor(PublishInterceptor interceptor);
     void add_consume_interceptor(ConsumeInterceptor interceptor);
 
+    // Whether the broker answers, within `timeout`; down once the bus is closed. Thread-safe,
+    // and cheap enough for a readiness probe (one round trip, nothing created).
+    Health health(std::chrono::milliseconds timeout = std::chrono::seconds(3));
+
     Transport& transport();
     const std::string& origin() const;
     const std::shared_ptr<const Codec>& codec() const;

@@ -13,6 +13,7 @@
 // delivery on (queue it) and return, never call back into the transport.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -24,6 +25,7 @@
 
 #include "acemq/envelope.hpp"
 #include "acemq/field.hpp"
+#include "acemq/health.hpp"
 #include "acemq/topology.hpp"
 
 namespace acemq {
@@ -146,6 +148,10 @@ public:
     virtual bool queue_exists(std::string_view queue) = 0;
     // Idempotent: deleting a queue that does not exist is not an error.
     virtual void delete_queue(std::string_view queue) = 0;
+
+    // Asks the broker something that creates nothing, within `timeout` (see health.hpp). The
+    // default, for transports with no broker to ask, is up.
+    virtual Health check_health(std::chrono::milliseconds timeout = std::chrono::seconds(3));
 
     // Releases the connection. Subscriptions still open are closed. Idempotent.
     virtual void close() = 0;

@@ -263,3 +263,18 @@ TEST_CASE("interceptors: publish ones run first-registered outermost and may ref
     CHECK(seen[0].headers.at("x-seen-by").as_text() == "interceptor");
     CHECK(f.transport().queue_depth(queue) == 0);
 }
+
+TEST_CASE("health: up while the transport answers, creating nothing; down once the bus is closed") {
+    Fixture f;
+    const std::string queue = f.source_queue("health");
+    const acemq::Health health = f.bus().health(3s);
+    CHECK(health.status == acemq::Health::Status::up);
+    CHECK_FALSE(health.blocked);
+    CHECK(f.transport().queue_exists(queue));
+    const std::string json = acemq::to_json(health, std::chrono::system_clock::time_point{});
+    CHECK(json.starts_with("{\"status\":\"up\",\"checked\":\"1970-01-01T00:00:00Z\",\"parts\":{\"blocked\":false"));
+    f.bus().close();
+    const acemq::Health after = f.bus().health(3s);
+    CHECK(after.status == acemq::Health::Status::down);
+    CHECK(after.detail == "the bus is closed");
+}

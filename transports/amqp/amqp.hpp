@@ -149,13 +149,8 @@ public:
     using Error::Error;
 };
 
-struct HealthReport {
-    enum class Status { up, degraded, down };
-    Status status = Status::down;
-    std::string detail;
-    std::chrono::microseconds round_trip{0};
-    bool blocked = false;
-};
+// Kept as the name this header used first; the type is the library's (health.hpp).
+using HealthReport = Health;
 
 class AmqpTransport final : public Transport {
 public:
@@ -176,7 +171,7 @@ public:
     // Asks the broker whether a queue that nobody uses exists (creates nothing), within
     // `timeout`. up when it answers; up with a note when the broker blocks the connection
     // (no round trip then); down when it does not answer or the connection is closed.
-    HealthReport check_health(std::chrono::milliseconds timeout = std::chrono::seconds(3));
+    Health check_health(std::chrono::milliseconds timeout = std::chrono::seconds(3)) override;
     BlockedState blocked() const;
     bool connected() const;
     // Subscriptions the broker cancelled (their queue was deleted) and that deliver no more.
