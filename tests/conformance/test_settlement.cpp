@@ -87,6 +87,10 @@ TEST_CASE("64 a consumer declares its policy's rungs with exactly the rung argum
         CHECK_THROWS_AS(
             f.bus().declare(acemq::Topology{}.queue(rung, {.type = acemq::QueueType::classic, .arguments = other})),
             acemq::TopologyError);
+        // The refusal names the queue and the argument that differs, on every transport.
+        CHECK_THROWS_WITH(
+            f.bus().declare(acemq::Topology{}.queue(rung, {.type = acemq::QueueType::classic, .arguments = other})),
+            Catch::Contains("PRECONDITION_FAILED") && Catch::Contains(rung) && Catch::Contains("x-message-ttl"));
     }
     consumer.close();
 
