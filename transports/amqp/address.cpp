@@ -9,13 +9,15 @@ namespace acemq::amqp {
 namespace {
 
 // The URL as it may be shown: the userinfo replaced, so a password never reaches a log.
+// Everything up to the LAST '@' goes: a password may itself hold an '@' or an unescaped
+// '/', so neither the first '@' nor the first '/' reliably ends it (a vhost holding an '@'
+// is hidden too, which costs only some detail in the message).
 std::string redacted(std::string_view url) {
     const auto scheme_end = url.find("://");
     if (scheme_end == std::string_view::npos) return std::string(url);
     const auto authority_start = scheme_end + 3;
-    const auto at = url.find('@', authority_start);
-    const auto slash = url.find('/', authority_start);
-    if (at == std::string_view::npos || (slash != std::string_view::npos && at > slash)) return std::string(url);
+    const auto at = url.rfind('@');
+    if (at == std::string_view::npos || at < authority_start) return std::string(url);
     return std::string(url.substr(0, authority_start)) + "***@" + std::string(url.substr(at + 1));
 }
 
@@ -52,9 +54,21 @@ std::string percent_decoded(std::string_view text, std::string_view url, std::st
 
 std::string Address::printable() const {
     std::string vhost_part = vhost == "/" ? "" : vhost;
+    // Escaped so that the printed URL parses back to the same vhost ('%' and '?' too).
     std::string escaped;
-    for (const char c : vhost_part) escaped += c == '/' ? std::string("%2f") : std::string(1, c);
-    return std::string(tls ? "amqps" : "amqp") + "://" + host + ":" + std::to_string(port) + "/" + escaped;
+    for (const char c : vhost_part) {
+        switch (c) {
+        case '/': escaped += "%2f"; break;
+        case '%': escaped += "%25"; break;
+        case '?': escaped += "%3f"; break;
+        case '#': escaped += "%23"; break;
+        case '@': escaped += "%40"; break;
+        default: escaped += c;
+        }
+    }
+    // An IPv6 address goes in brackets, as in the URL it came from.
+    const std::string shown_host = host.find(':') == std::string::npos ? host : "[" + host + "]";
+    return std::string(tls ? "amqps" : "amqp") + "://" + shown_host + ":" + std::to_string(port) + "/" + escaped;
 }
 
 Address parse_address(std::string_view url) {
@@ -99,7 +113,12 @@ Address parse_address(std::string_view url) {
         int port = 0;
         const auto [end, error] = std::from_chars(digits.data(), digits.data() + digits.size(), port);
         if (digits.empty() || error != std::errc() || end != digits.data() + digits.size() || port < 1 || port > 65535)
-            refuse(url, "the port \"" + std::string(digits) + "\" is not a number from 1 to 65535");
+            // The text is quoted only when the URL has no userinfo: a password with an
+            // unescaped '/' ends the authority early and would show up here as the "port".
+            refuse(url, url.find('@') == std::string_view::npos
+                            ? "the port \"" + std::string(digits) + "\" is not a number from 1 to 65535"
+                            : std::string("the port is not a number from 1 to 65535 (if the password holds a '/', "
+                                          "write it as %2f)"));
         address.port = port;
     }
     if (host.empty()) refuse(url, "the host is missing");

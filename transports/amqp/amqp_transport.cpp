@@ -785,6 +785,13 @@ private:
 
     void drop_connection(const std::string& why, bool was_up) {
         connected_.store(false);
+        {
+            // A block belongs to the connection that got it: once that connection is gone,
+            // publishes wait for the next one (and fail as lost, not as paused) and health
+            // says down rather than "up, blocked". A new connection starts unblocked.
+            std::lock_guard lock(state_mutex_);
+            blocked_ = BlockedState{};
+        }
         incoming_.clear();
         for (auto& state : subscriptions_) release_channel(*state);
         fail_pending_publishes("the connection was lost before the broker confirmed it (" + why + ")");
@@ -1084,15 +1091,19 @@ std::vector<std::string> AmqpTransport::cancelled_queues() const { return impl_-
 
 HealthReport AmqpTransport::check_health(std::chrono::milliseconds timeout) {
     HealthReport report;
+    // Down until the broker has answered: the library's Health starts out up (right for
+    // transports with no broker to ask), so every early return below must not inherit it.
+    report.status = HealthReport::Status::down;
+    // Down first: a connection that is gone is down whatever it was told before it went.
+    if (!connected()) {
+        report.detail = "the connection to " + impl_->address().printable() + " is down";
+        return report;
+    }
     if (const BlockedState state = blocked(); state.blocked) {
         report.status = HealthReport::Status::up;
         report.blocked = true;
         report.detail = "the broker has blocked this connection; publishing is paused" +
                         (state.reason.empty() ? std::string() : ": " + state.reason);
-        return report;
-    }
-    if (!connected()) {
-        report.detail = "the connection to " + impl_->address().printable() + " is down";
         return report;
     }
     const auto started = std::chrono::steady_clock::now();

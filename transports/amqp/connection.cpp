@@ -66,10 +66,16 @@ Connection::Connection(const Address& address, const Credentials::Resolved& cred
         const int opened = amqp_socket_open_noblock(socket, address.host.c_str(), address.port, &connect_timeout);
         if (opened != AMQP_STATUS_OK) {
             std::string hint = "is the broker running and listening there?";
-            if (opened == AMQP_STATUS_SSL_PEER_VERIFY_FAILED || opened == AMQP_STATUS_SSL_HOSTNAME_VERIFY_FAILED ||
-                opened == AMQP_STATUS_SSL_CONNECTION_FAILED)
+            // A wrong CA or server name is PEER_VERIFY_FAILED. CONNECTION_FAILED is no verdict
+            // on the broker's certificate: the handshake itself failed, typically because the
+            // port is a plain AMQP listener or the broker refused this client's certificate.
+            if (opened == AMQP_STATUS_SSL_PEER_VERIFY_FAILED || opened == AMQP_STATUS_SSL_HOSTNAME_VERIFY_FAILED)
                 hint = "the broker's certificate was not accepted: check that the CA that signed it is the one "
                        "trusted (Tls::ca_file) and that it names the host (Tls::server_name)";
+            else if (opened == AMQP_STATUS_SSL_CONNECTION_FAILED)
+                hint = "check that this port is the broker's TLS listener (a plain AMQP port needs an amqp:// "
+                       "URL) and, when the broker checks client certificates, that it accepts this one "
+                       "(Tls::client_certificate)";
             throw ConnectionError("acemq: cannot connect to " + printable_ + ": " + library_error(opened) + "; " + hint);
         }
         timeval handshake_timeout = connect_timeout;
@@ -96,16 +102,25 @@ Connection::Connection(const Address& address, const Credentials::Resolved& cred
                                        AMQP_SASL_METHOD_PLAIN, credentials.user.c_str(), credentials.password.c_str());
         if (login.reply_type != AMQP_RESPONSE_NORMAL) {
             std::string why;
+            std::string hint = "check the credentials and that the user may use this vhost";
             if (login.reply_type == AMQP_RESPONSE_SERVER_EXCEPTION && login.reply.id == AMQP_CONNECTION_CLOSE_METHOD) {
                 const auto* close = static_cast<const amqp_connection_close_t*>(login.reply.decoded);
                 why = reply_text(close->reply_code, close->reply_text);
             } else if (login.reply_type == AMQP_RESPONSE_LIBRARY_EXCEPTION) {
                 why = library_error(login.library_error);
+                // RabbitMQ answers a wrong password or vhost with connection.close (above);
+                // a connection that just ends here is another matter, and "check the
+                // credentials" would send the reader the wrong way.
+                hint = address.tls ? "the connection ended or stalled before the broker answered the login: the "
+                                     "broker may have refused this client's certificate (Tls::client_certificate)"
+                                   : "the connection ended or stalled before the broker answered the login: check "
+                                     "that this port is the broker's plain AMQP listener (a TLS port needs an "
+                                     "amqps:// URL)";
             } else {
                 why = "the broker answered the login with something unexpected";
             }
             throw ConnectionError("acemq: cannot log in to " + printable_ + " as user \"" + credentials.user +
-                                  "\": " + why + "; check the credentials and that the user may use this vhost");
+                                  "\": " + why + "; " + hint);
         }
         open_ = true;
     } catch (...) {
