@@ -339,7 +339,7 @@ TEST_CASE("a broker restart mid-stream: publisher and consumer recover, and noth
 
     REQUIRE(wait_until([&] { return under_lock([&] { return confirmed.size() >= 100 && received.size() >= 50; }); },
                        30s));
-    CHECK(transport->check_health().status == acemq::amqp::HealthReport::Status::up);
+    CHECK(transport->check_health().status == acemq::Health::Status::up);
 
     AppRestarter restarter;
     const auto stop_called = Clock::now();
@@ -351,7 +351,7 @@ TEST_CASE("a broker restart mid-stream: publisher and consumer recover, and noth
     // (counted by the publisher thread) rather than hanging or passing as sent.
     {
         const auto health = transport->check_health(1s);
-        CHECK(health.status == acemq::amqp::HealthReport::Status::down);
+        CHECK(health.status == acemq::Health::Status::down);
         CHECK_FALSE(transport->connected());
     }
     std::this_thread::sleep_for(1500ms);
@@ -518,7 +518,7 @@ TEST_CASE("credentials: a refused login never shows the password; environment an
         ::setenv(user.c_str(), "guest", 1);
         ::setenv(password.c_str(), "guest", 1);
         auto transport = acemq::amqp::open(endpoint, {.credentials = Credentials::from_environment(user, password)});
-        CHECK(transport->check_health().status == acemq::amqp::HealthReport::Status::up);
+        CHECK(transport->check_health().status == acemq::Health::Status::up);
         transport->close();
         ::setenv(password.c_str(), wrong.c_str(), 1);
         CHECK_THAT(connect_refusal(endpoint, {.credentials = Credentials::from_environment(user, password)}),
@@ -535,7 +535,7 @@ TEST_CASE("credentials: a refused login never shows the password; environment an
                                                       .max_recovery_delay = 500ms,
                                                       .connection_name = "acemq-faults-rotation",
                                                       .on_event = events.sink()});
-        CHECK(transport->check_health().status == acemq::amqp::HealthReport::Status::up);
+        CHECK(transport->check_health().status == acemq::Health::Status::up);
 
         // The file now holds a password the broker does not take, and the connection goes.
         dir.file("credentials", "guest\n" + wrong + "\n");
@@ -549,7 +549,7 @@ TEST_CASE("credentials: a refused login never shows the password; environment an
         // The secret is put right: the next attempt reads it and gets in.
         dir.file("credentials", "guest\nguest\n");
         REQUIRE(wait_until([&] { return events.count(Kind::recovered) >= 1; }, 30s));
-        CHECK(transport->check_health().status == acemq::amqp::HealthReport::Status::up);
+        CHECK(transport->check_health().status == acemq::Health::Status::up);
         CHECK_THAT(events.all_text(), !Catch::Contains(wrong));
         transport->close();
     }
@@ -610,7 +610,7 @@ TEST_CASE("a connection the broker blocks refuses publishes at once, and health 
         CHECK(result.why == acemq::PublishResult::Unconfirmed::paused);
 
         const auto health = transport->check_health();
-        CHECK(health.status == acemq::amqp::HealthReport::Status::up);
+        CHECK(health.status == acemq::Health::Status::up);
         CHECK(health.blocked);
         CHECK_THAT(health.detail, Catch::StartsWith("the broker has blocked this connection; publishing is paused"));
 
@@ -620,7 +620,7 @@ TEST_CASE("a connection the broker blocks refuses publishes at once, and health 
     }
     CHECK(publisher.send(Tick{"after", 2}).confirmed);
     const auto health = transport->check_health();
-    CHECK(health.status == acemq::amqp::HealthReport::Status::up);
+    CHECK(health.status == acemq::Health::Status::up);
     CHECK_FALSE(health.blocked);
     transport->delete_queue(queue);
     bus.close();
@@ -658,7 +658,7 @@ TEST_CASE("a blocked connection that is lost is down, not blocked, and publishes
     REQUIRE(wait_until([&] { return events.count(Kind::lost) >= 1; }, 30s));
     CHECK_FALSE(transport->blocked().blocked);
     const auto health = transport->check_health(1s);
-    CHECK(health.status == acemq::amqp::HealthReport::Status::down);
+    CHECK(health.status == acemq::Health::Status::down);
     CHECK_FALSE(health.blocked);
     // Not refused as paused: it waits for a connection and is unconfirmed as lost.
     const acemq::PublishResult during = probe();
@@ -678,7 +678,7 @@ TEST_CASE("a blocked connection that is lost is down, not blocked, and publishes
            " s, start_app and await_startup " + std::to_string(seconds_between(start_called, started)) +
            " s; publishing again " + std::to_string(seconds_between(started, Clock::now())) + " s later");
     CHECK_FALSE(transport->blocked().blocked);
-    CHECK(transport->check_health().status == acemq::amqp::HealthReport::Status::up);
+    CHECK(transport->check_health().status == acemq::Health::Status::up);
     transport->delete_queue(queue);
     transport->close();
 }
@@ -688,7 +688,7 @@ TEST_CASE("health: up on a good connection, creates nothing, down once closed") 
     auto transport = acemq::amqp::open(amqp_url(), {.connection_name = "acemq-faults-health"});
     for (int i = 0; i < 5; ++i) {
         const auto health = transport->check_health();
-        CHECK(health.status == acemq::amqp::HealthReport::Status::up);
+        CHECK(health.status == acemq::Health::Status::up);
         CHECK_FALSE(health.blocked);
         CHECK(health.round_trip > std::chrono::microseconds(0));
     }
@@ -698,7 +698,32 @@ TEST_CASE("health: up on a good connection, creates nothing, down once closed") 
 
     transport->close();
     const auto closed = transport->check_health();
-    CHECK(closed.status == acemq::amqp::HealthReport::Status::down);
+    CHECK(closed.status == acemq::Health::Status::down);
     CHECK_THAT(closed.detail, Catch::Contains("down"));
     CHECK_FALSE(transport->connected());
+}
+
+TEST_CASE("health: a consumer whose queue is deleted under it has stopped reading, and health says degraded") {
+    auto transport = acemq::amqp::open(amqp_url(), {.connection_name = "acemq-faults-degraded"});
+    acemq::Bus bus = acemq::connect(transport);
+    const std::string queue = "faults-degraded-" + acemq::new_uuid().substr(0, 8);
+    bus.declare(acemq::Topology{}.queue(queue, {.type = acemq::QueueType::classic}));
+    acemq::Consumer consumer =
+        bus.consume_raw(queue, [](const acemq::Message<acemq::Bytes>&) { return acemq::accept(); }, {.declare = false});
+    CHECK(bus.health().status == acemq::Health::Status::up);
+
+    // Deleted by someone else, as an operator would: the broker cancels our consumer.
+    auto other = acemq::amqp::open(amqp_url(), {.connection_name = "acemq-faults-degraded-operator"});
+    other->delete_queue(queue);
+    const auto deadline = Clock::now() + 10s;
+    while (transport->stopped_queues().empty() && Clock::now() < deadline) std::this_thread::sleep_for(10ms);
+    REQUIRE(transport->stopped_queues() == std::vector<std::string>{queue});
+    const acemq::Health health = bus.health();
+    CHECK(health.status == acemq::Health::Status::degraded);
+    CHECK(health.detail == "these consumers have stopped reading: " + queue);
+
+    // Closing that consumer ends the report: nothing is left that should be reading.
+    consumer.close();
+    CHECK(transport->stopped_queues().empty());
+    CHECK(bus.health().status == acemq::Health::Status::up);
 }

@@ -149,9 +149,6 @@ public:
     using Error::Error;
 };
 
-// Kept as the name this header used first; the type is the library's (health.hpp).
-using HealthReport = Health;
-
 class AmqpTransport final : public Transport {
 public:
     ~AmqpTransport() override;  // closes
@@ -170,12 +167,15 @@ public:
 
     // Asks the broker whether a queue that nobody uses exists (creates nothing), within
     // `timeout`. up when it answers; up with a note when the broker blocks the connection
-    // (no round trip then); down when it does not answer or the connection is closed.
+    // (no round trip then); degraded when some subscriptions have stopped reading (see
+    // stopped_queues); down when it does not answer or the connection is down or closed.
     Health check_health(std::chrono::milliseconds timeout = std::chrono::seconds(3)) override;
     BlockedState blocked() const;
     bool connected() const;
-    // Subscriptions the broker cancelled (their queue was deleted) and that deliver no more.
-    std::vector<std::string> cancelled_queues() const;
+    // Queues whose subscriptions deliver nothing now: the broker cancelled them (their queue
+    // was deleted), or consuming again after a reconnect has failed so far (retried every
+    // second).
+    std::vector<std::string> stopped_queues() const;
 
     class Impl;
 

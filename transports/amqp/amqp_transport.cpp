@@ -102,6 +102,7 @@ public:
 
     void start() {
         connect_now();  // the first connect is the caller's: its failure is an exception
+        connected_.store(true);
         io_thread_ = std::thread([this] { run(); });
         io_thread_id_ = io_thread_.get_id();
     }
@@ -208,9 +209,9 @@ public:
 
     bool connected() const { return connected_.load(); }
 
-    std::vector<std::string> cancelled_queues() const {
+    std::vector<std::string> stopped_queues() const {
         std::lock_guard lock(state_mutex_);
-        return cancelled_queues_;
+        return stopped_queues_;
     }
 
     void shut_down() {
@@ -314,6 +315,7 @@ public:
             if (connection != nullptr && state->channel != 0) connection->close_channel(state->channel);
             release_channel(*state);
             subscriptions_.erase(std::remove(subscriptions_.begin(), subscriptions_.end(), state), subscriptions_.end());
+            note_stopped_queues();
             answer->set(true);
         });
         answer->wait_until(Clock::now() + options_.call_timeout);
@@ -372,6 +374,7 @@ private:
                 try {
                     connect_now();
                     restore();
+                    connected_.store(true);
                     emit({ConnectionEvent::Kind::recovered, address_.printable(), attempt});
                     attempt = 0;
                     delay = options_.first_recovery_delay;
@@ -385,6 +388,7 @@ private:
             try {
                 run_commands();
                 pump_frames();
+                if (connection_ && Clock::now() >= next_resume_) resume_subscriptions();
                 if (connection_ && !has_commands()) wait_for_io();
             } catch (const std::exception& lost) {
                 // ConnectionLost, or a failure half-way through re-opening a channel the
@@ -560,12 +564,9 @@ private:
             return;
         }
         case AMQP_BASIC_CANCEL_METHOD: {  // the broker ended a consumer: its queue was deleted
-            for (auto& state : subscriptions_) {
-                if (state->channel != channel) continue;
-                state->cancelled_by_broker = true;
-                std::lock_guard lock(state_mutex_);
-                cancelled_queues_.push_back(state->queue);
-            }
+            for (auto& state : subscriptions_)
+                if (state->channel == channel) state->cancelled_by_broker = true;
+            note_stopped_queues();
             return;
         }
         case AMQP_CHANNEL_CLOSE_METHOD: {
@@ -712,9 +713,10 @@ private:
     // queue deleted under a consumer...). Reopen it so the rest keeps going.
     void channel_closed_by_broker(amqp_channel_t channel, const std::string& reason) {
         if (channel == publish_channel) {
-            // Every publish in flight on it is now unknown; the one that caused it is among them.
+            // No confirm will come for any publish in flight on it: whether each arrived is
+            // unknown (the one that caused the close is among them, and the reason says why).
             for (auto& [sequence, pending] : unconfirmed_)
-                pending->answer.set(PublishResult{false, true, reason, PublishResult::Unconfirmed::refused});
+                pending->answer.set(PublishResult{false, true, reason, PublishResult::Unconfirmed::lost});
             give_back_slots(unconfirmed_.size());
             unconfirmed_.clear();
             open_publish_channel(*connection_);
@@ -724,11 +726,9 @@ private:
             connection_->open_channel(channel);
             return;
         }
-        for (auto& state : subscriptions_) {
-            if (state->channel != channel) continue;
-            release_channel(*state);
-            if (!state->stopped) start_consuming(*connection_, *state);
-        }
+        for (auto& state : subscriptions_)
+            if (state->channel == channel) release_channel(*state);
+        resume_subscriptions();
     }
 
     // ---- connecting and recovering --------------------------------------------------------
@@ -753,7 +753,6 @@ private:
             std::lock_guard lock(state_mutex_);
             blocked_ = BlockedState{};
         }
-        connected_.store(true);
     }
 
     void open_publish_channel(Connection& connection) {
@@ -768,19 +767,33 @@ private:
         for (const auto& exchange : declared_exchanges_) declare_exchange(*connection_, exchange);
         for (const auto& queue : declared_queues_) declare_queue(*connection_, queue);
         for (const auto& binding : declared_bindings_) declare_binding(*connection_, binding);
+        for (auto& state : subscriptions_) state->channel = 0;
+        resume_subscriptions();
+    }
+
+    // Consumes again for every live subscription without a channel. One that fails (its
+    // queue deleted while we were away, or a quorum queue still electing its leader after a
+    // restart) is left for the next try, a second later; health reports it meanwhile.
+    void resume_subscriptions() {
         for (auto& state : subscriptions_) {
-            state->channel = 0;
-            if (state->stopped || state->cancelled_by_broker) continue;
+            if (state->channel != 0 || state->stopped || state->cancelled_by_broker) continue;
             try {
                 start_consuming(*connection_, *state);
             } catch (const TopologyError&) {
-                // Its queue is gone (deleted while we were away): this subscription has
-                // stopped reading, which health reports; the others go on.
-                state->cancelled_by_broker = true;
-                std::lock_guard lock(state_mutex_);
-                cancelled_queues_.push_back(state->queue);
+                // Retried later; the others go on.
             }
         }
+        next_resume_ = Clock::now() + std::chrono::seconds(1);
+        note_stopped_queues();
+    }
+
+    // What health reports as "stopped reading", kept where callers can read it.
+    void note_stopped_queues() {
+        std::vector<std::string> stopped;
+        for (const auto& state : subscriptions_)
+            if (!state->stopped && (state->cancelled_by_broker || state->channel == 0)) stopped.push_back(state->queue);
+        std::lock_guard lock(state_mutex_);
+        stopped_queues_ = std::move(stopped);
     }
 
     void drop_connection(const std::string& why, bool was_up) {
@@ -971,7 +984,7 @@ private:
 
     mutable std::mutex state_mutex_;
     BlockedState blocked_;
-    std::vector<std::string> cancelled_queues_;
+    std::vector<std::string> stopped_queues_;
     std::atomic<bool> connected_{false};
 
     std::mutex window_mutex_;
@@ -981,6 +994,7 @@ private:
     // The I/O thread's own (and the constructor's, before the thread starts).
     std::unique_ptr<Connection> connection_;
     std::uint64_t generation_ = 0;
+    Clock::time_point next_resume_{};
     std::uint64_t next_sequence_ = 1;
     std::map<std::uint64_t, std::shared_ptr<PendingPublish>> unconfirmed_;
     std::map<amqp_channel_t, Incoming> incoming_;
@@ -1087,20 +1101,20 @@ void AmqpTransport::close() { impl_->shut_down(); }
 
 BlockedState AmqpTransport::blocked() const { return impl_->blocked(); }
 bool AmqpTransport::connected() const { return impl_->connected(); }
-std::vector<std::string> AmqpTransport::cancelled_queues() const { return impl_->cancelled_queues(); }
+std::vector<std::string> AmqpTransport::stopped_queues() const { return impl_->stopped_queues(); }
 
-HealthReport AmqpTransport::check_health(std::chrono::milliseconds timeout) {
-    HealthReport report;
+Health AmqpTransport::check_health(std::chrono::milliseconds timeout) {
+    Health report;
     // Down until the broker has answered: the library's Health starts out up (right for
     // transports with no broker to ask), so every early return below must not inherit it.
-    report.status = HealthReport::Status::down;
+    report.status = Health::Status::down;
     // Down first: a connection that is gone is down whatever it was told before it went.
     if (!connected()) {
         report.detail = "the connection to " + impl_->address().printable() + " is down";
         return report;
     }
     if (const BlockedState state = blocked(); state.blocked) {
-        report.status = HealthReport::Status::up;
+        report.status = Health::Status::up;
         report.blocked = true;
         report.detail = "the broker has blocked this connection; publishing is paused" +
                         (state.reason.empty() ? std::string() : ": " + state.reason);
@@ -1129,14 +1143,14 @@ HealthReport AmqpTransport::check_health(std::chrono::milliseconds timeout) {
         return report;
     }
     report.round_trip = std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - started);
-    const std::vector<std::string> cancelled = cancelled_queues();
+    const std::vector<std::string> cancelled = stopped_queues();
     if (!cancelled.empty()) {
-        report.status = HealthReport::Status::degraded;
-        report.detail = "these consumers have stopped reading:";
-        for (const auto& queue : cancelled) report.detail += " " + queue;
+        report.status = Health::Status::degraded;
+        report.detail = "these consumers have stopped reading: ";
+        for (std::size_t i = 0; i < cancelled.size(); ++i) report.detail += (i == 0 ? "" : ", ") + cancelled[i];
         return report;
     }
-    report.status = HealthReport::Status::up;
+    report.status = Health::Status::up;
     return report;
 }
 
