@@ -49,6 +49,8 @@ const char* kind_name(ExchangeKind kind) {
     return "direct";
 }
 
+enum class FailureKind { error, topology, connection };
+
 // One step of hand-over between a caller and the I/O thread.
 template <class T>
 class Answer {
@@ -58,24 +60,50 @@ public:
         value_ = std::move(value);
         cv_.notify_all();
     }
-    void fail(std::exception_ptr error) {
+    // A failure travels as its class and text, not as an exception_ptr: the waiting thread
+    // throws a fresh exception, so no exception object is shared between threads (whose
+    // reference count the sanitizers cannot see through libstdc++).
+    void fail(FailureKind kind, std::string what) {
         std::lock_guard lock(mutex_);
-        error_ = std::move(error);
+        failure_ = Failure{kind, std::move(what)};
         cv_.notify_all();
     }
-    // nullopt when `deadline` passes first; rethrows a failure.
+    // The exception being handled, by its class.
+    void fail_with_current() {
+        try {
+            throw;
+        } catch (const TopologyError& error) {
+            fail(FailureKind::topology, error.what());
+        } catch (const ConnectionError& error) {
+            fail(FailureKind::connection, error.what());
+        } catch (const std::exception& error) {
+            fail(FailureKind::error, error.what());
+        }
+    }
+    // nullopt when `deadline` passes first; throws a failure.
     std::optional<T> wait_until(Clock::time_point deadline) {
         std::unique_lock lock(mutex_);
-        cv_.wait_until(lock, deadline, [&] { return value_.has_value() || error_ != nullptr; });
-        if (error_) std::rethrow_exception(error_);
+        cv_.wait_until(lock, deadline, [&] { return value_.has_value() || failure_.has_value(); });
+        if (failure_) {
+            switch (failure_->kind) {
+            case FailureKind::topology: throw TopologyError(failure_->what);
+            case FailureKind::connection: throw ConnectionError(failure_->what);
+            case FailureKind::error: throw Error(failure_->what);
+            }
+        }
         return std::move(value_);
     }
 
 private:
+    struct Failure {
+        FailureKind kind;
+        std::string what;
+    };
+
     std::mutex mutex_;
     std::condition_variable cv_;
     std::optional<T> value_;
-    std::exception_ptr error_;
+    std::optional<Failure> failure_;
 };
 
 struct PendingPublish {
@@ -119,13 +147,13 @@ public:
         auto answer = std::make_shared<Answer<R>>();
         post([answer, work = std::move(work)](Connection* connection) {
             if (connection == nullptr) {
-                answer->fail(std::make_exception_ptr(ConnectionError("acemq: the AMQP transport is closed")));
+                answer->fail(FailureKind::connection, "acemq: the AMQP transport is closed");
                 return;
             }
             try {
                 answer->set(work(*connection));
             } catch (...) {
-                answer->fail(std::current_exception());
+                answer->fail_with_current();
                 throw;  // the I/O loop looks at a lost connection too
             }
         });
