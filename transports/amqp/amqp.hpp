@@ -21,8 +21,12 @@
 // with their tags; deliveries handed out before the loss are returned by the broker and
 // settling them does nothing.
 //
-// Threads: every member is thread-safe. One I/O thread per transport owns the connection;
-// calls hand it work and wait for the answer. DeliverFn runs on that thread.
+// Threads: every member is thread-safe. One I/O thread per transport looks after the
+// connection; calls hand it work and wait for the answer. A single publish, an ack or a nack
+// finding the connection free does its own I/O instead (a publish then reads its own
+// confirm), which saves two thread wake-ups per message. So a DeliverFn runs on the I/O
+// thread or on a thread inside publish(); either way it must only hand the delivery on.
+// on_event runs on either kind of thread too.
 #pragma once
 
 #include <chrono>
@@ -125,7 +129,8 @@ struct Options {
     std::chrono::milliseconds first_recovery_delay{1'000};
     std::chrono::milliseconds max_recovery_delay{30'000};
     std::string connection_name{};  // shown in the management UI
-    // Called on the I/O thread; keep it short and do not call the transport from it.
+    // Called on the I/O thread (or the publishing thread that found the connection lost);
+    // keep it short and do not call the transport from it.
     std::function<void(const ConnectionEvent&)> on_event{};
 };
 

@@ -56,16 +56,26 @@ template <class T>
 class Answer {
 public:
     void set(T value) {
-        std::lock_guard lock(mutex_);
-        value_ = std::move(value);
+        {
+            std::lock_guard lock(mutex_);
+            value_ = std::move(value);
+        }
+        // After unlocking, so the woken waiter does not block on the mutex at once; both
+        // sides hold the Answer through a shared_ptr, so it outlives this call.
         cv_.notify_all();
+    }
+    bool ready() {
+        std::lock_guard lock(mutex_);
+        return value_.has_value() || failure_.has_value();
     }
     // A failure travels as its class and text, not as an exception_ptr: the waiting thread
     // throws a fresh exception, so no exception object is shared between threads (whose
     // reference count the sanitizers cannot see through libstdc++).
     void fail(FailureKind kind, std::string what) {
-        std::lock_guard lock(mutex_);
-        failure_ = Failure{kind, std::move(what)};
+        {
+            std::lock_guard lock(mutex_);
+            failure_ = Failure{kind, std::move(what)};
+        }
         cv_.notify_all();
     }
     // The exception being handled, by its class.
@@ -171,13 +181,14 @@ public:
     void post(std::function<void(Connection*)> work) {
         {
             std::lock_guard lock(commands_mutex_);
-            if (shut_) {
-                work(nullptr);
+            if (!shut_) {
+                commands_.push_back(std::move(work));
+                wake();
                 return;
             }
-            commands_.push_back(std::move(work));
         }
-        wake();
+        std::lock_guard io(io_mutex_);  // after the commands lock, never inside it (lock order)
+        work(nullptr);
     }
 
     std::vector<PublishResult> publish(std::vector<OutboundMessage> messages) {
@@ -212,6 +223,7 @@ public:
                 pending.push_back(std::move(one));
             }
             next += granted;
+            if (messages.size() == 1 && publish_directly(chunk, Clock::now() + options_.confirm_timeout)) break;
             post([this, chunk = std::move(chunk)](Connection* connection) mutable {
                 write_publishes(connection, chunk);
             });
@@ -228,6 +240,35 @@ public:
             results[i] = std::move(*result);
         }
         return results;
+    }
+
+    // One publish written, and its confirm read, on the caller's own thread when nobody else
+    // is using the connection: the hand-over to the I/O thread and back costs more than the
+    // write itself (two thread wake-ups against one). False when the connection is busy or
+    // down; then the I/O thread takes it. Deliveries that arrive meanwhile are handed to
+    // their DeliverFn on this thread.
+    bool publish_directly(std::vector<std::shared_ptr<PendingPublish>>& chunk, Clock::time_point deadline) {
+        std::unique_lock io(io_mutex_, std::try_to_lock);
+        if (!io.owns_lock() || !connection_) return false;
+        try {
+            write_publishes(connection_.get(), chunk);
+            PendingPublish& pending = *chunk.front();
+            while (connection_ && !pending.answer.ready()) {
+                pump_frames();
+                if (!connection_ || pending.answer.ready()) break;
+                if (amqp_frames_enqueued(connection_->get()) || amqp_data_in_buffer(connection_->get())) continue;
+                const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+                if (left.count() <= 0) break;
+                pollfd fds[2] = {{connection_->socket_fd(), POLLIN, 0}, {wake_fd_, POLLIN, 0}};
+                ::poll(fds, 2, static_cast<int>(std::min<std::int64_t>(left.count() + 1, 1000)));
+                // Work is waiting for the connection: hand it back to the I/O thread, which
+                // reads this confirm too (it watches the socket while publishes are unconfirmed).
+                if (fds[1].revents != 0) break;
+            }
+        } catch (const std::exception& lost) {
+            drop_connection(lost.what(), true);
+        }
+        return true;
     }
 
     BlockedState blocked() const {
@@ -252,6 +293,7 @@ public:
         if (io_thread_.joinable()) io_thread_.join();
         // Whatever was posted after the I/O thread's last look.
         fail_queued_commands();
+        std::lock_guard io(io_mutex_);
         connection_.reset();
         connected_.store(false);
     }
@@ -272,17 +314,32 @@ public:
 
     private:
         void settle(std::uint64_t delivery_tag, bool ack, bool requeue) {
+            {
+                // Written at once when the connection is free, else handed to the I/O thread.
+                std::unique_lock io(impl_.io_mutex_, std::try_to_lock);
+                if (io.owns_lock() && impl_.connection_) {
+                    try {
+                        write(*impl_.connection_, delivery_tag, ack, requeue);
+                    } catch (const std::exception& lost) {
+                        impl_.drop_connection(lost.what(), true);
+                    }
+                    return;
+                }
+            }
             impl_.post([this, delivery_tag, ack, requeue](Connection* connection) {
-                if (connection == nullptr) return;
-                // A settlement for another connection's delivery, or after the channel
-                // closed: the broker gave that message back already, so nothing is settled.
-                if ((delivery_tag >> generation_shift) != impl_.generation_ || channel_now.load() == 0) return;
-                const std::uint64_t broker_tag = delivery_tag & ((std::uint64_t{1} << generation_shift) - 1);
-                const amqp_channel_t channel = channel_now.load();
-                const int status = ack ? amqp_basic_ack(connection->get(), channel, broker_tag, 0)
-                                       : amqp_basic_nack(connection->get(), channel, broker_tag, 0, requeue ? 1 : 0);
-                connection->check_status(status, ack ? "ack a delivery" : "nack a delivery");
+                if (connection != nullptr) write(*connection, delivery_tag, ack, requeue);
             });
+        }
+
+        void write(Connection& connection, std::uint64_t delivery_tag, bool ack, bool requeue) {
+            // A settlement for another connection's delivery, or after the channel closed:
+            // the broker gave that message back already, so nothing is settled.
+            if ((delivery_tag >> generation_shift) != impl_.generation_ || channel_now.load() == 0) return;
+            const std::uint64_t broker_tag = delivery_tag & ((std::uint64_t{1} << generation_shift) - 1);
+            const amqp_channel_t channel = channel_now.load();
+            const int status = ack ? amqp_basic_ack(connection.get(), channel, broker_tag, 0)
+                                   : amqp_basic_nack(connection.get(), channel, broker_tag, 0, requeue ? 1 : 0);
+            connection.check_status(status, ack ? "ack a delivery" : "nack a delivery");
         }
 
         Impl& impl_;
@@ -382,19 +439,20 @@ private:
     // ---- the I/O loop ---------------------------------------------------------------------
 
     void run() {
-        auto next_attempt = Clock::now();
-        auto delay = options_.first_recovery_delay;
         int attempt = 0;
         while (!shutting_down()) {
+            std::unique_lock io(io_mutex_);
             if (!connection_) {
                 if (!options_.recover) {
+                    io.unlock();
                     fail_queued_commands();
-                    wait_for_wake(std::chrono::milliseconds(500));
+                    wait_for_wake(-1, std::chrono::milliseconds(500));
                     continue;
                 }
                 const auto now = Clock::now();
-                if (now < next_attempt) {
-                    wait_for_wake(std::chrono::duration_cast<std::chrono::milliseconds>(next_attempt - now));
+                if (now < next_attempt_) {
+                    io.unlock();
+                    wait_for_wake(-1, std::chrono::duration_cast<std::chrono::milliseconds>(next_attempt_ - now));
                     continue;
                 }
                 ++attempt;
@@ -405,33 +463,49 @@ private:
                     connected_.store(true);
                     emit({ConnectionEvent::Kind::recovered, address_.printable(), attempt});
                     attempt = 0;
-                    delay = options_.first_recovery_delay;
                 } catch (const Error& error) {
                     drop_connection(error.what(), false);
-                    next_attempt = Clock::now() + delay;
-                    delay = std::min(delay * 2, options_.max_recovery_delay);
+                    next_attempt_ = Clock::now() + recovery_delay_;
+                    recovery_delay_ = std::min(recovery_delay_ * 2, options_.max_recovery_delay);
                 }
                 continue;
             }
+            int socket = -1;
             try {
                 run_commands();
                 pump_frames();
                 if (connection_ && Clock::now() >= next_resume_) resume_subscriptions();
-                if (connection_ && !has_commands()) wait_for_io();
+                if (!connection_) continue;
+                if (amqp_frames_enqueued(connection_->get()) || amqp_data_in_buffer(connection_->get())) continue;
+                // The socket is watched only when something is expected on it that nobody else
+                // reads: deliveries, or confirms of publishes whose callers wait on us. Otherwise
+                // a publisher reading its own confirm would wake this thread for nothing; what
+                // the broker says unasked (blocked, a close) is read at the next tick.
+                if (!subscriptions_.empty() || !unconfirmed_.empty()) socket = connection_->socket_fd();
             } catch (const std::exception& lost) {
                 // ConnectionLost, or a failure half-way through re-opening a channel the
                 // broker closed: either way the connection is not in a state to go on with.
                 drop_connection(lost.what(), true);
-                next_attempt = Clock::now() + options_.first_recovery_delay;
-                delay = std::min(options_.first_recovery_delay * 2, options_.max_recovery_delay);
+                continue;
             }
+            io.unlock();
+            if (!has_commands()) wait_for_wake(socket, tick());
         }
+        std::lock_guard io(io_mutex_);
         if (connection_) {
             for (auto& state : subscriptions_) release_channel(*state);
             fail_pending_publishes("the transport was closed before the broker confirmed it");
             connection_->close();
         }
         if (attempt > 0) emit({ConnectionEvent::Kind::gave_up, address_.printable(), attempt});
+    }
+
+    // How long the I/O thread sleeps at most: often enough to send heartbeats in time and to
+    // notice what the broker says unasked.
+    std::chrono::milliseconds tick() const {
+        const auto heartbeat = std::chrono::duration_cast<std::chrono::milliseconds>(options_.heartbeat);
+        return heartbeat.count() > 0 ? std::min(heartbeat / 4, std::chrono::milliseconds(1000))
+                                     : std::chrono::milliseconds(1000);
     }
 
     bool shutting_down() {
@@ -455,20 +529,10 @@ private:
         (void)!::read(wake_fd_, &count, sizeof count);
     }
 
-    void wait_for_wake(std::chrono::milliseconds timeout) {
-        pollfd fds[1] = {{wake_fd_, POLLIN, 0}};
-        ::poll(fds, 1, static_cast<int>(std::max<std::int64_t>(timeout.count(), 1)));
-        drain_wake();
-    }
-
-    // Sleeps until the broker sends something, a caller posts work, or it is time to
-    // service heartbeats.
-    void wait_for_io() {
-        if (amqp_frames_enqueued(connection_->get()) || amqp_data_in_buffer(connection_->get())) return;
-        const auto heartbeat_ms = std::chrono::duration_cast<std::chrono::milliseconds>(options_.heartbeat).count();
-        const int timeout = static_cast<int>(heartbeat_ms > 0 ? std::min<std::int64_t>(heartbeat_ms / 4, 1000) : 1000);
-        pollfd fds[2] = {{wake_fd_, POLLIN, 0}, {connection_->socket_fd(), POLLIN, 0}};
-        ::poll(fds, 2, timeout);
+    // Sleeps until a caller posts work, `socket` (when not -1) has data, or `timeout` passes.
+    void wait_for_wake(int socket, std::chrono::milliseconds timeout) {
+        pollfd fds[2] = {{wake_fd_, POLLIN, 0}, {socket, POLLIN, 0}};
+        ::poll(fds, socket < 0 ? 1 : 2, static_cast<int>(std::max<std::int64_t>(timeout.count(), 1)));
         if (fds[0].revents != 0) drain_wake();
     }
 
@@ -504,6 +568,7 @@ private:
             std::lock_guard lock(commands_mutex_);
             batch.swap(commands_);
         }
+        std::lock_guard io(io_mutex_);
         for (auto& work : batch) {
             try {
                 work(nullptr);
@@ -837,7 +902,12 @@ private:
         for (auto& state : subscriptions_) release_channel(*state);
         fail_pending_publishes("the connection was lost before the broker confirmed it (" + why + ")");
         if (connection_) connection_.reset();
-        if (was_up) emit({ConnectionEvent::Kind::lost, why, 0});
+        if (was_up) {
+            next_attempt_ = Clock::now() + options_.first_recovery_delay;
+            recovery_delay_ = std::min(options_.first_recovery_delay * 2, options_.max_recovery_delay);
+            emit({ConnectionEvent::Kind::lost, why, 0});
+        }
+        wake();  // a publisher may have found the loss: the I/O thread recovers
     }
 
     void emit(const ConnectionEvent& event) {
@@ -1019,10 +1089,14 @@ private:
     std::condition_variable window_cv_;
     std::size_t in_flight_ = 0;
 
-    // The I/O thread's own (and the constructor's, before the thread starts).
+    // Held by whoever uses the connection and what follows: the I/O thread, except while it
+    // sleeps, or a caller writing a publish or a settlement itself.
+    std::mutex io_mutex_;
     std::unique_ptr<Connection> connection_;
     std::uint64_t generation_ = 0;
     Clock::time_point next_resume_{};
+    Clock::time_point next_attempt_{};
+    std::chrono::milliseconds recovery_delay_{0};
     std::uint64_t next_sequence_ = 1;
     std::map<std::uint64_t, std::shared_ptr<PendingPublish>> unconfirmed_;
     std::map<amqp_channel_t, Incoming> incoming_;
