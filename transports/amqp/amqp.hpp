@@ -26,7 +26,8 @@
 // finding the connection free does its own I/O instead (a publish then reads its own
 // confirm), which saves two thread wake-ups per message. So a DeliverFn runs on the I/O
 // thread or on a thread inside publish(); either way it must only hand the delivery on.
-// on_event runs on either kind of thread too.
+// on_event runs on either kind of thread too. Settle every Delivery before the transport and
+// its subscriptions are destroyed (settling one after a close is fine: it does nothing).
 #pragma once
 
 #include <chrono>

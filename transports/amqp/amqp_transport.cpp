@@ -363,7 +363,7 @@ public:
         if (state->spec.tag.empty()) state->spec.tag = "acemq-" + state->queue + "-" + new_uuid().substr(0, 8);
         state->deliver = std::move(deliver);
         call<bool>("consume from queue " + in_quotes(queue), [this, state](Connection& connection) {
-            state->settler = &settler_for(state.get());
+            state->settler = &new_settler();
             start_consuming(connection, *state);
             subscriptions_.push_back(state);
             return true;
@@ -921,7 +921,8 @@ private:
 
     // ---- consuming ------------------------------------------------------------------------
 
-    Settler& settler_for(SubscriptionState* /*state*/) {
+    // Settlers live as long as the transport, because Deliveries point at them.
+    Settler& new_settler() {
         settlers_.push_back(std::make_unique<Settler>(*this, 0));
         return *settlers_.back();
     }
