@@ -727,3 +727,15 @@ TEST_CASE("health: a consumer whose queue is deleted under it has stopped readin
     CHECK(transport->stopped_queues().empty());
     CHECK(bus.health().status == acemq::Health::Status::up);
 }
+
+TEST_CASE("an idle connection stays up: heartbeats go out while nothing else happens") {
+    EventLog events;
+    // One-second heartbeats: the broker drops a connection that stays silent for two of them.
+    auto transport = acemq::amqp::open(amqp_url(), {.heartbeat = 1s, .connection_name = "acemq-faults-idle",
+                                                    .on_event = events.sink()});
+    std::this_thread::sleep_for(5s);  // no publish, no consumer: only the I/O thread's ticks
+    CHECK(events.count(Kind::lost) == 0);
+    CHECK(transport->connected());
+    round_trip(transport);
+    CHECK(events.count(Kind::lost) == 0);
+}
