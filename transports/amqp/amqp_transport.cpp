@@ -6,7 +6,6 @@
 #include <atomic>
 #include <condition_variable>
 #include <deque>
-#include <future>
 #include <map>
 #include <mutex>
 #include <set>
@@ -147,33 +146,42 @@ public:
 
     // ---- calls from any thread --------------------------------------------------------
 
-    // Runs `work` on the I/O thread with the connection up and waits for its answer.
+    // Runs `work` on the I/O thread and waits up to `timeout` for its answer. `work` gets the
+    // connection, or nullptr when the transport closed before it could run.
     template <class R>
-    R call(std::string_view what, std::function<R(Connection&)> work) {
+    R on_io_thread(std::string_view what, std::function<R(Connection*)> work, std::chrono::milliseconds timeout) {
         if (std::this_thread::get_id() == io_thread_id_)
             throw Error("acemq: cannot " + std::string(what) +
                         " from inside a delivery callback of the same AMQP transport: hand the delivery to "
                         "another thread first");
         auto answer = std::make_shared<Answer<R>>();
         post([answer, work = std::move(work)](Connection* connection) {
-            if (connection == nullptr) {
-                answer->fail(FailureKind::connection, "acemq: the AMQP transport is closed");
-                return;
-            }
             try {
-                answer->set(work(*connection));
+                answer->set(work(connection));
             } catch (...) {
                 answer->fail_with_current();
-                throw;  // the I/O loop looks at a lost connection too
+                if (connection != nullptr) throw;  // the I/O loop looks at a lost connection too
             }
         });
-        const auto deadline = Clock::now() + options_.call_timeout;
-        std::optional<R> result = answer->wait_until(deadline);
+        std::optional<R> result = answer->wait_until(Clock::now() + timeout);
         if (!result)
             throw ConnectionError("acemq: cannot " + std::string(what) + " on " + address_.printable() +
-                                  ": no answer within " + std::to_string(options_.call_timeout.count()) +
+                                  ": no answer within " + std::to_string(timeout.count()) +
                                   " ms (the connection is down or the broker is not answering)");
         return std::move(*result);
+    }
+
+    // The same with the connection up: a closed transport is a ConnectionError.
+    template <class R>
+    R call(std::string_view what, std::function<R(Connection&)> work,
+           std::optional<std::chrono::milliseconds> timeout = std::nullopt) {
+        return on_io_thread<R>(
+            what,
+            [work = std::move(work)](Connection* connection) -> R {
+                if (connection == nullptr) throw ConnectionError("acemq: the AMQP transport is closed");
+                return work(*connection);
+            },
+            timeout.value_or(options_.call_timeout));
     }
 
     // Queues work for the I/O thread; it runs with the connection up (nullptr: the
@@ -199,8 +207,7 @@ public:
         while (next < messages.size()) {
             if (const BlockedState state = blocked(); state.blocked) {
                 for (; next < messages.size(); ++next)
-                    results[next] = PublishResult{false, true, state.reason.empty() ? "" : state.reason,
-                                                  PublishResult::Unconfirmed::paused};
+                    results[next] = PublishResult{false, true, state.reason, PublishResult::Unconfirmed::paused};
                 break;
             }
             const std::size_t granted = take_slots(messages.size() - next);
@@ -299,18 +306,19 @@ public:
     }
 
     const Address& address() const noexcept { return address_; }
-    const Options& options() const noexcept { return options_; }
 
     // ---- subscriptions ------------------------------------------------------------------
 
+    struct SubscriptionState;
+
+    // Settles on the pull channel, or on whichever channel its subscription has now.
     class Settler final : public DeliverySettler {
     public:
-        Settler(Impl& impl, amqp_channel_t channel) : channel_now(channel), impl_(impl) {}
+        Settler(Impl& impl, amqp_channel_t channel) : impl_(impl), fixed_channel_(channel) {}
+        Settler(Impl& impl, std::shared_ptr<const SubscriptionState> subscription)
+            : impl_(impl), fixed_channel_(0), subscription_(std::move(subscription)) {}
         void ack(std::uint64_t delivery_tag) override { settle(delivery_tag, true, false); }
         void nack(std::uint64_t delivery_tag, bool requeue) override { settle(delivery_tag, false, requeue); }
-        // The channel this settler's deliveries came on in the current connection; 0 once
-        // its subscription closed.
-        std::atomic<amqp_channel_t> channel_now{0};
 
     private:
         void settle(std::uint64_t delivery_tag, bool ack, bool requeue) {
@@ -334,15 +342,17 @@ public:
         void write(Connection& connection, std::uint64_t delivery_tag, bool ack, bool requeue) {
             // A settlement for another connection's delivery, or after the channel closed:
             // the broker gave that message back already, so nothing is settled.
-            if ((delivery_tag >> generation_shift) != impl_.generation_ || channel_now.load() == 0) return;
+            const amqp_channel_t channel = subscription_ ? subscription_->channel : fixed_channel_;
+            if ((delivery_tag >> generation_shift) != impl_.generation_ || channel == 0) return;
             const std::uint64_t broker_tag = delivery_tag & ((std::uint64_t{1} << generation_shift) - 1);
-            const amqp_channel_t channel = channel_now.load();
             const int status = ack ? amqp_basic_ack(connection.get(), channel, broker_tag, 0)
                                    : amqp_basic_nack(connection.get(), channel, broker_tag, 0, requeue ? 1 : 0);
             connection.check_status(status, ack ? "ack a delivery" : "nack a delivery");
         }
 
         Impl& impl_;
+        amqp_channel_t fixed_channel_;
+        std::shared_ptr<const SubscriptionState> subscription_;  // read under the I/O lock
     };
 
     struct SubscriptionState {
@@ -363,7 +373,7 @@ public:
         if (state->spec.tag.empty()) state->spec.tag = "acemq-" + state->queue + "-" + new_uuid().substr(0, 8);
         state->deliver = std::move(deliver);
         call<bool>("consume from queue " + in_quotes(queue), [this, state](Connection& connection) {
-            state->settler = &new_settler();
+            state->settler = &new_settler(state);
             start_consuming(connection, *state);
             subscriptions_.push_back(state);
             return true;
@@ -373,49 +383,45 @@ public:
 
     void stop(const std::shared_ptr<SubscriptionState>& state) {
         if (std::this_thread::get_id() == io_thread_id_) throw Error("acemq: cannot stop a subscription from its own delivery callback");
-        auto answer = std::make_shared<Answer<bool>>();
-        post([this, state, answer](Connection* connection) {
-            state->stopped = true;  // from here, deliveries that still arrive go straight back
-            if (connection != nullptr && state->channel != 0) {
-                amqp_basic_cancel(connection->get(), state->channel, bytes_of(state->spec.tag));
-                try {
-                    connection->check(amqp_get_rpc_reply(connection->get()), "cancel consumer " + state->spec.tag,
-                                      state->channel);
-                } catch (const ChannelClosed&) {
-                    release_channel(*state);
-                } catch (...) {
-                    answer->set(true);
-                    throw;
+        on_io_thread<bool>(
+            "stop consuming from queue " + in_quotes(state->queue),
+            [this, state](Connection* connection) {
+                state->stopped = true;  // from here, deliveries that still arrive go straight back
+                if (connection != nullptr && state->channel != 0) {
+                    amqp_basic_cancel(connection->get(), state->channel, bytes_of(state->spec.tag));
+                    try {
+                        connection->check(amqp_get_rpc_reply(connection->get()), "cancel consumer " + state->spec.tag,
+                                          state->channel);
+                    } catch (const ChannelClosed&) {
+                        release_channel(*state);
+                    }
                 }
-            }
-            answer->set(true);
-        });
-        answer->wait_until(Clock::now() + options_.call_timeout);
+                return true;
+            },
+            options_.call_timeout);
     }
 
     void close_subscription(const std::shared_ptr<SubscriptionState>& state) {
         stop(state);
-        auto answer = std::make_shared<Answer<bool>>();
-        post([this, state, answer](Connection* connection) {
-            if (connection != nullptr && state->channel != 0) connection->close_channel(state->channel);
-            release_channel(*state);
-            subscriptions_.erase(std::remove(subscriptions_.begin(), subscriptions_.end(), state), subscriptions_.end());
-            note_stopped_queues();
-            answer->set(true);
-        });
-        answer->wait_until(Clock::now() + options_.call_timeout);
+        on_io_thread<bool>(
+            "close the subscription to queue " + in_quotes(state->queue),
+            [this, state](Connection* connection) {
+                if (connection != nullptr && state->channel != 0) connection->close_channel(state->channel);
+                release_channel(*state);
+                subscriptions_.erase(std::remove(subscriptions_.begin(), subscriptions_.end(), state),
+                                     subscriptions_.end());
+                state->deliver = {};  // its settler keeps the state; not what the callback holds
+                note_stopped_queues();
+                return true;
+            },
+            options_.call_timeout);
     }
 
     // ---- I/O thread only ----------------------------------------------------------------
 
     std::optional<Delivery> pull(Connection& connection, const std::string& queue) {
         const amqp_rpc_reply_t reply = amqp_basic_get(connection.get(), pull_channel, bytes_of(queue), 0);
-        try {
-            connection.check(reply, "pull from queue " + in_quotes(queue), pull_channel);
-        } catch (const ChannelClosed& closed) {
-            connection.open_channel(pull_channel);
-            throw Error(closed.what());
-        }
+        connection.check_reopening(reply, "pull from queue " + in_quotes(queue), pull_channel);
         if (reply.reply.id == AMQP_BASIC_GET_EMPTY_METHOD) return std::nullopt;
         const auto* ok = static_cast<const amqp_basic_get_ok_t*>(reply.reply.decoded);
         InboundMessage inbound;
@@ -922,8 +928,8 @@ private:
     // ---- consuming ------------------------------------------------------------------------
 
     // Settlers live as long as the transport, because Deliveries point at them.
-    Settler& new_settler() {
-        settlers_.push_back(std::make_unique<Settler>(*this, 0));
+    Settler& new_settler(std::shared_ptr<const SubscriptionState> state) {
+        settlers_.push_back(std::make_unique<Settler>(*this, std::move(state)));
         return *settlers_.back();
     }
 
@@ -952,14 +958,12 @@ private:
             throw TopologyError(closed.what());
         }
         state.channel = channel;
-        state.settler->channel_now.store(channel);
     }
 
     void release_channel(SubscriptionState& state) {
         incoming_.erase(state.channel);
         if (state.channel != 0) free_channels_.insert(state.channel);
         state.channel = 0;
-        if (state.settler != nullptr) state.settler->channel_now.store(0);
     }
 
 public:
@@ -991,9 +995,8 @@ public:
     // A refusal closes the admin channel: reopen it, and say what was refused.
     void check_admin(Connection& connection, const std::string& what) {
         try {
-            connection.check(amqp_get_rpc_reply(connection.get()), what, admin_channel);
+            connection.check_reopening(amqp_get_rpc_reply(connection.get()), what, admin_channel);
         } catch (const ChannelClosed& closed) {
-            connection.open_channel(admin_channel);
             throw TopologyError(closed.what());
         }
     }
@@ -1025,11 +1028,11 @@ public:
         const amqp_queue_declare_ok_t* ok =
             amqp_queue_declare(connection.get(), admin_channel, bytes_of(queue), 1, 0, 0, 0, amqp_empty_table);
         try {
-            connection.check(amqp_get_rpc_reply(connection.get()), "ask about queue " + in_quotes(queue), admin_channel);
+            connection.check_reopening(amqp_get_rpc_reply(connection.get()), "ask about queue " + in_quotes(queue),
+                                       admin_channel);
         } catch (const ChannelClosed& closed) {
-            connection.open_channel(admin_channel);
             if (closed.code() == AMQP_NOT_FOUND) return std::nullopt;
-            throw Error(closed.what());
+            throw;
         }
         return ok->message_count;
     }
@@ -1224,25 +1227,14 @@ Health AmqpTransport::check_health(std::chrono::milliseconds timeout) {
         return report;
     }
     const auto started = std::chrono::steady_clock::now();
-    auto answer = std::make_shared<std::promise<bool>>();
-    std::future<bool> answered = answer->get_future();
     // A queue that nobody has: asking about it creates nothing.
     const std::string probe = "acemq-health-" + new_uuid();
-    impl_->post([this, answer, probe](Connection* connection) {
-        if (connection == nullptr) {
-            answer->set_value(false);
-            return;
-        }
-        try {
-            impl_->passive_declare(*connection, probe);
-            answer->set_value(true);
-        } catch (...) {
-            answer->set_value(false);
-            throw;
-        }
-    });
-    if (answered.wait_for(timeout) != std::future_status::ready || !answered.get()) {
-        report.detail = "the broker did not answer within " + std::to_string(timeout.count()) + " ms";
+    try {
+        impl_->call<std::optional<std::uint64_t>>(
+            "check the connection's health",
+            [this, &probe](Connection& connection) { return impl_->passive_declare(connection, probe); }, timeout);
+    } catch (const Error& error) {
+        report.detail = std::string("the broker did not answer: ") + error.what();
         return report;
     }
     report.round_trip = std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - started);

@@ -164,7 +164,7 @@ void Connection::check(amqp_rpc_reply_t reply, std::string_view what, amqp_chann
             const auto* close = static_cast<const amqp_channel_close_t*>(reply.reply.decoded);
             std::string text = reply_text(close->reply_code, close->reply_text);
             acknowledge_channel_close(channel);
-            throw ChannelClosed("acemq: cannot " + std::string(what) + ": " + text, close->reply_code, text);
+            throw ChannelClosed("acemq: cannot " + std::string(what) + ": " + text, close->reply_code);
         }
         if (reply.reply.id == AMQP_CONNECTION_CLOSE_METHOD) {
             const auto* close = static_cast<const amqp_connection_close_t*>(reply.reply.decoded);
@@ -174,6 +174,15 @@ void Connection::check(amqp_rpc_reply_t reply, std::string_view what, amqp_chann
         }
         open_ = false;
         throw ConnectionLost("acemq: cannot " + std::string(what) + ": the broker answered with an unexpected method");
+    }
+}
+
+void Connection::check_reopening(amqp_rpc_reply_t reply, std::string_view what, amqp_channel_t channel) {
+    try {
+        check(reply, what, channel);
+    } catch (const ChannelClosed&) {
+        open_channel(channel);
+        throw;
     }
 }
 

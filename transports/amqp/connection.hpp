@@ -18,13 +18,11 @@ namespace acemq::amqp {
 // connection is still good and the channel has been acknowledged closed.
 class ChannelClosed : public Error {
 public:
-    ChannelClosed(const std::string& what, int code, std::string reply) : Error(what), code_(code), reply_(std::move(reply)) {}
-    int code() const noexcept { return code_; }
-    const std::string& reply() const noexcept { return reply_; }  // "404 NOT_FOUND - no queue ..."
+    ChannelClosed(const std::string& what, int code) : Error(what), code_(code) {}
+    int code() const noexcept { return code_; }  // e.g. 404 (NOT_FOUND)
 
 private:
     int code_;
-    std::string reply_;
 };
 
 // The connection is gone (socket error, missed heartbeats, a connection.close or a call
@@ -49,6 +47,9 @@ public:
     // Throws ChannelClosed or ConnectionLost for a reply that is not a normal one; `what`
     // says what was being done ("declare queue \"orders\"").
     void check(amqp_rpc_reply_t reply, std::string_view what, amqp_channel_t channel);
+    // The same for a channel that must stay usable: one the broker closed is opened again
+    // before ChannelClosed is thrown.
+    void check_reopening(amqp_rpc_reply_t reply, std::string_view what, amqp_channel_t channel);
     // ConnectionLost for a negative rabbitmq-c status.
     void check_status(int status, std::string_view what);
 
