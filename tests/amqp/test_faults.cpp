@@ -199,18 +199,36 @@ private:
     bool cleared_ = false;
 };
 
-// Starts the broker's application again when a test that stopped it fails before it did.
-class AppRestarter {
+// Stops and starts the broker's application, timing each step; starts it again when a test
+// that stopped it fails before it did.
+class BrokerApp {
 public:
-    ~AppRestarter() {
-        if (!stopped_) return;
+    BrokerApp() = default;
+    BrokerApp(const BrokerApp&) = delete;
+    BrokerApp& operator=(const BrokerApp&) = delete;
+    ~BrokerApp() {
+        if (!down_) return;
         (void)rabbitmqctl("start_app");
         (void)rabbitmqctl("await_startup");
     }
-    void stopped(bool yes) { stopped_ = yes; }
+    void stop() {
+        stop_called = Clock::now();
+        require_rabbitmqctl("stop_app");
+        down_ = true;
+        stopped = Clock::now();
+    }
+    void start() {
+        start_called = Clock::now();
+        require_rabbitmqctl("start_app");
+        start_returned = Clock::now();
+        down_ = false;
+        require_rabbitmqctl("await_startup");
+        started = Clock::now();
+    }
+    Clock::time_point stop_called, stopped, start_called, start_returned, started;
 
 private:
-    bool stopped_ = false;
+    bool down_ = false;
 };
 
 // A file in a fresh temporary folder, removed with the folder.
@@ -341,11 +359,8 @@ TEST_CASE("a broker restart mid-stream: publisher and consumer recover, and noth
                        30s));
     CHECK(transport->check_health().status == acemq::Health::Status::up);
 
-    AppRestarter restarter;
-    const auto stop_called = Clock::now();
-    require_rabbitmqctl("stop_app");
-    restarter.stopped(true);
-    const auto stopped = Clock::now();
+    BrokerApp broker;
+    broker.stop();
     REQUIRE(wait_until([&] { return events.count(Kind::lost) >= 1; }, 30s));
     // While the broker is away, health says down, and a publish fails as a PublishError
     // (counted by the publisher thread) rather than hanging or passing as sent.
@@ -355,11 +370,7 @@ TEST_CASE("a broker restart mid-stream: publisher and consumer recover, and noth
         CHECK_FALSE(transport->connected());
     }
     std::this_thread::sleep_for(1500ms);
-    const auto start_called = Clock::now();
-    require_rabbitmqctl("start_app");
-    const auto start_returned = Clock::now();
-    restarter.stopped(false);
-    require_rabbitmqctl("await_startup");
+    broker.start();
 
     REQUIRE(wait_until([&] { return events.count(Kind::recovered) >= 1; }, 60s));
     const auto recovered_at = *events.first(Kind::recovered);
@@ -389,11 +400,11 @@ TEST_CASE("a broker restart mid-stream: publisher and consumer recover, and noth
 
     std::lock_guard guard(lock);
     const std::vector<std::string> still_missing = missing();
-    figure("restart: stop_app took " + std::to_string(seconds_between(stop_called, stopped)) + " s, start_app " +
-           std::to_string(seconds_between(start_called, start_returned)) + " s");
-    figure("restart: recovered " + std::to_string(seconds_between(start_returned, recovered_at)) +
-           " s after start_app returned (" + std::to_string(seconds_between(start_called, recovered_at)) +
-           " s after it was called), " + std::to_string(seconds_between(stopped, recovered_at)) +
+    figure("restart: stop_app took " + std::to_string(seconds_between(broker.stop_called, broker.stopped)) + " s, start_app " +
+           std::to_string(seconds_between(broker.start_called, broker.start_returned)) + " s");
+    figure("restart: recovered " + std::to_string(seconds_between(broker.start_returned, recovered_at)) +
+           " s after start_app returned (" + std::to_string(seconds_between(broker.start_called, recovered_at)) +
+           " s after it was called), " + std::to_string(seconds_between(broker.stopped, recovered_at)) +
            " s after the broker stopped; " + std::to_string(events.count(Kind::retrying)) + " attempts");
     figure("restart: " + std::to_string(confirmed.size()) + " confirmed (" + std::to_string(confirmed_after_recovery) +
            " after recovery), " + std::to_string(failed.size()) + " failed with PublishError, " +
@@ -650,11 +661,8 @@ TEST_CASE("a blocked connection that is lost is down, not blocked, and publishes
         },
         30s, 100ms));
 
-    AppRestarter restarter;
-    const auto stop_called = Clock::now();
-    require_rabbitmqctl("stop_app");
-    restarter.stopped(true);
-    const auto stopped = Clock::now();
+    BrokerApp broker;
+    broker.stop();
     REQUIRE(wait_until([&] { return events.count(Kind::lost) >= 1; }, 30s));
     CHECK_FALSE(transport->blocked().blocked);
     const auto health = transport->check_health(1s);
@@ -665,18 +673,14 @@ TEST_CASE("a blocked connection that is lost is down, not blocked, and publishes
     CHECK_FALSE(during.confirmed);
     CHECK(during.why == acemq::PublishResult::Unconfirmed::lost);
 
-    const auto start_called = Clock::now();
-    require_rabbitmqctl("start_app");
-    restarter.stopped(false);
-    require_rabbitmqctl("await_startup");
-    const auto started = Clock::now();
+    broker.start();
     REQUIRE(alarm.clear());
     REQUIRE(wait_until([&] { return events.count(Kind::recovered) >= 1; }, 60s));
     // The first publishes after start_app may meet a quorum queue still electing its leader.
     CHECK(wait_until([&] { return probe().confirmed; }, 30s, 100ms));
-    figure("blocked and lost: stop_app took " + std::to_string(seconds_between(stop_called, stopped)) +
-           " s, start_app and await_startup " + std::to_string(seconds_between(start_called, started)) +
-           " s; publishing again " + std::to_string(seconds_between(started, Clock::now())) + " s later");
+    figure("blocked and lost: stop_app took " + std::to_string(seconds_between(broker.stop_called, broker.stopped)) +
+           " s, start_app and await_startup " + std::to_string(seconds_between(broker.start_called, broker.started)) +
+           " s; publishing again " + std::to_string(seconds_between(broker.started, Clock::now())) + " s later");
     CHECK_FALSE(transport->blocked().blocked);
     CHECK(transport->check_health().status == acemq::Health::Status::up);
     transport->delete_queue(queue);
