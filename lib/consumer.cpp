@@ -7,6 +7,7 @@
 #include "acemq/log.hpp"
 #include "acemq/naming.hpp"
 #include "consumer_core.hpp"
+#include "interceptor_chain.hpp"
 
 namespace acemq {
 
@@ -134,16 +135,7 @@ Settlement ConsumerCore::run_handler(ConsumeContext& context) {
     }
     Ack ack = accept();
     try {
-        const auto interceptors = bus_->consume_interceptors();
-        if (interceptors->empty()) {
-            ack = step(context);
-        } else {
-            std::function<Ack(std::size_t, ConsumeContext&)> next = [&](std::size_t index, ConsumeContext& current) {
-                if (index == interceptors->size()) return step(current);
-                return (*interceptors)[index](current, [&](ConsumeContext& inner) { return next(index + 1, inner); });
-            };
-            ack = next(0, context);
-        }
+        ack = detail::run_chain<Ack>(*bus_->consume_interceptors(), context, step);
     } catch (...) {
         ack = retry(Failure::of(std::current_exception()));
     }

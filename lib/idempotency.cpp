@@ -19,38 +19,37 @@ std::string_view to_string(Claim claim) noexcept {
 
 namespace {
 
-std::string what_failed(const std::exception_ptr& error) { return describe(Failure::of(error)); }
-
-// Releases the claim after a handler did not accept. A store that cannot forget leaves the
-// claim to run out (redeliveries are in_progress until then); the handler's decision stands.
-void forget_quietly(IdempotencyStore& store, const std::string& key, const std::string& message_id) noexcept {
+// Runs one store step after the handler decided. A failure never changes the decision: it
+// is logged, saying what it leaves behind, and the decision stands.
+template <class Step>
+void quietly(Step step, std::string_view failed, std::string_view when, std::string_view consequence,
+             const std::string& key, const std::string& message_id) noexcept {
     try {
-        store.forget(key);
+        step();
     } catch (...) {
         try {
-            log(LogLevel::warning, "acemq: could not forget the idempotency key \"" + key + "\" of message " +
-                                       message_id + " after a failure: " + what_failed(std::current_exception()) +
-                                       "; its claim stays until it expires and redeliveries wait until then");
+            log(LogLevel::warning, "acemq: could not " + std::string(failed) + " the idempotency key \"" + key +
+                                       "\" of message " + message_id + std::string(when) + ": " +
+                                       describe(Failure::of(std::current_exception())) + "; " +
+                                       std::string(consequence));
         } catch (const std::bad_alloc&) {
             // Out of memory while building the line: drop the line, keep the decision.
         }
     }
 }
 
-// Turns the claim into a fact after the handler accepted. A failure never turns the accept
-// into something else: the work is done, and at worst a redelivery runs it again.
+// Releases the claim after a handler did not accept. A store that cannot forget leaves the
+// claim to run out (redeliveries are in_progress until then).
+void forget_quietly(IdempotencyStore& store, const std::string& key, const std::string& message_id) noexcept {
+    quietly([&] { store.forget(key); }, "forget", " after a failure",
+            "its claim stays until it expires and redeliveries wait until then", key, message_id);
+}
+
+// Turns the claim into a fact after the handler accepted: the work is done, and at worst a
+// redelivery runs it again.
 void confirm_quietly(IdempotencyStore& store, const std::string& key, const std::string& message_id) noexcept {
-    try {
-        store.confirm(key);
-    } catch (...) {
-        try {
-            log(LogLevel::warning, "acemq: could not confirm the idempotency key \"" + key + "\" of message " +
-                                       message_id + ": " + what_failed(std::current_exception()) +
-                                       "; its claim will expire and a redelivery may be handled again");
-        } catch (const std::bad_alloc&) {
-            // As above: the accept stands without its log line.
-        }
-    }
+    quietly([&] { store.confirm(key); }, "confirm", "", "its claim will expire and a redelivery may be handled again",
+            key, message_id);
 }
 
 }  // namespace

@@ -25,6 +25,38 @@ void check_utf8(std::string_view text, std::string_view what) {
                           "); carry binary data in std::vector<std::byte>");
 }
 
+// A JSON string: '"', '\\' and control characters escaped (the short forms where JSON has
+// them, else \u00XX), everything else byte for byte. Calls put with chars and string_views.
+template <class Put>
+void write_quoted(std::string_view text, Put put) {
+    put('"');
+    std::size_t plain = 0;  // start of the run that needs no escaping
+    for (std::size_t i = 0; i < text.size(); ++i) {
+        const auto c = static_cast<unsigned char>(text[i]);
+        if (c >= 0x20 && c != '"' && c != '\\') continue;
+        put(text.substr(plain, i - plain));
+        plain = i + 1;
+        put('\\');
+        switch (c) {
+            case '"': put('"'); break;
+            case '\\': put('\\'); break;
+            case '\b': put('b'); break;
+            case '\t': put('t'); break;
+            case '\n': put('n'); break;
+            case '\f': put('f'); break;
+            case '\r': put('r'); break;
+            default: {
+                constexpr std::string_view hex = "0123456789abcdef";
+                put(std::string_view("u00"));
+                put(hex[c >> 4]);
+                put(hex[c & 15]);
+            }
+        }
+    }
+    put(text.substr(plain));
+    put('"');
+}
+
 // Writes the events as JSON text straight into the body, byte for byte what Boost.JSON's
 // serializer writes for the same value (the format this codec has always produced): no
 // whitespace, only '"', '\\' and control characters escaped, doubles in Boost's shortest
@@ -163,32 +195,7 @@ private:
     }
 
     void quoted(std::string_view text) {
-        put('"');
-        std::size_t plain = 0;  // start of the run that needs no escaping
-        for (std::size_t i = 0; i < text.size(); ++i) {
-            const auto c = static_cast<unsigned char>(text[i]);
-            if (c >= 0x20 && c != '"' && c != '\\') continue;
-            put(text.substr(plain, i - plain));
-            plain = i + 1;
-            put('\\');
-            switch (c) {
-                case '"': put('"'); break;
-                case '\\': put('\\'); break;
-                case '\b': put('b'); break;
-                case '\t': put('t'); break;
-                case '\n': put('n'); break;
-                case '\f': put('f'); break;
-                case '\r': put('r'); break;
-                default: {
-                    constexpr std::string_view hex = "0123456789abcdef";
-                    put("u00");
-                    put(hex[c >> 4]);
-                    put(hex[c & 15]);
-                }
-            }
-        }
-        put(text.substr(plain));
-        put('"');
+        write_quoted(text, [this](auto part) { put(part); });
     }
 
     void put(char c) { body_.push_back(static_cast<std::byte>(c)); }
@@ -307,6 +314,13 @@ private:
 };
 
 }  // namespace
+
+std::string detail::json_quoted(std::string_view text) {
+    std::string out;
+    out.reserve(text.size() + 2);
+    write_quoted(text, [&out](auto part) { out += part; });
+    return out;
+}
 
 bool JsonCodec::can_decode(std::string_view content_type) const noexcept {
     return content_type.empty() || detail::starts_with_ci(content_type, "application/json") ||

@@ -5,6 +5,7 @@
 #include "acemq/bus.hpp"
 #include "acemq/uuid.hpp"
 #include "bus_core.hpp"
+#include "interceptor_chain.hpp"
 
 namespace acemq {
 
@@ -124,16 +125,7 @@ Prepared prepare(detail::BusCore& bus, PublishContext context, const Codec& code
         message.mandatory = ready.mandatory;
         prepared.context = std::move(ready);
     };
-    const auto interceptors = bus.publish_interceptors();
-    if (interceptors->empty()) {  // the common case pays for no std::function
-        finish(context);
-        return prepared;
-    }
-    std::function<void(std::size_t, PublishContext&)> step = [&](std::size_t index, PublishContext& current) {
-        if (index == interceptors->size()) return finish(current);
-        (*interceptors)[index](current, [&](PublishContext& next) { step(index + 1, next); });
-    };
-    step(0, context);
+    detail::run_chain<void>(*bus.publish_interceptors(), context, finish);
     return prepared;
 }
 
@@ -147,11 +139,13 @@ void check_and_notify(detail::BusCore& bus, const PublishResult& result, const P
 
 }  // namespace
 
+PublishContext Publisher::context_for(const SendOptions& options) const {
+    return PublishContext{exchange_, routing_key_, envelope_for(options, routing_key_, bus_->options().origin),
+                          options_.persistent, options_.mandatory, options.reply_to};
+}
+
 SendResult Publisher::send_encoded(const SendOptions& options, const EncodeOne& encode_payload) const {
-    Prepared prepared = prepare(*bus_,
-                                PublishContext{exchange_, routing_key_, envelope_for(options, routing_key_, bus_->options().origin),
-                                               options_.persistent, options_.mandatory, options.reply_to},
-                                *options_.codec, encode_payload);
+    Prepared prepared = prepare(*bus_, context_for(options), *options_.codec, encode_payload);
     const PublishResult result = bus_->transport().publish(std::move(prepared.message));
     check_and_notify(*bus_, result, prepared.context);
     return SendResult{prepared.context.envelope.id, result.confirmed, result.routed};
@@ -165,11 +159,8 @@ std::vector<SendResult> Publisher::send_all_encoded(std::size_t count, const Sen
     std::vector<Prepared> batch;
     batch.reserve(count);
     for (std::size_t index = 0; index < count; ++index) {
-        batch.push_back(prepare(*bus_,
-                                PublishContext{exchange_, routing_key_,
-                                               envelope_for(options, routing_key_, bus_->options().origin),
-                                               options_.persistent, options_.mandatory, options.reply_to},
-                                *options_.codec, [&](const Codec& codec) { return encode_payload(index, codec); }));
+        batch.push_back(prepare(*bus_, context_for(options), *options_.codec,
+                                [&](const Codec& codec) { return encode_payload(index, codec); }));
     }
     std::vector<SendResult> results;
     std::vector<std::optional<PublishError>> failures;

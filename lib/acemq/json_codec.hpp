@@ -14,6 +14,8 @@
 #pragma once
 
 #include <cstddef>
+#include <string>
+#include <string_view>
 
 #include "acemq/codec.hpp"
 
@@ -33,5 +35,10 @@ public:
     }
     Value decode(std::span<const std::byte> body, std::string_view content_type) const override;
 };
+
+namespace detail {
+// `text` as a JSON string, quoted and escaped as JsonCodec writes strings (no UTF-8 check).
+std::string json_quoted(std::string_view text);
+}  // namespace detail
 
 }  // namespace acemq

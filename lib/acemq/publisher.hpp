@@ -24,6 +24,7 @@ namespace acemq {
 namespace detail {
 class BusCore;
 }
+struct PublishContext;
 
 struct PublisherOptions {
     bool persistent = true;   // survives a broker restart on a durable queue
@@ -121,6 +122,9 @@ private:
     friend class detail::BusCore;
     Publisher(std::shared_ptr<detail::BusCore> bus, std::string exchange, std::string routing_key,
               PublisherOptions options);
+
+    // The context of one message sent with `options`, before the interceptors run.
+    PublishContext context_for(const SendOptions& options) const;
 
     using EncodeOne = std::function<Encoded(const Codec&)>;
     using EncodeAt = std::function<Encoded(std::size_t, const Codec&)>;
