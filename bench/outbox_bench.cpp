@@ -35,14 +35,16 @@ const char* outbox_ddl =
 const char* index_ddl[] = {"CREATE INDEX outbox_pending ON outbox (created_at)"};
 const char* business_ddl = "CREATE TABLE orders (id VARCHAR(64) NOT NULL PRIMARY KEY, cents BIGINT NOT NULL)";
 
-std::string temp_path(const std::string& name) {
-    const auto path = std::filesystem::temp_directory_path() / ("acemq-outbox-bench-" + name + ".db");
-    for (const char* ending : {"", "-wal", "-shm"}) std::filesystem::remove(path.string() + ending);
-    return path.string();
-}
-
 void remove_db(const std::string& path) {
     for (const char* ending : {"", "-wal", "-shm"}) std::filesystem::remove(path + ending);
+}
+
+// A fresh database path: whatever an earlier run left there is removed first.
+std::string temp_path(const std::string& name) {
+    const std::string path =
+        (std::filesystem::temp_directory_path() / ("acemq-outbox-bench-" + name + ".db")).string();
+    remove_db(path);
+    return path;
 }
 
 // Raw sqlite3, as a program without the library would write it.

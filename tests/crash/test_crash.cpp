@@ -21,12 +21,14 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <thread>
 
 #include <sql/idempotency_store.hpp>
 #include <sql/outbox_store.hpp>
@@ -169,8 +171,19 @@ bool run_child(const std::string& point, Work work) {
         }
         _exit(code);
     }
+    // Bounded: a worker that hangs is killed and fails the test instead of outliving it.
     int status = 0;
-    REQUIRE(waitpid(child, &status, 0) == child);
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    pid_t ended = 0;
+    while ((ended = waitpid(child, &status, WNOHANG)) == 0) {
+        if (std::chrono::steady_clock::now() >= deadline) {
+            kill(child, SIGKILL);
+            waitpid(child, &status, 0);
+            FAIL("the worker for crash point \"" << point << "\" did not end within 60 s");
+        }
+        std::this_thread::sleep_for(std::chrono::microseconds(200));
+    }
+    REQUIRE(ended == child);
     if (WIFSIGNALED(status)) {
         REQUIRE(WTERMSIG(status) == SIGKILL);
         return true;

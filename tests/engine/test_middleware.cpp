@@ -10,12 +10,13 @@
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <future>
 #include <mutex>
 #include <optional>
 #include <stdexcept>
+#include <stop_token>
 #include <string>
-#include <thread>
 #include <vector>
 
 using namespace std::chrono_literals;
@@ -32,6 +33,20 @@ using handmade::contains;
 using handmade::message_of;
 
 bool ends_with(const std::string& text, std::string_view tail) { return std::string_view(text).ends_with(tail); }
+
+// A handler that waits, ten seconds at most, for its stop token, then tells `stopped`
+// whether a stop was requested.
+auto watches_stop_token(std::promise<bool>& stopped) {
+    return [&stopped](const acemq::Message<Order>&) {
+        const std::stop_token token = acemq::current_stop_token();
+        std::mutex lock;
+        std::condition_variable_any woken;
+        std::unique_lock guard(lock);
+        woken.wait_for(guard, token, 10s, [] { return false; });  // wakes on the stop request
+        stopped.set_value(token.stop_requested());
+        return acemq::accept();
+    };
+}
 
 // A middleware that records when a message passes it on the way in and on the way out.
 auto traced(std::vector<std::string>& trace, std::string name) {
@@ -116,13 +131,7 @@ TEST_CASE("with_timeout: a handler that watches its stop token ends soon after t
     std::promise<bool> stopped;
     std::future<bool> stopped_early = stopped.get_future();
     auto handler = acemq::chain<Order>(
-        [&](const acemq::Message<Order>&) {
-            const std::stop_token token = acemq::current_stop_token();
-            const auto give_up = std::chrono::steady_clock::now() + 10s;
-            while (!token.stop_requested() && std::chrono::steady_clock::now() < give_up) std::this_thread::sleep_for(1ms);
-            stopped.set_value(token.stop_requested());
-            return acemq::accept();
-        },
+        watches_stop_token(stopped),
         acemq::with_timeout(20ms));
 
     CHECK(handler(message_of(Order{"o-1", 100})).kind() == acemq::AckKind::retry);
@@ -134,13 +143,7 @@ TEST_CASE("with_timeout: an outer timeout stops an inner one's handler too") {
     std::promise<bool> stopped;
     std::future<bool> stopped_early = stopped.get_future();
     auto handler = acemq::chain<Order>(
-        [&](const acemq::Message<Order>&) {
-            const std::stop_token token = acemq::current_stop_token();
-            const auto give_up = std::chrono::steady_clock::now() + 10s;
-            while (!token.stop_requested() && std::chrono::steady_clock::now() < give_up) std::this_thread::sleep_for(1ms);
-            stopped.set_value(token.stop_requested());
-            return acemq::accept();
-        },
+        watches_stop_token(stopped),
         acemq::with_timeout(20ms), acemq::with_timeout(10s));
 
     CHECK(handler(message_of(Order{"o-1", 100})).kind() == acemq::AckKind::retry);

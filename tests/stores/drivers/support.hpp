@@ -11,10 +11,10 @@
 #include <filesystem>
 #include <iostream>
 #include <memory>
-#include <random>
 #include <string>
 #include <vector>
 
+#include "../../support/databases.hpp"
 #include "acemq/sql.hpp"
 #include "postgres/database.hpp"
 #include "sqlite/database.hpp"
@@ -23,14 +23,8 @@ namespace drivers_test {
 
 namespace sql = acemq::sql;
 
-// 8 random hex digits, so that parallel runs on one server do not share tables.
-inline std::string random_hex() {
-    std::random_device device;
-    std::uniform_int_distribution<unsigned> digit(0, 15);
-    std::string out;
-    for (int i = 0; i < 8; ++i) out += "0123456789abcdef"[digit(device)];
-    return out;
-}
+using testing_support::postgres_url;
+using testing_support::unique_suffix;
 
 class TempDir {
 public:
@@ -65,16 +59,9 @@ struct SqliteTarget {
     acemq::sqlite::Database database;
 };
 
-inline std::string postgres_url() {
-    const char* url = std::getenv("ACEMQ_TEST_POSTGRES_URL");
-    if (!url || !*url)
-        FAIL("ACEMQ_TEST_POSTGRES_URL is not set: these tests need a PostgreSQL server. Run scripts/test, which "
-             "starts a throw-away one and sets it, or set it to e.g. postgresql://postgres@127.0.0.1:5439/postgres");
-    return url;
-}
 
 struct PostgresTarget {
-    PostgresTarget() : database(postgres_url()), prefix("acemq_t" + random_hex() + "_") {}
+    PostgresTarget() : database(postgres_url()), prefix("acemq_t" + unique_suffix() + "_") {}
     ~PostgresTarget() {
         try {
             auto connection = database.connect();

@@ -6,6 +6,7 @@
 // Without ACEMQ_TEST_POSTGRES_URL the PostgreSQL tests fail: they are never skipped.
 #pragma once
 
+#include "../../support/databases.hpp"
 #include <catch2/catch.hpp>
 
 #include <acemq/schema.hpp>
@@ -22,7 +23,8 @@
 
 namespace sql_targets {
 
-inline std::string unique_suffix() { return acemq::new_uuid().substr(0, 8); }
+using testing_support::postgres_url;
+using testing_support::unique_suffix;
 
 // Makes the idempotency table `table` and nothing else.
 inline void create_idempotency_table(acemq::sql::Database& database, const std::string& table) {
@@ -62,13 +64,6 @@ private:
     std::string table_ = "acemq_idempotency";
 };
 
-inline std::string postgres_url() {
-    const char* url = std::getenv("ACEMQ_TEST_POSTGRES_URL");
-    if (url == nullptr || *url == '\0')
-        FAIL("ACEMQ_TEST_POSTGRES_URL is not set: the PostgreSQL tests need a server. Run scripts/test, which starts "
-             "a throw-away one and sets it, or set it yourself, e.g. postgresql://postgres@127.0.0.1:5442/postgres");
-    return url;
-}
 
 class PostgresTarget {
 public:

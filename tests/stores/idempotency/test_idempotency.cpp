@@ -84,6 +84,17 @@ Ack take_payment_function(const Message<Payment>& message) {
     return message.payload.cents > 0 ? acemq::accept() : acemq::reject(std::invalid_argument("nothing to charge"));
 }
 
+// A handler that counts its runs in `runs` and answers `answer` every time.
+auto counting(int& runs, Ack answer = acemq::accept()) {
+    return [&runs, answer = std::move(answer)](const Message<Payment>&) {
+        ++runs;
+        return answer;
+    };
+}
+
+// Keys a payment by its business id instead of the envelope id.
+std::string payment_key(const Message<Payment>& message) { return message.payload.payment_id; }
+
 }  // namespace
 
 TEST_CASE("Claim has the family's words") {
@@ -95,10 +106,7 @@ TEST_CASE("Claim has the family's words") {
 TEST_CASE("1 a second delivery of the same id does not run the handler; both accept") {
     InMemoryIdempotencyStore store;
     int runs = 0;
-    auto handler = acemq::idempotent(store, [&](const Message<Payment>&) {
-        ++runs;
-        return acemq::accept();
-    });
+    auto handler = acemq::idempotent(store, counting(runs));
     const Message<Payment> message = message_of(Payment{"p-1", 4250});
     CHECK(handler(message) == acemq::accept());
     CHECK(handler(again(message)) == acemq::accept());
@@ -109,10 +117,7 @@ TEST_CASE("1 a second delivery of the same id does not run the handler; both acc
 TEST_CASE("2 a handler answering retry runs again on the next delivery; nothing is remembered") {
     InMemoryIdempotencyStore store;
     int runs = 0;
-    auto handler = acemq::idempotent(store, [&](const Message<Payment>&) {
-        ++runs;
-        return acemq::retry(std::runtime_error("bank offline"));
-    });
+    auto handler = acemq::idempotent(store, counting(runs, acemq::retry(std::runtime_error("bank offline"))));
     const Message<Payment> message = message_of(Payment{"p-1", 4250});
     CHECK(handler(message).kind() == AckKind::retry);
     CHECK(handler(again(message)).kind() == AckKind::retry);
@@ -131,13 +136,7 @@ TEST_CASE("3 a reject is forgotten too, and keeps its failure") {
 TEST_CASE("4 a key function dedupes two message ids carrying the same business key") {
     InMemoryIdempotencyStore store;
     int runs = 0;
-    auto handler = acemq::idempotent(
-        store,
-        [&](const Message<Payment>&) {
-            ++runs;
-            return acemq::accept();
-        },
-        {.key = [](const Message<Payment>& m) { return m.payload.payment_id; }});
+    auto handler = acemq::idempotent(store, counting(runs), {.key = payment_key});
     const Message<Payment> first = message_of(Payment{"p-1", 4250});
     const Message<Payment> resent = message_of(Payment{"p-1", 4250});
     REQUIRE(first.envelope.id != resent.envelope.id);
@@ -150,13 +149,7 @@ TEST_CASE("4 a key function dedupes two message ids carrying the same business k
 TEST_CASE("5 an empty key is rejected as fatal and the handler does not run") {
     RecordingStore store;
     int runs = 0;
-    auto handler = acemq::idempotent(
-        store,
-        [&](const Message<Payment>&) {
-            ++runs;
-            return acemq::accept();
-        },
-        {.key = [](const Message<Payment>& m) { return m.payload.payment_id; }});
+    auto handler = acemq::idempotent(store, counting(runs), {.key = payment_key});
     const Message<Payment> message = message_of(Payment{"", 4250});
     const Ack ack = handler(message);
     REQUIRE(ack.kind() == AckKind::reject);
@@ -171,10 +164,7 @@ TEST_CASE("6 a store that throws from claim means retry with its text; the handl
     RecordingStore store;
     store.fail_claim = true;
     int runs = 0;
-    auto handler = acemq::idempotent(store, [&](const Message<Payment>&) {
-        ++runs;
-        return acemq::accept();
-    });
+    auto handler = acemq::idempotent(store, counting(runs));
     const Ack ack = handler(message_of(Payment{"p-1", 4250}));
     REQUIRE(ack.kind() == AckKind::retry);
     CHECK_FALSE(ack.is_fatal());
@@ -204,10 +194,7 @@ TEST_CASE("8 an in-memory key is forgotten once its ttl has passed, at the next 
     auto clock = std::make_shared<acemq::ManualClock>();
     InMemoryIdempotencyStore store{1h, clock};
     int runs = 0;
-    auto handler = acemq::idempotent(store, [&](const Message<Payment>&) {
-        ++runs;
-        return acemq::accept();
-    });
+    auto handler = acemq::idempotent(store, counting(runs));
     const Message<Payment> message = message_of(Payment{"p-1", 4250});
     CHECK(handler(message) == acemq::accept());
     clock->advance(59min);
@@ -236,10 +223,7 @@ TEST_CASE("10 a failing confirm does not change the accept, and says so in the l
     RecordingStore store;
     store.fail_confirm = true;
     int runs = 0;
-    auto handler = acemq::idempotent(store, [&](const Message<Payment>&) {
-        ++runs;
-        return acemq::accept();
-    });
+    auto handler = acemq::idempotent(store, counting(runs));
     const Message<Payment> message = message_of(Payment{"p-1", 4250});
     CHECK(handler(message) == acemq::accept());
     CHECK(runs == 1);
@@ -277,10 +261,7 @@ TEST_CASE("12 a handler retried whose forget failed: the next delivery is in_pro
     RecordingStore store;
     store.fail_forget = true;
     int runs = 0;
-    auto handler = acemq::idempotent(store, [&](const Message<Payment>&) {
-        ++runs;
-        return acemq::retry(std::runtime_error("bank offline"));
-    });
+    auto handler = acemq::idempotent(store, counting(runs, acemq::retry(std::runtime_error("bank offline"))));
     const Message<Payment> message = message_of(Payment{"p-1", 4250});
     CHECK(handler(message).kind() == AckKind::retry);
     CHECK(handler(again(message)).kind() == AckKind::in_progress);

@@ -27,7 +27,7 @@ struct Order {
 
 // The embedded broker, except: a routing key containing ".nacked" is not confirmed, one
 // containing ".broken" throws as a lost connection would, and while `hold` is set a
-// publish waits for it to be cleared (for tests of close during a sweep).
+// publish waits (30 s at most) for it to be cleared (for tests of close during a sweep).
 class FaultyTransport final : public testing_support::ForwardingTransport {
 public:
     using ForwardingTransport::ForwardingTransport;
@@ -38,7 +38,7 @@ public:
             sent_.push_back(message);
             ++entered_;
             changed_.notify_all();
-            changed_.wait(guard, [&] { return !hold_; });
+            changed_.wait_for(guard, 30s, [&] { return !hold_; });  // bounded: a failed test never hangs here
         }
         if (message.routing_key.find(".nacked") != std::string::npos)
             return acemq::PublishResult{false, true, "the broker said no"};
@@ -87,6 +87,13 @@ struct Fixture {
         : name("outbox-" + acemq::new_uuid()), bus(connect(name)), queue(queue) {
         if (!queue.empty()) bus.declare(acemq::Topology{}.queue(queue));
     }
+    // The registry lets go of this fixture's transport, so it closes with the bus.
+    ~Fixture() {
+        std::lock_guard guard(faulty_lock());
+        faulty_transports().erase(name);
+    }
+    Fixture(const Fixture&) = delete;
+    Fixture& operator=(const Fixture&) = delete;
 
     static acemq::Bus connect(const std::string& name) {
         acemq::register_transport("outbox-faulty", [](std::string_view url) -> std::shared_ptr<acemq::Transport> {

@@ -4,6 +4,8 @@
 // several relays on one table safe. Every test runs on both databases.
 #include "outbox_support.hpp"
 
+#include "../../support/databases.hpp"
+
 #include <postgres/database.hpp>
 #include <sql/outbox_store.hpp>
 #include <sqlite/database.hpp>
@@ -16,6 +18,8 @@
 using namespace outbox_test;
 using acemq::OutboxRelay;
 using acemq::SqlOutboxStore;
+using testing_support::postgres_url;
+using testing_support::unique_suffix;
 namespace sql = acemq::sql;
 
 namespace {
@@ -32,11 +36,6 @@ void create_outbox(sql::Connection& connection, const std::string& table, const 
     connection.execute("CREATE INDEX " + table + "_pending ON " + table + " (created_at)");
 }
 
-std::string unique_suffix() {
-    std::string suffix = acemq::new_uuid().substr(0, 13);
-    std::erase(suffix, '-');
-    return suffix;
-}
 
 // A database and a fresh outbox table (plus a business table) for one test; dropped after.
 class Backend {
@@ -80,13 +79,6 @@ private:
     acemq::sqlite::Database db_;
 };
 
-std::string postgres_url() {
-    const char* url = std::getenv("ACEMQ_TEST_POSTGRES_URL");
-    if (url == nullptr || *url == '\0')
-        FAIL("ACEMQ_TEST_POSTGRES_URL is not set: scripts/test starts a throw-away PostgreSQL and sets it; run the "
-             "tests through scripts/test, or start a server and set it yourself");
-    return url;
-}
 
 class PostgresBackend final : public Backend {
 public:
