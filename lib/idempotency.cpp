@@ -2,7 +2,6 @@
 
 #include <exception>
 #include <new>
-#include <optional>
 
 #include "acemq/log.hpp"
 
@@ -38,8 +37,9 @@ void quietly(Step step, std::string_view failed, std::string_view when, std::str
     }
 }
 
-// Releases the claim after a handler did not accept. A store that cannot forget leaves the
-// claim to run out (redeliveries are in_progress until then).
+// Releases the claim after a handler answered something other than accept: it said it did
+// not do the work. A store that cannot forget leaves the claim to run out (redeliveries are
+// in_progress until then).
 void forget_quietly(IdempotencyStore& store, const std::string& key, const std::string& message_id) noexcept {
     quietly([&] { store.forget(key); }, "forget", " after a failure",
             "its claim stays until it expires and redeliveries wait until then", key, message_id);
@@ -82,18 +82,14 @@ Ack run_idempotently(IdempotencyStore& store, const std::string& key, const std:
         case Claim::claimed: break;
     }
 
-    std::optional<Ack> decision;
-    try {
-        decision.emplace(handle());
-    } catch (...) {
-        forget_quietly(store, key, message_id);
-        throw;
-    }
-    if (decision->kind() == AckKind::accept)
+    // Not caught: a handler that throws may have done the work before the throw (charged the
+    // card, then the receipt service failed), so its claim stays and runs out as a lease.
+    Ack decision = handle();
+    if (decision.kind() == AckKind::accept)
         confirm_quietly(store, key, message_id);
     else
         forget_quietly(store, key, message_id);
-    return std::move(*decision);
+    return decision;
 }
 
 }  // namespace detail

@@ -12,8 +12,9 @@
 // A store claims a key before the handler runs and confirms it once the handler accepted,
 // so a redelivery that arrives while the first delivery is still being handled is put back
 // (in_progress) instead of being run twice or accepted unhandled. A claim is a lease: a
-// consumer that dies holding one blocks that message until the lease runs out, then the
-// next delivery claims it again.
+// consumer that dies holding one, or a handler that throws (the work may have happened),
+// blocks that message until the lease runs out, then the next delivery claims it again.
+// Only a handler that returns a decision other than accept has its claim released.
 //
 // It is a guard, not exactly-once: a crash after the handler's work and before the confirm
 // lets a redelivery run the handler again. To close that gap, claim and confirm with the
@@ -61,7 +62,8 @@ public:
     virtual Claim claim(const std::string& key) = 0;
     // The handler accepted: from now on `key` is a duplicate.
     virtual void confirm(const std::string& key) = 0;
-    // The handler did not accept: release the claim so a redelivery runs it again.
+    // The handler returned a decision other than accept: release the claim so a redelivery
+    // runs it again. (A handler that throws keeps its claim: forget is not called.)
     virtual void forget(const std::string& key) = 0;
 
     // True when this call claimed `key` (claim(key) == Claim::claimed).
@@ -157,9 +159,12 @@ std::chrono::milliseconds checked_in_progress_delay(std::chrono::milliseconds de
 //      and swallowed: the handler's answer is returned unchanged (a failed confirm lets a
 //      redelivery run the handler again once the claim expires; a failed forget leaves the
 //      claim to expire, in_progress until then).
-//   6. The handler throws: store.forget(key) as for a failure, and the exception goes on to
-//      the consumer, which retries. (The Python member leaves the key claimed until its
-//      lease ends; acemq-cpp releases it — DESIGN.md.)
+//   6. The handler throws: the claim stays and the exception goes on to the consumer, which
+//      retries. The work may have happened before the throw (the card was charged, then the
+//      receipt service failed), so the retries answer in_progress instead of running the
+//      handler again, until the claim's lease runs out (the store's ttl or claim timeout);
+//      then the next delivery runs it. A handler that did nothing and wants to run again at
+//      once returns retry(...) instead of throwing. (The family's rule: DESIGN.md.)
 //
 // T is deduced from a handler taking `const Message<T>&`; name it for a generic lambda:
 // idempotent<Payment>(store, [](const auto& m) { ... }).

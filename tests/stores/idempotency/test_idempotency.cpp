@@ -1,6 +1,6 @@
 // The idempotent wrapper, with_idempotency and the in-memory store (patterns §1.1-§1.3,
-// §1.5; §8 items 1-14), plus acemq-cpp's own rule that a throwing handler's key is
-// forgotten (DESIGN.md). Handlers are called directly with hand-made messages, except the
+// §1.5; §8 items 1-14), with the family's rule that a throwing handler keeps its claim
+// (DESIGN.md). Handlers are called directly with hand-made messages, except the
 // last test, which runs a consumer on the embedded broker.
 #include "../../support/gate.hpp"
 #include "../../support/handmade.hpp"
@@ -347,30 +347,59 @@ TEST_CASE("in-memory: threads racing to claim one key: exactly one wins") {
     CHECK(store.size() == 50);
 }
 
-TEST_CASE("acemq-cpp: a handler that throws has its key forgotten, and the exception goes on") {
+TEST_CASE("a handler that throws keeps its claim: redeliveries are in_progress until the lease runs out") {
     RecordingStore store;
     int runs = 0;
+    // Tutorial 3, step 2: the money moves, then the receipt service fails.
     auto handler = acemq::idempotent(store, [&](const Message<Payment>&) -> Ack {
-        if (++runs == 1) throw std::runtime_error("bank offline");
+        ++runs;
+        throw std::runtime_error("the receipt email service is down");
+    });
+    const Message<Payment> message = message_of(Payment{"p-1", 4250});
+    CHECK_THROWS_WITH(handler(message), "the receipt email service is down");
+    CHECK(handler(again(message)) == acemq::in_progress(acemq::default_in_progress_delay));
+    CHECK(handler(again(message)) == acemq::in_progress(acemq::default_in_progress_delay));
+    CHECK(runs == 1);
+    CHECK(store.inner.size() == 1);
+    CHECK(store.calls() == std::vector<std::string>{"claim " + message.envelope.id, "claim " + message.envelope.id,
+                                                    "claim " + message.envelope.id});
+}
+
+TEST_CASE("a thrown handler's claim is a lease: once it expires the next delivery runs the handler") {
+    auto clock = std::make_shared<acemq::ManualClock>();
+    InMemoryIdempotencyStore store{10s, clock};
+    int runs = 0;
+    auto handler = acemq::idempotent(store, [&](const Message<Payment>&) -> Ack {
+        if (++runs == 1) throw std::logic_error("broken");
         return acemq::accept();
     });
     const Message<Payment> message = message_of(Payment{"p-1", 4250});
-    CHECK_THROWS_WITH(handler(message), "bank offline");
-    CHECK(store.inner.size() == 0);
-    CHECK(handler(again(message)) == acemq::accept());  // run again at once, not in_progress
+    CHECK_THROWS_AS(handler(message), std::logic_error);
+    clock->advance(9s);
+    CHECK(handler(again(message)).kind() == AckKind::in_progress);
+    clock->advance(1s);
+    CHECK(handler(again(message)) == acemq::accept());
+    CHECK(handler(again(message)) == acemq::accept());
     CHECK(runs == 2);
-    CHECK(store.calls() == std::vector<std::string>{"claim " + message.envelope.id, "forget " + message.envelope.id,
-                                                    "claim " + message.envelope.id, "confirm " + message.envelope.id});
 }
 
-TEST_CASE("acemq-cpp: a throwing handler whose forget fails still passes its own exception on") {
-    CapturedLog log;
-    RecordingStore store;
-    store.fail_forget = true;
-    auto handler = acemq::idempotent(store, [](const Message<Payment>&) -> Ack { throw std::logic_error("broken"); });
+TEST_CASE("with_idempotency: a handler that throws keeps its claim too") {
+    InMemoryIdempotencyStore store;
+    int runs = 0;
+    auto charge_then_fail = [&](const Message<Payment>&) -> Ack {
+        ++runs;
+        throw std::runtime_error("the receipt email service is down");
+    };
+    auto by_id = acemq::chain<Payment>(charge_then_fail, acemq::with_idempotency(store, 2s));
     const Message<Payment> message = message_of(Payment{"p-1", 4250});
-    CHECK_THROWS_AS(handler(message), std::logic_error);
-    CHECK(handler(again(message)).kind() == AckKind::in_progress);
+    CHECK_THROWS_WITH(by_id(message), "the receipt email service is down");
+    CHECK(by_id(again(message)) == acemq::in_progress(2s));
+
+    auto by_key = acemq::chain<Payment>(
+        charge_then_fail, acemq::with_idempotency<Payment>(store, {.key = payment_key, .in_progress_delay = 3s}));
+    CHECK_THROWS_AS(by_key(message_of(Payment{"p-2", 1})), std::runtime_error);
+    CHECK(by_key(message_of(Payment{"p-2", 1})) == acemq::in_progress(3s));
+    CHECK(runs == 2);
 }
 
 TEST_CASE("with_idempotency is idempotent() as middleware, with or without a key function") {
@@ -413,25 +442,27 @@ TEST_CASE("end to end: a payment published twice with one message id is charged 
     std::atomic<int> charged{0};
     std::atomic<int> attempts{0};
     auto take_payment = [&](const Message<Payment>& m) -> Ack {
-        // The first delivery fails once, so the retry republish is deduplicated too.
-        if (m.payload.payment_id == "p-flaky" && ++attempts == 1) throw std::runtime_error("bank offline");
         ++charged;
+        // Charged, then the receipt fails: the retry republish must find the claim held.
+        if (m.payload.payment_id == "p-flaky" && ++attempts == 1) throw std::runtime_error("receipt service down");
         return acemq::accept();
     };
     {
-        acemq::Consumer consumer = bus.consume<Payment>(queue, acemq::idempotent(store, take_payment),
-                                                        {.retry = acemq::fixed_retry(3, 0ms)});
+        acemq::Consumer consumer = bus.consume<Payment>(
+            queue, acemq::idempotent(store, take_payment, {.in_progress_delay = 20ms}),
+            {.retry = acemq::fixed_retry(3, 0ms)});
         acemq::Publisher payments = bus.publisher("", queue);
         const std::string id = acemq::new_uuid();
         payments.send(Payment{"p-1", 4250}, {.message_id = id});
         payments.send(Payment{"p-1", 4250}, {.message_id = id});
         payments.send(Payment{"p-flaky", 100});
-        CHECK(harness.wait_settled(queue, acemq::Outcome::acked, 3, 10s));
+        CHECK(harness.wait_settled(queue, acemq::Outcome::acked, 2, 10s));
+        CHECK(harness.wait_settled(queue, acemq::Outcome::retried, 1, 10s));
+        CHECK(harness.wait_settled(queue, acemq::Outcome::in_progress, 2, 10s));  // and not charged again
         CHECK(consumer.close());
     }
     CHECK(charged == 2);
-    CHECK(attempts == 2);
+    CHECK(attempts == 1);
     CHECK(store.size() == 2);
-    CHECK(harness.settled(queue).size() == 4);  // the flaky one was retried once
     CHECK(bus.transport().queue_depth(acemq::dead_letter_queue(queue)) == 0);
 }
