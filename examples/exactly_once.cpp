@@ -3,17 +3,21 @@
 //
 //   build/examples/exactly_once [--url URL] [--print-ddl sqlite|postgres]
 //
-// Step 1  a payment delivered three times (its sender retried) is charged three times;
-// step 2  an idempotent consumer charges it once;
+// Step 1  the tutorial's handler charges the card, then the receipt service fails: each of
+//         its three attempts charges again;
+// step 2  the same handler wrapped in idempotent() charges once: the retries find its
+//         claim still held (the work may have happened) and are not run;
 // step 3  with the claims in SQLite, a restarted consumer still knows;
 // step 5  an order is announced through the outbox only if its transaction commits;
 // step 6  claim, charge, announcement and confirmation in one transaction.
 #include <acemq/acemq.hpp>
 
+#include <atomic>
 #include <cstdio>
 #include <filesystem>
 #include <future>
 #include <mutex>
+#include <stdexcept>
 #include <string>
 
 #include <memory/idempotency_store.hpp>
@@ -55,30 +59,43 @@ void settle(acemq::testing::Harness& harness, const std::string& queue, std::siz
     if (!harness.wait_consumed(queue, count, 10s)) throw std::runtime_error("messages of " + queue + " did not arrive");
 }
 
+// Tutorial 3's handler: the money moves, then sending the receipt fails. The exception
+// means retry, and every retry moves the money again.
+auto charge_then_send_receipt(std::atomic<int>& charged) {
+    return [&charged](const acemq::Message<Payment>&) -> acemq::Ack {
+        std::printf("charged, total %d\n", ++charged);
+        throw std::runtime_error("the receipt email service is down");
+    };
+}
+
 void step1_see_the_duplicate(acemq::Bus& bus, acemq::testing::Harness& harness) {
     std::puts("step 1: no idempotency");
     bus.declare(acemq::Topology{}.queue("payments.step1", {.dead_letter = true}));
-    std::size_t charged = 0;
-    acemq::Consumer consumer = bus.consume<Payment>("payments.step1", [&](const acemq::Message<Payment>&) {
-        std::printf("charged, total %zu\n", ++charged);  // the money moves
-        return acemq::accept();
-    });
-    deliver_repeatedly(bus, "payments.step1", Payment{"p-1", 4250}, 3);
-    settle(harness, "payments.step1", 3);
+    std::atomic<int> charged{0};
+    acemq::Consumer consumer = bus.consume<Payment>("payments.step1", charge_then_send_receipt(charged),
+                                                    {.retry = acemq::fixed_retry(3, 200ms)});
+    bus.publisher("", "payments.step1").send(Payment{"p-1", 4250});
+    if (!harness.wait_dead_lettered("payments.step1", 1, 10s))
+        throw std::runtime_error("the payment of step 1 did not reach payments.step1.dlq");
+    std::puts("three attempts, three charges; the payment waits in payments.step1.dlq");
 }
 
 void step2_remember(acemq::Bus& bus, acemq::testing::Harness& harness) {
     std::puts("step 2: an idempotent consumer, keys in memory");
     bus.declare(acemq::Topology{}.queue("payments.step2", {.dead_letter = true}));
     acemq::InMemoryIdempotencyStore seen;
-    std::size_t charged = 0;
+    std::atomic<int> charged{0};
+    // A short in-progress delay only so that the tutorial does not wait 5 s to show it.
     acemq::Consumer consumer = bus.consume<Payment>(
-        "payments.step2", acemq::idempotent(seen, [&](const acemq::Message<Payment>&) {
-            std::printf("charged, total %zu\n", ++charged);
-            return acemq::accept();
-        }));
-    deliver_repeatedly(bus, "payments.step2", Payment{"p-1", 4250}, 3);
-    settle(harness, "payments.step2", 3);
+        "payments.step2", acemq::idempotent(seen, charge_then_send_receipt(charged), {.in_progress_delay = 200ms}),
+        {.retry = acemq::fixed_retry(3, 200ms)});
+    bus.publisher("", "payments.step2").send(Payment{"p-1", 4250});
+    if (!harness.wait_settled("payments.step2", acemq::Outcome::in_progress, 2, 10s))
+        throw std::runtime_error("the retries of step 2 did not come back");
+    consumer.close();
+    std::printf("the retries found the claim held and did not charge again (charged %d time(s)); "
+                "the claim is a lease and frees after its ttl\n",
+                charged.load());
 }
 
 void step3_survive_a_restart(acemq::Bus& bus, acemq::testing::Harness& harness, acemq::sqlite::Database& db) {
