@@ -33,6 +33,7 @@ public:
     void notify(const PublishedEvent& event) const;
     void notify(const SettledEvent& event) const;
     void notify_rung_missing(std::string_view queue, std::string_view rung) const;
+    void notify_set_aside_failed(std::string_view queue, std::string_view target) const;
 
     void track(const std::shared_ptr<ConsumerCore>& consumer);
     // "acemq-{queue}" for the first consumer of a queue on this bus, then "acemq-{queue}-2",

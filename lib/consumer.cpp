@@ -21,6 +21,11 @@ double unit_draw() {
 }
 
 constexpr std::chrono::milliseconds stragglers_grace{500};
+// How long a worker pauses after a set-aside that could not be published: doubled at each
+// failure in a row, up to the longest, so that a queue of such messages does not spin a core
+// while the broker hands each one straight back.
+constexpr std::chrono::milliseconds first_set_aside_pause{100};
+constexpr std::chrono::milliseconds longest_set_aside_pause{5000};
 
 }  // namespace
 
@@ -168,12 +173,31 @@ bool ConsumerCore::set_aside(Delivery& delivery, const ConsumeContext& context, 
                              const std::string& reason) {
     Envelope copy = context.envelope;
     copy.error = reason;
-    if (republish(delivery.message(), copy, target)) return settle(delivery, true);
-    // Nowhere to put it: let the broker's own dead-lettering, if the queue has one, be the
-    // last resort rather than circling the message forever.
+    if (republish(delivery.message(), copy, target)) {
+        {
+            std::lock_guard guard(lock_);
+            set_aside_pause_ = std::chrono::milliseconds(0);
+        }
+        return settle(delivery, true);
+    }
+    // Nowhere to put it: hand it back rather than lose it (wire contract §2.6), and slow down
+    // until a set-aside works again.
+    std::chrono::milliseconds pause;
+    {
+        std::lock_guard guard(lock_);
+        set_aside_pause_ = set_aside_pause_.count() == 0 ? first_set_aside_pause
+                                                         : std::min(2 * set_aside_pause_, longest_set_aside_pause);
+        pause = set_aside_pause_;
+    }
     log(LogLevel::warning, "message " + copy.id + " from " + queue_ + " could not be set aside to " + target +
-                               " (unroutable or unconfirmed); rejected without requeue");
-    return settle(delivery, false, false);
+                               " (unroutable or unconfirmed): it goes back to " + queue_ + " and this worker waits " +
+                               std::to_string(pause.count()) + " ms before its next delivery; declare " + target +
+                               " (or let the consumer declare it) so that it can leave the queue");
+    bus_->notify_set_aside_failed(queue_, target);
+    settle(delivery, false, true);
+    std::unique_lock guard(lock_);
+    changed_.wait_for(guard, pause, [&] { return stopping_; });
+    return false;
 }
 
 bool ConsumerCore::carry_out(Delivery& delivery, const ConsumeContext& context, const Settlement& settlement) {

@@ -34,7 +34,10 @@ private:
     void work();
     void process(Delivery& delivery);
     Settlement run_handler(ConsumeContext& context);
-    // Each returns false when the settlement was dropped because the consumer closed under it.
+    // Each returns true when the settlement was carried out, to be reported to observers;
+    // false when it was not: the consumer closed under the handler (the delivery went back
+    // with its subscription), or a set-aside could not be published (the delivery went back
+    // to its queue, counted as acemq.messages.set.aside.failed, and the worker paused).
     bool carry_out(Delivery& delivery, const ConsumeContext& context, const Settlement& settlement);
     bool set_aside(Delivery& delivery, const ConsumeContext& context, const std::string& target,
                    const std::string& reason);
@@ -61,6 +64,9 @@ private:
     bool stopping_ = false;
     bool released_ = false;   // the subscription is closed: late settlements are dropped
     std::optional<bool> drained_;
+    // How long a worker pauses after a set-aside that could not be published; grows with
+    // each failure in a row, zero again after one that worked. Close ends a pause at once.
+    std::chrono::milliseconds set_aside_pause_{0};
     std::stop_source cancel_;  // cancels waits inside settlement once the drain deadline passed
     std::unique_ptr<Subscription> subscription_;
     std::vector<std::thread> workers_;

@@ -1,6 +1,12 @@
 // A running consumer: `concurrency` workers taking deliveries of one queue, each settled
 // the family's way (settlement.hpp). Made by Bus::consume; closes (drains) when destroyed.
 //
+// A message the consumer sets aside ({queue}.dlq or {queue}.parked) that cannot be published
+// there (no such queue, e.g. with declare = false; refused; lost) is never dropped: it goes
+// back to its queue (nack with requeue), the observers hear set_aside_failed (bus_metrics
+// counts acemq.messages.set.aside.failed), and the worker pauses before its next delivery,
+// 100 ms doubling to 5 s while the failures go on, so such a queue does not spin a core.
+//
 // Closing stops new deliveries, hands back the ones that arrived but did not start, waits
 // for running handlers up to a deadline (default 20 s), then cancels the stragglers' waits
 // and leaves what they hold unsettled, so the broker delivers it again.

@@ -4,10 +4,12 @@
 // exception from an observer is logged and dropped, never allowed to change a settlement).
 #pragma once
 
+#include <memory>
 #include <optional>
 #include <string_view>
 
 #include "acemq/envelope.hpp"
+#include "acemq/metrics.hpp"
 #include "acemq/retry.hpp"
 #include "acemq/settlement.hpp"
 #include "acemq/transport.hpp"
@@ -35,6 +37,19 @@ public:
     // A retry meant to wait on `rung` found no such queue (the publish reached nothing) and
     // waits in the consumer instead: the family's acemq.retry.rung.missing.
     virtual void rung_missing(std::string_view /*queue*/, std::string_view /*rung*/) {}
+    // A message meant for `target` ({queue}.dlq or {queue}.parked) could not be published
+    // there (unroutable, refused or lost); it went back to `queue`: the family's
+    // acemq.messages.set.aside.failed.
+    virtual void set_aside_failed(std::string_view /*queue*/, std::string_view /*target*/) {}
 };
+
+// An observer that counts what the engine reports under the family's metric names (wire
+// contract §8.1): acemq.messages.set.aside.failed {queue, target} and
+// acemq.retry.rung.missing {queue, rung}. Give it to the bus:
+//
+//   acemq::connect(url, {.observer = acemq::bus_metrics(metrics)});
+//
+// Throws InvalidArgument when `metrics` is null.
+std::shared_ptr<Observer> bus_metrics(std::shared_ptr<Metrics> metrics);
 
 }  // namespace acemq

@@ -2,6 +2,7 @@
 // of its handler (spec patterns §8 items 62-76, wire contract §2.6).
 #include "conformance.hpp"
 
+#include <condition_variable>
 #include <mutex>
 
 using namespace conformance;
@@ -383,16 +384,74 @@ TEST_CASE("73 every envelope field reaches the handler") {
     CHECK(seen.payloads[0].id == "o-13");
 }
 
-TEST_CASE("74 with nowhere to set it aside, a reject is nacked without requeue") {
-    Fixture f;
-    const std::string queue = f.source_queue("nowhere", {});
-    auto consumer = f.bus().consume<Order>(
-        queue, [](const Message<Order>&) { return acemq::reject(std::runtime_error("bad")); }, {.declare = false});
-    f.bus().publisher("", queue).send(Order{"o-14", 1});
-    REQUIRE(f.harness().wait_dead_lettered(queue, 1, 5s));
-    CHECK(consumer.close());
-    CHECK(f.wait_depth(queue, 0));
-    CHECK_FALSE(f.transport().queue_exists(acemq::dead_letter_queue(queue)));
+namespace {
+
+// Counts a handler's runs for the test thread to wait on (bounded).
+class Runs {
+public:
+    void add() {
+        {
+            std::lock_guard guard(lock_);
+            ++count_;
+        }
+        changed_.notify_all();
+    }
+    bool wait_at_least(int count, std::chrono::milliseconds timeout) {
+        std::unique_lock guard(lock_);
+        return changed_.wait_for(guard, timeout, [&] { return count_ >= count; });
+    }
+    int count() {
+        std::lock_guard guard(lock_);
+        return count_;
+    }
+
+private:
+    std::mutex lock_;
+    std::condition_variable changed_;
+    int count_ = 0;
+};
+
+// A queue without .dlq (its consumer may not declare) and a handler that rejects everything.
+struct NowhereToSetAside {
+    std::shared_ptr<acemq::InMemoryMetrics> metrics = std::make_shared<acemq::InMemoryMetrics>();
+    Fixture f{{.observer = acemq::bus_metrics(metrics)}};
+    std::string queue = f.source_queue("nowhere", {});
+    acemq::Labels labels{{"queue", queue}, {"target", acemq::dead_letter_queue(queue)}};
+    Runs runs;
+    acemq::Consumer consumer = f.bus().consume<Order>(
+        queue,
+        [this](const Message<Order>&) {
+            runs.add();
+            return acemq::reject(std::runtime_error("bad"));
+        },
+        {.declare = false});
+
+    std::int64_t failed() const { return metrics->counter(acemq::metric::set_aside_failed, labels); }
+};
+
+}  // namespace
+
+TEST_CASE("74 with nowhere to set it aside, a reject goes back to its queue, counted as set.aside.failed") {
+    NowhereToSetAside n;
+    n.f.bus().publisher("", n.queue).send(Order{"o-14", 1});
+    REQUIRE(n.runs.wait_at_least(2, 10s));  // handed back and delivered again, not lost
+    CHECK(n.consumer.close());
+    CHECK(n.failed() == n.runs.count());  // every failed set-aside counted, with queue and target
+    CHECK(n.f.wait_depth(n.queue, 1));    // the message is still in its queue
+    CHECK(n.f.harness().settled(n.queue).empty());  // nothing was settled: no outcome to report
+    CHECK_FALSE(n.f.transport().queue_exists(acemq::dead_letter_queue(n.queue)));
+}
+
+TEST_CASE("74 a message that cannot be set aside comes back at a growing interval, not in a tight loop") {
+    NowhereToSetAside n;
+    n.f.bus().publisher("", n.queue).send(Order{"o-14b", 1});
+    REQUIRE(n.runs.wait_at_least(2, 10s));
+    const int before = n.runs.count();
+    std::this_thread::sleep_for(1s);
+    // Paused 200 ms, then 400 ms, 800 ms...: two or three runs in this second (fewer when the
+    // machine is slow). Handing it back without a pause runs it hundreds of times.
+    CHECK(n.runs.count() - before <= 8);
+    CHECK(n.consumer.close());  // a pause does not hold close up
 }
 
 TEST_CASE("76 close drains: a stuck handler is cut off and its message left for the broker") {
