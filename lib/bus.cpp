@@ -3,6 +3,11 @@
 #include <unistd.h>
 
 #include <climits>
+#include <mutex>
+#include <string>
+#include <system_error>
+#include <thread>
+#include <vector>
 
 #include "acemq/log.hpp"
 #include "bus_core.hpp"
@@ -56,8 +61,10 @@ BusCore::BusCore(std::shared_ptr<Transport> transport, BusOptions options)
     if (options_.origin.empty()) options_.origin = default_origin();
     if (!options_.codec) options_.codec = default_codec();
     if (!options_.clock) options_.clock = system_clock();
-    if (options_.concurrency < 1)
-        throw InvalidArgument("acemq: concurrency must be at least 1, got " + std::to_string(options_.concurrency));
+    if (options_.concurrency < 1 || options_.concurrency > max_concurrency)
+        throw InvalidArgument("acemq: concurrency must be between 1 and " + std::to_string(max_concurrency) +
+                              ", got " + std::to_string(options_.concurrency) +
+                              ": each is a thread; for more messages in flight raise the prefetch instead");
     if (options_.max_outstanding_publishes < 1)
         throw InvalidArgument("acemq: max_outstanding_publishes must be at least 1");
     publish_interceptors_ = std::make_shared<const std::vector<PublishInterceptor>>(std::move(options_.publish_interceptors));
@@ -151,9 +158,42 @@ void BusCore::close() {
         closed_ = true;
         consumers.swap(consumers_);
     }
-    for (const auto& weak : consumers)
-        if (auto consumer = weak.lock()) consumer->close(consumer->drain_timeout());
+    // Every consumer drains at the same time, each within its own deadline from now: one
+    // after another, three stuck consumers would take three deadlines, past a container's
+    // grace period.
+    std::mutex failures_lock;
+    std::vector<std::string> failures;
+    auto close_one = [&](const std::shared_ptr<ConsumerCore>& consumer) {
+        try {
+            consumer->close(consumer->drain_timeout());
+        } catch (...) {
+            // Kept as text (an exception object must not cross threads) and thrown below, once
+            // every consumer had its chance to close.
+            const std::string what = "the consumer of " + consumer->queue() + ": " +
+                                     describe(Failure::of(std::current_exception()));
+            std::lock_guard guard(failures_lock);
+            failures.push_back(what);
+        }
+    };
+    std::vector<std::thread> closers;
+    for (const auto& weak : consumers) {
+        auto consumer = weak.lock();
+        if (!consumer) continue;
+        try {
+            closers.emplace_back(close_one, consumer);
+        } catch (const std::system_error&) {
+            close_one(consumer);  // no thread to spare: this one drains here, while the others do
+        }
+    }
+    for (std::thread& closer : closers) closer.join();
     transport_->close();
+    if (!failures.empty()) {
+        std::string text = "acemq: closing the bus, some consumers could not be closed cleanly (their unsettled "
+                           "messages go back to their queues):";
+        for (const std::string& failure : failures) text += " " + failure + ";";
+        text.pop_back();
+        throw Error(text);
+    }
 }
 
 }  // namespace detail

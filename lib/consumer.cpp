@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <limits>
 #include <random>
+#include <system_error>
 
 #include "acemq/log.hpp"
 #include "acemq/naming.hpp"
@@ -45,9 +46,10 @@ std::shared_ptr<ConsumerCore> ConsumerCore::start(std::shared_ptr<BusCore> bus, 
     RetryPolicy policy = options.retry.value_or(defaults.retry);
     if (options.prefetch == 0) options.prefetch = defaults.prefetch;
     if (options.concurrency == 0) options.concurrency = defaults.concurrency;
-    if (options.concurrency < 1)
-        throw InvalidArgument("acemq: a consumer's concurrency must be at least 1, got " +
-                              std::to_string(options.concurrency));
+    if (options.concurrency < 1 || options.concurrency > max_concurrency)
+        throw InvalidArgument("acemq: a consumer's concurrency must be between 1 and " +
+                              std::to_string(max_concurrency) + ", got " + std::to_string(options.concurrency) +
+                              ": each is a thread; for more messages in flight raise the prefetch instead");
     if (options.drain_timeout.count() < 0)
         throw InvalidArgument("acemq: a drain timeout cannot be negative");
     if (!options.codec) options.codec = defaults.codec;
@@ -60,8 +62,18 @@ std::shared_ptr<ConsumerCore> ConsumerCore::start(std::shared_ptr<BusCore> bus, 
     auto core = std::make_shared<ConsumerCore>(bus, std::move(queue), std::move(decoder), std::move(options),
                                                std::move(policy));
     bus->track(core);
-    for (int i = 0; i < core->options_.concurrency; ++i)
-        core->workers_.emplace_back([self = core] { self->work(); });
+    try {
+        // Under the lock: a worker that finishes a close begun inside a handler reads workers_.
+        std::lock_guard guard(core->lock_);
+        for (int i = 0; i < core->options_.concurrency; ++i)
+            core->workers_.emplace_back([self = core] { self->work(); });
+    } catch (const std::system_error& error) {
+        const std::size_t started = core->workers_.size();
+        core->close(std::chrono::milliseconds(0));  // the workers started so far stop and are joined
+        throw Error("acemq: could not start worker " + std::to_string(started + 1) + " of " +
+                    std::to_string(core->options_.concurrency) + " for " + core->queue_ + ": " + error.what() +
+                    "; the system has no more threads to give, so lower the consumer's concurrency");
+    }
     try {
         ConsumeSpec spec{core->options_.prefetch, core->options_.tag, {}};
         core->subscription_ = bus->transport().consume(core->queue_, spec,
@@ -102,6 +114,12 @@ void ConsumerCore::work() {
     }
     exited_.push_back(std::this_thread::get_id());
     changed_.notify_all();
+    // A close begun inside a handler left the rest to the last worker out, unless someone
+    // else is closing the consumer now (they finish it, joining this worker).
+    if (!finish_when_idle_ || drained_ || exited_.size() < workers_.size()) return;
+    guard.unlock();
+    std::unique_lock one_at_a_time(close_lock_, std::try_to_lock);
+    if (one_at_a_time) release(true, std::chrono::milliseconds(0));
 }
 
 void ConsumerCore::process(Delivery& delivery) {
@@ -231,12 +249,16 @@ bool ConsumerCore::carry_out(Delivery& delivery, const ConsumeContext& context, 
     return settle(delivery, false, true);
 }
 
-bool ConsumerCore::close(std::chrono::milliseconds timeout) {
-    std::lock_guard one_at_a_time(close_lock_);
+bool ConsumerCore::on_worker_thread() const {
+    const std::thread::id me = std::this_thread::get_id();
+    return std::any_of(workers_.begin(), workers_.end(), [&](const std::thread& worker) { return worker.get_id() == me; });
+}
+
+void ConsumerCore::stop_deliveries() {
     std::deque<Delivery> unstarted;
     {
         std::lock_guard guard(lock_);
-        if (drained_) return *drained_;
+        if (stopping_) return;  // stopped already, by a close begun inside a handler
         stopping_ = true;
         unstarted.swap(waiting_);
     }
@@ -249,6 +271,34 @@ bool ConsumerCore::close(std::chrono::milliseconds timeout) {
         waiting_.clear();
     }
     for (Delivery& delivery : unstarted) settle(delivery, false, true);
+}
+
+bool ConsumerCore::close(std::chrono::milliseconds timeout) {
+    bool inside = false;
+    {
+        std::lock_guard guard(lock_);
+        inside = on_worker_thread();
+    }
+    if (inside) {
+        // Waiting here for running handlers would wait for ourselves. Stop, and let the last
+        // worker out finish; this handler's delivery is settled as usual when it returns.
+        std::unique_lock one_at_a_time(close_lock_, std::try_to_lock);
+        if (!one_at_a_time) return false;  // another thread is closing it and finishes the job
+        {
+            std::lock_guard guard(lock_);
+            if (drained_) return *drained_;
+            finish_when_idle_ = true;
+        }
+        stop_deliveries();
+        return false;
+    }
+
+    std::lock_guard one_at_a_time(close_lock_);
+    {
+        std::lock_guard guard(lock_);
+        if (drained_) return *drained_;
+    }
+    stop_deliveries();
 
     bool finished = false;
     {
@@ -261,6 +311,11 @@ bool ConsumerCore::close(std::chrono::milliseconds timeout) {
             changed_.wait_for(guard, stragglers_grace, [&] { return running_ == 0; });
         }
     }
+    release(finished, timeout);
+    return finished;
+}
+
+void ConsumerCore::release(bool finished, std::chrono::milliseconds timeout) {
     {
         std::lock_guard guard(settle_lock_);
         released_ = true;
@@ -276,16 +331,17 @@ bool ConsumerCore::close(std::chrono::milliseconds timeout) {
     }
     for (std::thread& worker : workers) {
         const bool done = std::find(exited.begin(), exited.end(), worker.get_id()) != exited.end();
-        if (done || (finished && worker.get_id() != std::this_thread::get_id()))
+        if (worker.get_id() == std::this_thread::get_id())
+            worker.detach();  // the last worker out, finishing a close begun inside a handler
+        else if (done || finished)
             worker.join();
         else
-            worker.detach();  // stuck in a handler (or it is us): it keeps the core alive and settles nothing
+            worker.detach();  // stuck in a handler: it keeps the core alive and settles nothing
     }
     if (!finished)
         log(LogLevel::warning, "consumer of " + queue_ + " closed with handlers still running after " +
                                    std::to_string(timeout.count()) + " ms; their messages were left unsettled "
                                    "and go back to the queue");
-    return finished;
 }
 
 }  // namespace detail

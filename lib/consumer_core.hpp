@@ -27,6 +27,8 @@ public:
                  RetryPolicy policy);
     const std::string& queue() const noexcept { return queue_; }
     std::chrono::milliseconds drain_timeout() const noexcept { return options_.drain_timeout; }
+    // Called from inside one of its own handlers: stops deliveries and returns false at once;
+    // the last worker to finish its delivery completes the close.
     bool close(std::chrono::milliseconds timeout);
 
 private:
@@ -47,6 +49,11 @@ private:
     // Acks or nacks unless the consumer was closed under the handler: then the delivery
     // already went back with its subscription and must not be touched.
     bool settle(Delivery& delivery, bool ack, bool requeue = false);
+    // The steps of close(): stop deliveries and hand back the unstarted ones; once the
+    // handlers finished (or the deadline passed), release the subscription and the workers.
+    void stop_deliveries();
+    void release(bool finished, std::chrono::milliseconds timeout);
+    bool on_worker_thread() const;  // lock_ held
 
     std::shared_ptr<BusCore> bus_;
     std::string queue_;
@@ -63,6 +70,7 @@ private:
     std::size_t running_ = 0;
     bool stopping_ = false;
     bool released_ = false;   // the subscription is closed: late settlements are dropped
+    bool finish_when_idle_ = false;  // close() was called inside a handler: the last worker out releases
     std::optional<bool> drained_;
     // How long a worker pauses after a set-aside that could not be published; grows with
     // each failure in a row, zero again after one that worked. Close ends a pause at once.

@@ -41,7 +41,7 @@ struct BusOptions {
     RetryPolicy retry = no_retry();              // consumers' default: one delivery, then .dlq
     std::shared_ptr<const Codec> codec{};        // default: default_codec() (msgpack writes)
     std::uint16_t prefetch = 20;
-    int concurrency = 1;
+    int concurrency = 1;                         // consumers' default workers, 1..max_concurrency
     std::vector<PublishInterceptor> publish_interceptors{};
     std::vector<ConsumeInterceptor> consume_interceptors{};
     std::shared_ptr<Observer> observer{};

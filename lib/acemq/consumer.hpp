@@ -11,7 +11,11 @@
 // for running handlers up to a deadline (default 20 s), then cancels the stragglers' waits
 // and leaves what they hold unsettled, so the broker delivers it again.
 //
-// close() is thread-safe and idempotent.
+// close() is thread-safe and idempotent. Called from inside one of the consumer's own
+// handlers (or the Consumer destroyed there), it does not wait for that handler: it stops
+// deliveries, hands back the unstarted ones and returns false at once; the handler's
+// delivery is settled as usual when it returns, and the last worker to finish completes the
+// close (releases the subscription, ends the threads).
 #pragma once
 
 #include <chrono>
@@ -33,11 +37,14 @@ class ConsumerCore;
 }
 
 inline constexpr std::chrono::milliseconds default_drain_timeout{20000};
+// The most workers a consumer runs: each is a thread. More messages in flight come from the
+// prefetch, not from more threads.
+inline constexpr int max_concurrency = 1024;
 
 struct ConsumerOptions {
     std::optional<RetryPolicy> retry{};          // default: the bus's policy
     std::uint16_t prefetch = 0;                  // 0: the bus's (20 unless changed)
-    int concurrency = 0;                         // 0: the bus's (1, which keeps order)
+    int concurrency = 0;                         // 0: the bus's (1, which keeps order); at most max_concurrency
     std::shared_ptr<const Codec> codec{};        // default: the bus's codec
     std::string tag{};                           // default: acemq-{queue}, then acemq-{queue}-2, ...
     // Declare where failures go ({queue}.dlq, {queue}.parked, acemq.dlx, the policy's rungs
