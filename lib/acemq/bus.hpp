@@ -83,7 +83,10 @@ public:
     const std::string& origin() const;
     const std::shared_ptr<const Codec>& codec() const;
     std::shared_ptr<Clock> clock() const;
-    // Stops every consumer of this bus and releases the connection. Idempotent.
+    // Stops every consumer of this bus and releases the connection. Idempotent. The
+    // consumers drain at the same time, each within its own drain_timeout, so the bus closes
+    // within the longest of them (and half a second for stuck handlers to let go), however
+    // many there are. Error when a consumer could not be closed cleanly (after all were).
     void close();
 
 private:

@@ -201,6 +201,8 @@ TEST_CASE("68 a long wait rides its rung queue; a missing rung waits in the cons
         };
         auto missing = std::make_shared<MissingRungs>();
         f.bus().add_observer(missing);
+        auto metrics = std::make_shared<acemq::InMemoryMetrics>();
+        f.bus().add_observer(acemq::bus_metrics(metrics));
         Seen seen;
         auto consumer = f.bus().consume<Order>(
             queue,
@@ -217,6 +219,8 @@ TEST_CASE("68 a long wait rides its rung queue; a missing rung waits in the cons
         CHECK_FALSE(f.transport().queue_exists(acemq::rung_queue(queue, 300ms)));
         std::lock_guard guard(missing->lock);
         CHECK(missing->rungs == std::vector<std::string>{acemq::rung_queue(queue, 300ms)});  // counted once
+        CHECK(metrics->counter(acemq::metric::rung_missing,
+                               {{"queue", queue}, {"rung", acemq::rung_queue(queue, 300ms)}}) == 1);
     }
 }
 
