@@ -114,26 +114,27 @@ TEST_CASE("Bus::close drains three stuck consumers at once, under one deadline")
     auto events = std::make_shared<Events>();
     acemq::Bus bus = acemq::connect(
         std::make_shared<RecordingTransport>(acemq::open_transport("inproc://" + unique("close-all")), events));
-    Gate gate;
+    // Shared with the handlers: the cut-off workers outlive this test by a moment.
+    auto gate = std::make_shared<Gate>();
     std::vector<acemq::Consumer> consumers;
     for (int i = 0; i < 3; ++i) {
         const std::string queue = "stuck-" + std::to_string(i);
         bus.declare(acemq::Topology{}.queue(queue, {.dead_letter = true}));
         consumers.push_back(bus.consume<Order>(
             queue,
-            [&](const Message<Order>&) {
-                gate.pass();
+            [gate](const Message<Order>&) {
+                gate->pass();
                 return acemq::accept();
             },
             {.drain_timeout = 1s}));
         bus.publisher("", queue).send(Order{"o-" + std::to_string(i), 1});
     }
-    REQUIRE(gate.wait_waiting(3));
+    REQUIRE(gate->wait_waiting(3));
 
     const auto started = std::chrono::steady_clock::now();
     bus.close();
     const auto took = std::chrono::steady_clock::now() - started;
-    gate.open();
+    gate->open();
 
     // All three were stopped before the first one's deadline ran out and it was released;
     // one after another would be stop, close, stop, close, stop, close.
@@ -155,7 +156,7 @@ TEST_CASE("a concurrency past max_concurrency is refused before any thread start
     CHECK_THROWS_WITH(bus.consume<Order>("orders", handle, {.concurrency = 100000}),
                       Catch::Contains("concurrency must be between 1 and 1024, got 100000") &&
                           Catch::Contains("raise the prefetch instead"));
-    CHECK(threads_of_this_process() == before);
+    CHECK(threads_of_this_process() <= before);  // none started (another test's may have ended)
     CHECK_THROWS_WITH(acemq::connect("inproc://" + unique("threads"), {.concurrency = 5000}),
                       Catch::Contains("between 1 and 1024, got 5000"));
 
