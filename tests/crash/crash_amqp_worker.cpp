@@ -123,10 +123,8 @@ struct Worker {
             settled(message.payload);
             return acemq::accept();
         };
-        return acemq::idempotent(
-            seen, take_payment,
-            {.key = [](const acemq::Message<drill::Payment>& m) { return drill::idempotency_key(m.payload.payment_id); },
-             .in_progress_delay = 200ms});
+        auto key = [](const acemq::Message<drill::Payment>& m) { return drill::idempotency_key(m.payload.payment_id); };
+        return acemq::idempotent(seen, take_payment, {.key = key, .in_progress_delay = 200ms});
     }
 
     acemq::Handler<drill::Payment> transactional() {

@@ -100,7 +100,8 @@ public:
 
     std::int64_t charges(const std::string& payment_id) {
         acemq::sqlite::Database db{db_path_};
-        return db.connect()->query("SELECT COUNT(*) FROM charged WHERE payment_id = ?", {payment_id}).at(0).at(0).as_integer();
+        auto rows = db.connect()->query("SELECT COUNT(*) FROM charged WHERE payment_id = ?", {payment_id});
+        return rows.at(0).at(0).as_integer();
     }
     std::int64_t outbox_rows() {
         acemq::sqlite::Database db{db_path_};
