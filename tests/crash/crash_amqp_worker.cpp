@@ -9,6 +9,7 @@
 // ACEMQ_TEST_AMQP_URL. Exits 0 when done, 1 with a line on stderr when anything failed.
 #include <acemq/acemq.hpp>
 #include <acemq/idempotency.hpp>
+#include <acemq/naming.hpp>
 #include <acemq/outbox.hpp>
 
 #include <signal.h>
@@ -137,7 +138,7 @@ struct Worker {
                 case acemq::Claim::duplicate:  // committed before a crash: only the ack was missing
                     settled(message.payload);
                     return acemq::accept();
-                case acemq::Claim::in_progress:  // a claim is never committed alone in this form
+                case acemq::Claim::in_progress:  // not expected: this form never commits a claim alone
                     return acemq::in_progress(200ms);
             }
             crash_if_at(drill::after_claim);
@@ -155,11 +156,15 @@ struct Worker {
     }
 
     void take_payment(std::string_view form) {
+        if (form != drill::guard_form && form != drill::transaction_form)
+            throw acemq::Error("unknown form \"" + std::string(form) + "\": give \"guard\" or \"transaction\"");
         acemq::Consumer consumer = bus.consume<drill::Payment>(
             payments, form == drill::guard_form ? guarded() : transactional(),
             {.prefetch = 1, .concurrency = 1, .declare = false});
         // Generous: under a sanitizer, and after a kill at the claim the lease must run out.
-        if (!handled.wait(30s)) throw acemq::Error("the payment was not handled within 30 s");
+        if (!handled.wait(30s))
+            throw acemq::Error("the payment was not handled within 30 s: look for it in " +
+                               acemq::dead_letter_queue(payments) + " and for the consumer's log lines above");
         // The drain lets the handler return and the consumer ack before the connection goes.
         if (!consumer.close()) throw acemq::Error("the consumer did not drain");
     }

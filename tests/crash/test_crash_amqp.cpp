@@ -19,6 +19,7 @@
 #include <catch2/catch.hpp>
 
 #include <acemq/acemq.hpp>
+#include <acemq/naming.hpp>
 #include <acemq/schema.hpp>
 
 #include <spawn.h>
@@ -58,8 +59,7 @@ std::string amqp_url() {
 // its own to publish payments and read receipts.
 class Drill {
 public:
-    Drill()
-        : bus_(acemq::connect(amqp_url(), {.origin = "shop@crash-drill"})) {
+    Drill() : bus_(acemq::connect(amqp_url(), {.origin = "shop@crash-drill"})) {
         fs::create_directories(dir_);
         acemq::sqlite::Database db{db_path_};
         acemq::create_schema(db);
@@ -72,7 +72,8 @@ public:
         std::error_code ignored;
         fs::remove_all(dir_, ignored);
         try {
-            for (const std::string& queue : {payments_, payments_ + ".dlq", payments_ + ".parked", receipts_})
+            for (const std::string& queue :
+                 {payments_, acemq::dead_letter_queue(payments_), acemq::parked_queue(payments_), receipts_})
                 bus_.transport().delete_queue(queue);
         } catch (const std::exception& error) {
             std::fprintf(stderr, "crash drill: could not delete its queues: %s\n", error.what());
@@ -86,8 +87,8 @@ public:
     // Runs one worker to its end; true when it was killed (by its own SIGKILL).
     bool run_worker(std::string_view form, std::string_view point, const std::string& payment_id) {
         const std::string worker = ACEMQ_CRASH_AMQP_WORKER;
-        std::vector<std::string> arguments{worker,          db_path_,           payments_, receipts_,
-                                           std::string(form), std::string(point), payment_id};
+        std::vector<std::string> arguments{worker, db_path_, payments_, receipts_, std::string(form),
+                                           std::string(point), payment_id};
         std::vector<char*> argv;
         for (std::string& argument : arguments) argv.push_back(argument.data());
         argv.push_back(nullptr);
@@ -108,7 +109,7 @@ public:
         return db.connect()->query("SELECT COUNT(*) FROM acemq_outbox").at(0).at(0).as_integer();
     }
     std::uint64_t payments_waiting() { return bus_.transport().queue_depth(payments_); }
-    std::uint64_t dead_lettered() { return bus_.transport().queue_depth(payments_ + ".dlq"); }
+    std::uint64_t dead_lettered() { return bus_.transport().queue_depth(acemq::dead_letter_queue(payments_)); }
 
     // Takes every receipt off the receipts queue and counts them by message id. Every worker
     // has ended and each publish was confirmed before, so what is not there was not sent.
