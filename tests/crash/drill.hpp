@@ -31,6 +31,10 @@ inline constexpr std::string_view charged_ddl =
     "CREATE TABLE charged (charge_no INTEGER PRIMARY KEY AUTOINCREMENT, payment_id TEXT NOT NULL, "
     "amount_cents INTEGER NOT NULL)";
 
+// Where the guard form notes each claim its store answered in_progress: a redelivery that
+// met the claim of a killed worker before its lease ran out.
+inline constexpr std::string_view in_progress_ddl = "CREATE TABLE met_in_progress (idempotency_key TEXT NOT NULL)";
+
 // Where a worker raises SIGKILL.
 inline constexpr std::string_view after_claim = "after-claim";
 inline constexpr std::string_view mid_transaction = "mid-transaction";  // charged, not committed

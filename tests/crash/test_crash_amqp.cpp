@@ -63,7 +63,9 @@ public:
         fs::create_directories(dir_);
         acemq::sqlite::Database db{db_path_};
         acemq::create_schema(db);
-        db.connect()->execute(drill::charged_ddl);
+        auto connection = db.connect();
+        connection->execute(drill::charged_ddl);
+        connection->execute(drill::in_progress_ddl);
         bus_.declare(acemq::Topology{}.queue(payments_, {.dead_letter = true}).queue(receipts_));
     }
     ~Drill() {
@@ -103,6 +105,12 @@ public:
         acemq::sqlite::Database db{db_path_};
         auto rows = db.connect()->query("SELECT COUNT(*) FROM charged WHERE payment_id = ?", {payment_id});
         return rows.at(0).at(0).as_integer();
+    }
+    bool met_in_progress(const std::string& payment_id) {
+        acemq::sqlite::Database db{db_path_};
+        auto rows = db.connect()->query("SELECT COUNT(*) FROM met_in_progress WHERE idempotency_key = ?",
+                                        {drill::idempotency_key(payment_id)});
+        return rows.at(0).at(0).as_integer() > 0;
     }
     std::int64_t outbox_rows() {
         acemq::sqlite::Database db{db_path_};
@@ -179,8 +187,9 @@ TEST_CASE("killed at every dangerous point with RabbitMQ redelivering, every pay
     const std::map<std::string, int> receipts = shop.drain_receipts();
     std::size_t announced_payments = 0;
     for (const Point& point : points) {
-        int charged_once = 0, announced = 0, announced_twice = 0;
+        int charged_once = 0, announced = 0, announced_twice = 0, leased = 0;
         for (const std::string& id : payments_of[point.where]) {
+            leased += shop.met_in_progress(id);
             const std::int64_t charges = shop.charges(id);
             const auto found = receipts.find(drill::receipt_id(id));
             const int announcements = found == receipts.end() ? 0 : found->second;
@@ -194,6 +203,9 @@ TEST_CASE("killed at every dangerous point with RabbitMQ redelivering, every pay
         std::printf("crash-amqp %-24s %d trials: killed %d, charged exactly once %d, announced %d (twice: %d)\n",
                     std::string(point.where).c_str(), trials_per_point, killed[point.where], charged_once, announced,
                     announced_twice);
+        if (point.form == drill::guard_form)
+            std::printf("crash-amqp %-24s the redelivery met the dead worker's lease (in_progress) in %d trials\n",
+                        std::string(point.where).c_str(), leased);
         if (point.in_relay) CHECK(announced_twice == trials_per_point);  // at-least-once, seen
     }
     CHECK(announced_payments == receipts.size());  // no receipt for a payment nobody took
