@@ -18,7 +18,6 @@
 
 #include <fcntl.h>
 #include <signal.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -28,7 +27,8 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
-#include <thread>
+
+#include "harness.hpp"
 
 #include <sql/idempotency_store.hpp>
 #include <sql/outbox_store.hpp>
@@ -171,26 +171,7 @@ bool run_child(const std::string& point, Work work) {
         }
         _exit(code);
     }
-    // Bounded: a worker that hangs is killed and fails the test instead of outliving it.
-    int status = 0;
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-    pid_t ended = 0;
-    while ((ended = waitpid(child, &status, WNOHANG)) == 0) {
-        if (std::chrono::steady_clock::now() >= deadline) {
-            kill(child, SIGKILL);
-            waitpid(child, &status, 0);
-            FAIL("the worker for crash point \"" << point << "\" did not end within 60 s");
-        }
-        std::this_thread::sleep_for(std::chrono::microseconds(200));
-    }
-    REQUIRE(ended == child);
-    if (WIFSIGNALED(status)) {
-        REQUIRE(WTERMSIG(status) == SIGKILL);
-        return true;
-    }
-    REQUIRE(WIFEXITED(status));
-    REQUIRE(WEXITSTATUS(status) == 0);
-    return false;
+    return crash::wait_for_worker(child, point);
 }
 
 // Delivers the payment until a worker finishes it (the broker redelivers what was not
