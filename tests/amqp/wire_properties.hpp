@@ -101,7 +101,7 @@ inline std::vector<std::uint8_t> encode(const acemq::FieldTable& table, std::str
 
 // Decodes `encoded` with rabbitmq-c (as a delivery's headers are) and reads it with table_of:
 // nothing may crash; a table nested past max_table_depth is refused with DecodeError and any
-// other is read at its own depth; what was read encodes again in the bytes encoded_size says.
+// other is read no deeper than it is; what was read encodes again in the bytes encoded_size says.
 // `read`, when given, receives the table read.
 inline std::string check_encoded(const std::uint8_t* data, std::size_t size, acemq::FieldTable* read = nullptr) {
     amqp_pool_t pool;
@@ -117,7 +117,9 @@ inline std::string check_encoded(const std::uint8_t* data, std::size_t size, ace
             const Shape shape = shape_of(table);
             if (depth > acemq::amqp::max_table_depth) {
                 failure = "table_of read a table nested " + std::to_string(depth) + " deep";
-            } else if (shape.depth != depth) {
+            } else if (shape.depth > depth) {
+                // Shallower is fine: of two entries with one name the last is kept, and the
+                // first may have held the deepest part.
                 failure = "table_of read a table nested " + std::to_string(depth) + " deep as " +
                           std::to_string(shape.depth) + " deep";
             } else if (const std::string refusal = acemq::amqp::encoded_size(table).refusal; !refusal.empty()) {
