@@ -201,7 +201,7 @@ bool ConsumerCore::set_aside(Delivery& delivery, const ConsumeContext& context, 
                                    " as it is (" + result.return_reason + "); it goes without its application "
                                    "headers and with its error cut short");
         // The id still travels in x-acemq-id; the message-id property may be what was too long.
-        result = republish(delivery.message(), trimmed(std::move(copy), result.return_reason), target, false);
+        result = republish(delivery.message(), trimmed(copy, result.return_reason), target, false);
     }
     if (taken(result)) return settle(delivery, true);
     // Nowhere to put it: let the broker's own dead-lettering, if the queue has one, be the
