@@ -258,6 +258,26 @@ TEST_CASE("AMQP hostile: other fields rabbitmq-c cannot encode are refused unwri
     CHECK(broker.transport().queue_depth(queue) == 0);
 }
 
+TEST_CASE("AMQP hostile: in a batch only the message that cannot be encoded is refused; the others go, in order") {
+    Broker broker;
+    const std::string queue = broker.queue("batch");
+    std::vector<acemq::OutboundMessage> batch;
+    batch.push_back(raw_message(queue, "first"));
+    batch.push_back(raw_message(queue, "bad"));
+    batch.back().message_id = long_id;
+    batch.push_back(raw_message(queue, "third"));
+    const std::vector<acemq::PublishResult> results = broker.transport().publish_batch(std::move(batch));
+    REQUIRE(results.size() == 3);
+    CHECK(results[0].confirmed);
+    CHECK_FALSE(results[1].confirmed);
+    CHECK(results[1].return_reason.find("the message id is 300 bytes long") != std::string::npos);
+    CHECK(results[2].confirmed);
+    CHECK(broker.lost() == 0);
+    CHECK(text(broker.take(queue).body) == "first");
+    CHECK(text(broker.take(queue).body) == "third");
+    CHECK(broker.transport().queue_depth(queue) == 0);
+}
+
 TEST_CASE("AMQP hostile: headers past the frame are refused with their size and the limit; headers that just fit go") {
     Broker broker;
     const std::string queue = broker.queue("frame");
