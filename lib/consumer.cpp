@@ -28,6 +28,31 @@ constexpr std::chrono::milliseconds stragglers_grace{500};
 constexpr std::chrono::milliseconds first_set_aside_pause{100};
 constexpr std::chrono::milliseconds longest_set_aside_pause{5000};
 
+bool taken(const PublishResult& result) { return result.confirmed && result.routed; }
+
+// Refused unwritten because the transport cannot encode it: the same copy fails every time.
+bool too_large(const PublishResult& result) {
+    return !result.confirmed && result.why == PublishResult::Unconfirmed::too_large;
+}
+
+// What is left of a set-aside copy the transport refused as too large: no application
+// headers, and the error cut to a size any transport carries (at a UTF-8 boundary), saying
+// what was dropped and why.
+Envelope trimmed(Envelope envelope, const std::string& refusal) {
+    constexpr std::size_t kept_error = 1024;
+    envelope.headers.clear();
+    std::string error = std::move(envelope.error);
+    if (error.size() > kept_error) {
+        std::size_t cut = kept_error;
+        while (cut > 0 && (static_cast<unsigned char>(error[cut]) & 0xC0) == 0x80) --cut;
+        error.resize(cut);
+    }
+    envelope.error = error + " [set aside without its application headers and with this text cut to at most " +
+                     std::to_string(kept_error) + " bytes, because the whole copy was refused: " +
+                     refusal.substr(0, kept_error) + "]";
+    return envelope;
+}
+
 }  // namespace
 
 Decoder raw_decoder(Handler<Bytes> handler) {
@@ -128,7 +153,9 @@ void ConsumerCore::process(Delivery& delivery) {
                            message.body,     message.content_type,
                            message.routing_key, message.redelivered,
                            message.reply_to};
-    const Settlement settlement = run_handler(context);
+    // Headers the transport could not read are as undecodable as a body no codec reads.
+    const Settlement settlement = message.decode_failure.empty() ? run_handler(context)
+                                                                 : undecodable(DecodeError(message.decode_failure));
     bool carried_out = false;
     try {
         carried_out = carry_out(delivery, context, settlement);
@@ -170,11 +197,11 @@ bool ConsumerCore::wait(std::chrono::milliseconds delay) {
     return bus_->options().clock->wait_for(delay, cancel_.get_token());
 }
 
-bool ConsumerCore::republish(const InboundMessage& original, const Envelope& envelope, const std::string& target) {
-    OutboundMessage copy{"",       target, original.body, original.content_type, envelope.id, render_headers(envelope),
-                         original.reply_to, true, true};
-    const PublishResult result = bus_->transport().publish(std::move(copy));
-    return result.confirmed && result.routed;
+PublishResult ConsumerCore::republish(const InboundMessage& original, const Envelope& envelope,
+                                      const std::string& target, bool with_message_id) {
+    OutboundMessage copy{"", target, original.body, original.content_type, with_message_id ? envelope.id : "",
+                         render_headers(envelope), original.reply_to, true, true};
+    return bus_->transport().publish(std::move(copy));
 }
 
 bool ConsumerCore::settle(Delivery& delivery, bool ack, bool requeue) {
@@ -191,7 +218,15 @@ bool ConsumerCore::set_aside(Delivery& delivery, const ConsumeContext& context, 
                              const std::string& reason) {
     Envelope copy = context.envelope;
     copy.error = reason;
-    if (republish(delivery.message(), copy, target)) {
+    PublishResult result = republish(delivery.message(), copy, target);
+    if (too_large(result)) {
+        log(LogLevel::warning, "message " + copy.id + " from " + queue_ + " is too large to set aside to " + target +
+                                   " as it is (" + result.return_reason + "); it goes without its application "
+                                   "headers and with its error cut short");
+        // The id still travels in x-acemq-id; the message-id property may be what was too long.
+        result = republish(delivery.message(), trimmed(copy, result.return_reason), target, false);
+    }
+    if (taken(result)) {
         {
             std::lock_guard guard(lock_);
             set_aside_pause_ = std::chrono::milliseconds(0);
@@ -229,8 +264,7 @@ bool ConsumerCore::carry_out(Delivery& delivery, const ConsumeContext& context, 
             return set_aside(delivery, context, dead_letter_queue(queue_), settlement.reason);
         case Outcome::in_progress:
             if (!wait(settlement.delay)) return settle(delivery, false, true);
-            if (republish(delivery.message(), context.envelope, queue_)) return settle(delivery, true);
-            return settle(delivery, false, true);
+            return requeue_copy(delivery, context, context.envelope);
         case Outcome::retried:
             break;
     }
@@ -239,14 +273,28 @@ bool ConsumerCore::carry_out(Delivery& delivery, const ConsumeContext& context, 
     const RetryWait& retry_wait = *settlement.wait;
     if (retry_wait.in_broker) {
         const std::string rung = rung_queue(queue_, retry_wait.delay);
-        if (republish(delivery.message(), next, rung)) return settle(delivery, true);
+        const PublishResult to_rung = republish(delivery.message(), next, rung);
+        if (taken(to_rung)) return settle(delivery, true);
+        if (too_large(to_rung)) return park_unpublishable(delivery, context, to_rung);
         log(LogLevel::warning, "retry rung " + rung + " is missing (the publish reached no queue); message " + next.id +
                                    " waits in the consumer instead");
         bus_->notify_rung_missing(queue_, rung);
     }
     if (!wait(retry_wait.delay)) return settle(delivery, false, true);
-    if (republish(delivery.message(), next, queue_)) return settle(delivery, true);
+    return requeue_copy(delivery, context, next);
+}
+
+bool ConsumerCore::requeue_copy(Delivery& delivery, const ConsumeContext& context, const Envelope& envelope) {
+    const PublishResult result = republish(delivery.message(), envelope, queue_);
+    if (taken(result)) return settle(delivery, true);
+    if (too_large(result)) return park_unpublishable(delivery, context, result);
     return settle(delivery, false, true);
+}
+
+bool ConsumerCore::park_unpublishable(Delivery& delivery, const ConsumeContext& context, const PublishResult& refused) {
+    // Handed back to the queue it would come round and be refused again, forever.
+    return set_aside(delivery, context, parked_queue(queue_),
+                     "could not be published again for another attempt: " + refused.return_reason);
 }
 
 bool ConsumerCore::on_worker_thread() const {

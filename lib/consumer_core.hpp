@@ -45,7 +45,12 @@ private:
                    const std::string& reason);
     // Waits in the consumer; false when the wait was cancelled by a close that ran out of time.
     bool wait(std::chrono::milliseconds delay);
-    bool republish(const InboundMessage& original, const Envelope& envelope, const std::string& target);
+    PublishResult republish(const InboundMessage& original, const Envelope& envelope, const std::string& target,
+                            bool with_message_id = true);
+    // The copy for another attempt goes to the back of the queue; a transport's refusal to
+    // encode it parks the message, any other failure hands the delivery back.
+    bool requeue_copy(Delivery& delivery, const ConsumeContext& context, const Envelope& envelope);
+    bool park_unpublishable(Delivery& delivery, const ConsumeContext& context, const PublishResult& refused);
     // Acks or nacks unless the consumer was closed under the handler: then the delivery
     // already went back with its subscription and must not be touched.
     bool settle(Delivery& delivery, bool ack, bool requeue = false);

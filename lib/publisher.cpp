@@ -46,6 +46,11 @@ std::optional<PublishError> failure_of(const PublishResult& result, const Publis
                                     ": no confirm came from the broker, so it is unknown whether it arrived; treat "
                                     "it as not sent" + reason,
                                 id, false);
+        case PublishResult::Unconfirmed::too_large:
+            return PublishError("acemq: cannot publish message " + id + " to " +
+                                    destination(sent.exchange, sent.routing_key) + ": " + result.return_reason +
+                                    ". Nothing was written; make it smaller and publish again",
+                                id, false);
         case PublishResult::Unconfirmed::refused:
             break;
         }

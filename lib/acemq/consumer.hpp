@@ -11,6 +11,13 @@
 // for running handlers up to a deadline (default 20 s), then cancels the stragglers' waits
 // and leaves what they hold unsettled, so the broker delivers it again.
 //
+// A copy the transport refuses as too large to encode (PublishResult too_large) never comes
+// round again: a retry or in-progress copy parks the message instead, the refusal its reason;
+// a set-aside copy refused so is sent once more without its application headers and its
+// message-id property (the id stays in x-acemq-id), its error cut to 1 KiB. A delivery whose
+// headers the transport could not read (InboundMessage::decode_failure) is parked as
+// undecodable, its handler never run.
+//
 // close() is thread-safe and idempotent. Called from inside one of the consumer's own
 // handlers (or the Consumer destroyed there), it does not wait for that handler: it stops
 // deliveries, hands back the unstarted ones and returns false at once; the handler's

@@ -44,9 +44,11 @@ struct OutboundMessage {
 
 struct PublishResult {
     // Why a publish is not confirmed: the broker said no (nack); the connection went, or no
-    // confirm came in time, so whether it arrived is unknown; or it was never written
-    // because the broker has blocked the connection.
-    enum class Unconfirmed { refused, lost, paused };
+    // confirm came in time, so whether it arrived is unknown; it was never written because
+    // the broker has blocked the connection; or it was never written because the transport
+    // cannot encode it (a field or the headers too large for the wire: return_reason names
+    // which, its size and the limit). A too_large message fails the same way every time.
+    enum class Unconfirmed { refused, lost, paused, too_large };
 
     bool confirmed = false;     // the broker took responsibility for it
     bool routed = true;         // false only for a mandatory message that reached no queue
@@ -64,6 +66,10 @@ struct InboundMessage {
     std::string reply_to;
     Headers headers;
     bool redelivered = false;
+    // Why the transport could not read the delivery's own properties (headers nested past
+    // its limit, say), with headers then left empty; "" when it could. The engine parks such
+    // a message as undecodable without running the handler.
+    std::string decode_failure{};
 };
 
 // How a transport settles what it handed out; implemented by each transport.

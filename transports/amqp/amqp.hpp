@@ -16,10 +16,16 @@
 // confirm; publish_batch keeps up to max_outstanding_publishes in flight); mandatory
 // returns reported as unroutable; a nack or a lost connection reported as not confirmed,
 // never as sent; while the broker blocks the connection (a resource alarm) publishes are
-// refused at once. A lost connection is re-established with backoff (1 s doubling to 30 s),
-// the topology this transport declared is declared again and subscriptions consume again
-// with their tags; deliveries handed out before the loss are returned by the broker and
-// settling them does nothing.
+// refused at once. What rabbitmq-c cannot encode is refused before anything is written, not
+// confirmed with Unconfirmed::too_large and a reason naming the field, its size and the
+// limit: a short string over 255 bytes (exchange, routing key, content type, message id,
+// reply-to, a header name), headers whose content header passes the connection's frame_max
+// (131072) less 20 bytes, tables nested past 64 levels; the connection is never the price.
+// A delivery whose headers nest past 64 levels is handed on unread, with empty headers and
+// decode_failure saying why (the engine parks it). A lost connection is re-established with
+// backoff (1 s doubling to 30 s), the topology this transport declared is declared again and
+// subscriptions consume again with their tags; deliveries handed out before the loss are
+// returned by the broker and settling them does nothing.
 //
 // Threads: every member is thread-safe. One I/O thread per transport looks after the
 // connection; calls hand it work and wait for the answer. A single publish, an ack or a nack

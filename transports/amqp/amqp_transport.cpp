@@ -201,36 +201,45 @@ public:
 
     std::vector<PublishResult> publish(std::vector<OutboundMessage> messages) {
         std::vector<PublishResult> results(messages.size());
+        // What rabbitmq-c cannot encode is refused here, written never: half a publish on
+        // the wire would cost the connection and every delivery in flight on it.
+        std::vector<std::size_t> sendable;
+        sendable.reserve(messages.size());
+        for (std::size_t i = 0; i < messages.size(); ++i) {
+            std::string refusal = encoding_refusal(messages[i], frame_max_.load());
+            if (refusal.empty()) sendable.push_back(i);
+            else results[i] = PublishResult{false, true, std::move(refusal), PublishResult::Unconfirmed::too_large};
+        }
         std::vector<std::shared_ptr<PendingPublish>> pending;
-        pending.reserve(messages.size());
+        pending.reserve(sendable.size());
         std::size_t next = 0;
-        while (next < messages.size()) {
+        while (next < sendable.size()) {
             if (const BlockedState state = blocked(); state.blocked) {
-                for (; next < messages.size(); ++next)
-                    results[next] = PublishResult{false, true, state.reason, PublishResult::Unconfirmed::paused};
+                for (; next < sendable.size(); ++next)
+                    results[sendable[next]] = PublishResult{false, true, state.reason, PublishResult::Unconfirmed::paused};
                 break;
             }
-            const std::size_t granted = take_slots(messages.size() - next);
+            const std::size_t granted = take_slots(sendable.size() - next);
             if (granted == 0) {
                 const std::string why = std::to_string(options_.max_outstanding_publishes) +
                                         " publishes are already waiting for a confirm and none completed within " +
                                         std::to_string(options_.confirm_timeout.count()) +
                                         " ms. The broker is not keeping up; publish more slowly rather than "
                                         "buffering more";
-                for (; next < messages.size(); ++next)
-                    results[next] = PublishResult{false, true, why, PublishResult::Unconfirmed::lost};
+                for (; next < sendable.size(); ++next)
+                    results[sendable[next]] = PublishResult{false, true, why, PublishResult::Unconfirmed::lost};
                 break;
             }
             std::vector<std::shared_ptr<PendingPublish>> chunk;
             chunk.reserve(granted);
             for (std::size_t i = 0; i < granted; ++i) {
                 auto one = std::make_shared<PendingPublish>();
-                one->message = std::move(messages[next + i]);
+                one->message = std::move(messages[sendable[next + i]]);
                 chunk.push_back(one);
                 pending.push_back(std::move(one));
             }
             next += granted;
-            if (messages.size() == 1 && publish_directly(chunk, Clock::now() + options_.confirm_timeout)) break;
+            if (sendable.size() == 1 && publish_directly(chunk, Clock::now() + options_.confirm_timeout)) break;
             post([this, chunk = std::move(chunk)](Connection* connection) mutable {
                 write_publishes(connection, chunk);
             });
@@ -244,7 +253,7 @@ public:
                                        "no confirm within " + std::to_string(options_.confirm_timeout.count()) + " ms",
                                        PublishResult::Unconfirmed::lost};
             }
-            results[i] = std::move(*result);
+            results[sendable[i]] = std::move(*result);
         }
         return results;
     }
@@ -844,6 +853,7 @@ private:
         open_publish_channel(*connection);
         connection->open_channel(admin_channel);
         connection->open_channel(pull_channel);
+        frame_max_.store(static_cast<std::size_t>(amqp_get_frame_max(connection->get())));
         connection_ = std::move(connection);
         ++generation_;
         next_free_channel_ = first_consumer_channel;
@@ -1071,7 +1081,16 @@ private:
         if (properties._flags & AMQP_BASIC_CONTENT_TYPE_FLAG) message.content_type = string_of(properties.content_type);
         if (properties._flags & AMQP_BASIC_MESSAGE_ID_FLAG) message.message_id = string_of(properties.message_id);
         if (properties._flags & AMQP_BASIC_REPLY_TO_FLAG) message.reply_to = string_of(properties.reply_to);
-        if (properties._flags & AMQP_BASIC_HEADERS_FLAG) message.headers = table_of(properties.headers);
+        if (properties._flags & AMQP_BASIC_HEADERS_FLAG) {
+            try {
+                message.headers = table_of(properties.headers);
+            } catch (const DecodeError& error) {
+                // Handed on without headers for the engine to park: dropping the delivery
+                // here would lose it, and throwing would cost the connection.
+                message.headers.clear();
+                message.decode_failure = error.what();
+            }
+        }
     }
 
     Address address_;
@@ -1102,6 +1121,7 @@ private:
     Clock::time_point next_attempt_{};
     std::chrono::milliseconds recovery_delay_{0};
     std::uint64_t next_sequence_ = 1;
+    std::atomic<std::size_t> frame_max_{0};  // the connection's, as negotiated; read by callers
     std::map<std::uint64_t, std::shared_ptr<PendingPublish>> unconfirmed_;
     std::map<amqp_channel_t, Incoming> incoming_;
     std::vector<std::shared_ptr<SubscriptionState>> subscriptions_;

@@ -1,5 +1,8 @@
 #include "amqp/wire.hpp"
 
+#include "acemq/error.hpp"
+
+#include <algorithm>
 #include <limits>
 #include <type_traits>
 
@@ -67,7 +70,15 @@ amqp_field_value_t TableView::value_of(const FieldValue& value) {
 
 namespace {
 
-FieldValue field_of(const amqp_field_value_t& value) {
+FieldTable table_at(const amqp_table_t& table, int level);
+
+std::string too_deep() {
+    return "the headers nest tables and arrays more than " + std::to_string(max_table_depth) +
+           " levels deep, the most this transport reads or writes";
+}
+
+// `level`: that of the table or array holding `value`.
+FieldValue field_of(const amqp_field_value_t& value, int level) {
     switch (value.kind) {
     case AMQP_FIELD_KIND_BOOLEAN: return FieldValue(value.value.boolean != 0);
     case AMQP_FIELD_KIND_I8: return FieldValue(static_cast<std::int32_t>(value.value.i8));
@@ -92,24 +103,125 @@ FieldValue field_of(const amqp_field_value_t& value) {
         return FieldValue(Bytes(data, data + value.value.bytes.len));
     }
     case AMQP_FIELD_KIND_ARRAY: {
+        if (level >= max_table_depth) throw DecodeError(too_deep());
         FieldArray items;
-        items.reserve(static_cast<std::size_t>(value.value.array.num_entries));
-        for (int i = 0; i < value.value.array.num_entries; ++i) items.push_back(field_of(value.value.array.entries[i]));
+        items.reserve(static_cast<std::size_t>(std::max(value.value.array.num_entries, 0)));
+        for (int i = 0; i < value.value.array.num_entries; ++i)
+            items.push_back(field_of(value.value.array.entries[i], level + 1));
         return FieldValue(std::move(items));
     }
-    case AMQP_FIELD_KIND_TABLE: return FieldValue(table_of(value.value.table));
+    case AMQP_FIELD_KIND_TABLE:
+        if (level >= max_table_depth) throw DecodeError(too_deep());
+        return FieldValue(table_at(value.value.table, level + 1));
     default: return FieldValue();
     }
 }
 
+FieldTable table_at(const amqp_table_t& table, int level) {
+    FieldTable out;
+    out.reserve(static_cast<std::size_t>(std::max(table.num_entries, 0)));
+    for (int i = 0; i < table.num_entries; ++i)
+        out.insert_or_assign(string_of(table.entries[i].key), field_of(table.entries[i].value, level));
+    return out;
+}
+
+constexpr std::size_t shortstr_max = 255;
+
+// "\"x-custom-abcdefghijklmnopqrstuvwxyz…\"": enough of a long name to find it by.
+std::string quoted_start(std::string_view text) {
+    constexpr std::size_t shown = 32;
+    return "\"" + std::string(text.substr(0, shown)) + (text.size() > shown ? "…" : "") + "\"";
+}
+
 }  // namespace
 
-FieldTable table_of(const amqp_table_t& table) {
-    FieldTable out;
-    out.reserve(static_cast<std::size_t>(table.num_entries));
-    for (int i = 0; i < table.num_entries; ++i)
-        out.insert_or_assign(string_of(table.entries[i].key), field_of(table.entries[i].value));
-    return out;
+FieldTable table_of(const amqp_table_t& table) { return table_at(table, 1); }
+
+TableSize encoded_size(const FieldTable& table) {
+    TableSize size;
+    struct Pending {
+        const FieldValue* value;
+        int level;  // of the table or array holding it
+    };
+    std::vector<Pending> pending;
+    // Names and the length word now; the values go on `pending`, each to be measured once.
+    auto open_table = [&](const FieldTable& inner, int level) {
+        size.bytes += 4;
+        for (const auto& [name, value] : inner) {
+            if (name.size() > shortstr_max) {
+                size.refusal = "the header name " + quoted_start(name) + " is " + std::to_string(name.size()) +
+                               " bytes long; AMQP 0-9-1 allows at most 255 (a short string)";
+                return false;
+            }
+            size.bytes += 1 + name.size();
+            pending.push_back({&value, level});
+        }
+        return true;
+    };
+    if (!open_table(table, 1)) return size;
+    while (!pending.empty()) {
+        const Pending next = pending.back();
+        pending.pop_back();
+        size.bytes += 1;  // the kind letter
+        bool fine = true;
+        std::visit(
+            [&](const auto& v) {
+                using T = std::decay_t<decltype(v)>;
+                if constexpr (std::is_same_v<T, std::monostate>) {
+                } else if constexpr (std::is_same_v<T, bool>) {
+                    size.bytes += 1;
+                } else if constexpr (std::is_same_v<T, std::int32_t>) {
+                    size.bytes += 4;
+                } else if constexpr (std::is_same_v<T, std::int64_t> || std::is_same_v<T, std::uint64_t> ||
+                                     std::is_same_v<T, double>) {
+                    size.bytes += 8;
+                } else if constexpr (std::is_same_v<T, std::string> || std::is_same_v<T, Bytes>) {
+                    size.bytes += 4 + v.size();
+                } else {
+                    if (next.level >= max_table_depth) {
+                        size.refusal = too_deep();
+                        fine = false;
+                    } else if constexpr (std::is_same_v<T, FieldArray>) {
+                        size.bytes += 4;
+                        for (const FieldValue& item : v) pending.push_back({&item, next.level + 1});
+                    } else {
+                        fine = open_table(v, next.level + 1);
+                    }
+                }
+            },
+            next.value->get());
+        if (!fine) return size;
+    }
+    return size;
+}
+
+std::string encoding_refusal(const OutboundMessage& message, std::size_t frame_max) {
+    const std::pair<const char*, const std::string*> short_strings[] = {
+        {"exchange name", &message.exchange},      {"routing key", &message.routing_key},
+        {"content type", &message.content_type},   {"message id", &message.message_id},
+        {"reply-to address", &message.reply_to},
+    };
+    for (const auto& [what, text] : short_strings)
+        if (text->size() > shortstr_max)
+            return std::string("the ") + what + " is " + std::to_string(text->size()) +
+                   " bytes long; AMQP 0-9-1 carries at most 255 there (a short string)";
+    const TableSize headers = encoded_size(message.headers);
+    if (!headers.refusal.empty()) return headers.refusal;
+    // As write_publishes lays them out: property flags, content type, headers, delivery
+    // mode, then the message id and reply-to when present.
+    const std::size_t properties = 2 + (1 + message.content_type.size()) + headers.bytes + 1 +
+                                   (message.message_id.empty() ? 0 : 1 + message.message_id.size()) +
+                                   (message.reply_to.empty() ? 0 : 1 + message.reply_to.size());
+    // A content header frame: 7 bytes of frame header, class, weight and body size (12),
+    // the properties, and the frame-end byte.
+    constexpr std::size_t framing = 7 + 12 + 1;
+    const std::size_t room = frame_max > framing ? frame_max - framing : 0;
+    if (properties > room)
+        return "the headers take " + std::to_string(headers.bytes) + " bytes encoded (" + std::to_string(properties) +
+               " with the other properties); one content header on this connection holds at most " +
+               std::to_string(room) + " (frame_max " + std::to_string(frame_max) + " less " + std::to_string(framing) +
+               " bytes of framing)";
+    return {};
 }
 
 std::string reply_text(std::uint16_t code, amqp_bytes_t text) {

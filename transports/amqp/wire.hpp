@@ -8,6 +8,7 @@
 #include <amqp.h>
 
 #include "acemq/field.hpp"
+#include "acemq/transport.hpp"
 
 namespace acemq::amqp {
 
@@ -36,9 +37,33 @@ private:
     amqp_table_t root_;
 };
 
+// How deep tables and arrays may nest in headers and arguments, both ways: the headers
+// table is level 1, a table or array in it level 2, and so on up to this. RabbitMQ sets no
+// limit of its own (a 131072-byte frame holds ~18,000 levels) and every level read or
+// written costs stack, so deeper ones are refused on publish and a delivery carrying one is
+// handed on undecodable (the engine parks it).
+inline constexpr int max_table_depth = 64;
+
 // Every AMQP field kind read into the nearest FieldValue: narrow integers widen to 32 bits,
-// unsigned 32 to 64, decimals and floats to double, timestamps to unsigned 64.
+// unsigned 32 to 64, decimals and floats to double, timestamps to unsigned 64. Throws
+// DecodeError, saying so, for tables and arrays nested deeper than max_table_depth; reads
+// at most that deep, so a hostile table cannot exhaust the stack.
 FieldTable table_of(const amqp_table_t& table);
+
+// The bytes amqp_encode_table writes for `table` (its 4-byte length included), or, in
+// `refusal`, why it cannot be written: a name longer than 255 bytes, or nesting deeper than
+// max_table_depth. Measured without recursion, so any depth is safe to ask about.
+struct TableSize {
+    std::size_t bytes = 0;
+    std::string refusal;  // empty when the table can be written
+};
+TableSize encoded_size(const FieldTable& table);
+
+// Why rabbitmq-c could not put `message` on the wire as it is, naming the field, its size
+// and the limit; empty when it can. Checked before anything is written, because
+// amqp_basic_publish sends the method frame before it finds the content header does not
+// encode, and a half-sent publish costs the connection. `frame_max` is the connection's.
+std::string encoding_refusal(const OutboundMessage& message, std::size_t frame_max);
 
 // "404 NOT_FOUND - no queue 'x' in vhost '/'" from a channel.close or connection.close.
 std::string reply_text(std::uint16_t code, amqp_bytes_t text);
