@@ -1,6 +1,7 @@
 #include "inproc/inproc_transport.hpp"
 
 #include "acemq/error.hpp"
+#include "acemq/url.hpp"
 
 namespace acemq::inproc {
 
@@ -22,7 +23,7 @@ InprocTransport::InprocTransport(std::shared_ptr<Broker> broker)
 
 std::shared_ptr<InprocTransport> InprocTransport::open(std::string_view url) {
     if (!url.starts_with(scheme_prefix) || url.size() == scheme_prefix.size())
-        throw InvalidArgument("acemq: cannot open \"" + std::string(url) +
+        throw InvalidArgument("acemq: cannot open \"" + redacted_url(url) +
                               "\" as an inproc transport: write inproc://NAME, where NAME names the embedded broker");
     return std::make_shared<InprocTransport>(inproc::broker(url.substr(scheme_prefix.size())));
 }
