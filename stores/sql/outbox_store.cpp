@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "acemq/json_codec.hpp"
+#include "acemq/schema.hpp"
 #include "acemq/uuid.hpp"
 
 namespace acemq {
@@ -122,7 +123,7 @@ std::string truncated(std::string_view error) {
 SqlOutboxStore::SqlOutboxStore(sql::Database& relay_connections, SqlOutboxOptions options)
     : database_(relay_connections), options_(std::move(options)),
       columns_("id, exchange_name, routing_key, body, content_type, headers, created_at, attempts, last_error") {
-    sql::check_identifier(options_.table);
+    check_table_name(SchemaTable::outbox, options_.table);
     const std::string& t = options_.table;
     insert_ = "INSERT INTO " + t + " (id, exchange_name, routing_key, body, content_type, headers, created_at)"
               " VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING";

@@ -61,7 +61,7 @@ struct SqlOutboxOptions {
 class SqlOutboxStore final : public OutboxStore {
 public:
     // Keeps a reference to `relay_connections`, which must outlive the store. Throws
-    // InvalidArgument for a table name that is not a plain identifier, max_attempts < 1 or
+    // InvalidArgument for a table name schema_ddl would refuse (check_table_name), max_attempts < 1 or
     // a lease that is not positive.
     explicit SqlOutboxStore(sql::Database& relay_connections, SqlOutboxOptions options = {});
 
