@@ -186,10 +186,15 @@ TEST_CASE("mandatory to nowhere is returned; otherwise it is dropped and confirm
     CHECK(dropped.return_reason.empty());
 }
 
-TEST_CASE("publishing to an exchange that does not exist is an error", "[inproc][routing]") {
+TEST_CASE("publishing to an exchange that does not exist is refused with RabbitMQ's 404", "[inproc][routing]") {
     auto transport = connect(unique_name("no-exchange"));
-    CHECK_THROWS_WITH(transport->publish(message("ghost", "k")),
-                      Catch::Contains("NOT_FOUND") && Catch::Contains("\"ghost\""));
+    const PublishResult refused = transport->publish(message("ghost", "k"));
+    CHECK_FALSE(refused.confirmed);
+    CHECK(refused.why == PublishResult::Unconfirmed::refused);
+    CHECK_THAT(refused.return_reason, Catch::StartsWith("404 NOT_FOUND - no exchange 'ghost'"));
+    // The connection goes on, as RabbitMQ's does once the channel is reopened.
+    transport->declare(Topology{}.queue("q", classic()));
+    CHECK(transport->publish(message("", "q")).confirmed);
 }
 
 TEST_CASE("publish_batch answers for each message in order", "[inproc][routing]") {

@@ -439,10 +439,14 @@ public:
             return PublishResult{true, true, {}};
         }
         const auto exchange = exchanges_.find(message.exchange);
+        // RabbitMQ closes the channel with 404 and confirms nothing, so the publisher reports
+        // a PublishError carrying the broker's sentence; the embedded broker says the same
+        // (a refusal: here it is certain that nothing arrived), and its connection goes on.
         if (exchange == exchanges_.end())
-            throw Error("acemq: cannot publish message " + quoted(message.message_id) + " to exchange " +
-                        quoted(message.exchange) + ": NOT_FOUND - no such exchange on inproc broker " + quoted(name_) +
-                        " (RabbitMQ closes the channel for this); declare the exchange first");
+            return PublishResult{false, true,
+                                 "404 NOT_FOUND - no exchange '" + message.exchange + "' on inproc broker '" + name_ +
+                                     "'; declare the exchange first",
+                                 PublishResult::Unconfirmed::refused};
         routed_.clear();
         route(*exchange->second, message.routing_key, routed_);
         if (routed_.empty()) return not_routed(message.mandatory);

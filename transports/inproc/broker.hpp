@@ -25,7 +25,9 @@
 //    behind an older one waits its turn. Handed-out messages never expire; requeued ones
 //    keep their first enqueue time.
 //  - mandatory publishes that reach no queue come back routed=false, "312 NO_ROUTE";
-//    others that reach no queue are dropped. Every publish is confirmed.
+//    others that reach no queue are dropped. A publish to an exchange that does not exist
+//    comes back unconfirmed (refused), "404 NOT_FOUND - no exchange '...'", where RabbitMQ
+//    closes the channel. Every other publish is confirmed.
 // What it does not: persistence, x-max-length / x-expires / x-overflow / priorities
 // (recorded as arguments, never enforced), per-message expiration, streams, alternate
 // exchanges, exchange-to-exchange bindings, the predeclared amq.* exchanges, consumer
