@@ -46,6 +46,11 @@ std::optional<PublishError> failure_of(const PublishResult& result, const Publis
                                     ": no confirm came from the broker, so it is unknown whether it arrived; treat "
                                     "it as not sent" + reason,
                                 id, false);
+        case PublishResult::Unconfirmed::unsent:
+            return PublishError("acemq: cannot publish message " + id + " to " +
+                                    destination(sent.exchange, sent.routing_key) +
+                                    ": it was not sent, nothing was written" + reason,
+                                id, false);
         case PublishResult::Unconfirmed::refused:
             break;
         }

@@ -43,10 +43,12 @@ struct OutboundMessage {
 };
 
 struct PublishResult {
-    // Why a publish is not confirmed: the broker said no (nack); the connection went, or no
-    // confirm came in time, so whether it arrived is unknown; or it was never written
-    // because the broker has blocked the connection.
-    enum class Unconfirmed { refused, lost, paused };
+    // Why a publish is not confirmed: the broker said no (nack, or RabbitMQ's 404 for a
+    // missing exchange); the connection went, or no confirm came in time, so whether it
+    // arrived is unknown; it was never written because the broker has blocked the
+    // connection; or it was never written because the transport is closed or the connection
+    // went before its turn (certainly not sent).
+    enum class Unconfirmed { refused, lost, paused, unsent };
 
     bool confirmed = false;     // the broker took responsibility for it
     bool routed = true;         // false only for a mandatory message that reached no queue

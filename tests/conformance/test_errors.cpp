@@ -35,8 +35,9 @@ TEST_CASE("a publish after the bus closed says it was not sent, and nothing else
         CHECK_FALSE(error.unroutable());
         CHECK_THAT(error.what(),
                    Catch::StartsWith("acemq: cannot publish message " + error.message_id() + " to exchange \"\" with key \"" +
-                                     queue + "\": the bus is closed, so it was not sent") &&
-                       !Catch::Contains("unknown whether"));
+                                     queue + "\": it was not sent, nothing was written (") &&
+                       Catch::Contains("is closed") && !Catch::Contains("unknown whether") &&
+                       !Catch::Contains("refused"));
     }
 }
 

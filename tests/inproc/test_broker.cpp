@@ -463,7 +463,12 @@ TEST_CASE("a closing transport returns what it pulled and did not settle", "[inp
     puller->close();  // idempotent
     CHECK(keeper->queue_depth("q") == 1);
     CHECK_THROWS_WITH(puller->pull("q"), Catch::Contains("closed"));
-    CHECK_THROWS_WITH(puller->publish(message("", "q")), Catch::Contains("closed"));
+    // A publish is answered, not thrown, as on RabbitMQ: certainly not sent.
+    const PublishResult after_close = puller->publish(message("", "q"));
+    CHECK_FALSE(after_close.confirmed);
+    CHECK(after_close.why == PublishResult::Unconfirmed::unsent);
+    CHECK_THAT(after_close.return_reason, Catch::Contains("closed"));
+    CHECK(keeper->queue_depth("q") == 1);
 }
 
 TEST_CASE("delete_queue drops messages, cancels consumers and is idempotent", "[inproc][admin]") {

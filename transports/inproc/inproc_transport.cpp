@@ -41,8 +41,9 @@ void InprocTransport::declare(const Topology& topology) { broker_->declare(conne
 
 PublishResult InprocTransport::publish(OutboundMessage message) {
     if (closed_.load(std::memory_order_relaxed))
-        throw Error("acemq: cannot publish to inproc broker \"" + broker_->name() +
-                    "\": this transport is closed; open a new one");
+        return PublishResult{false, true,
+                             "the transport to inproc broker \"" + broker_->name() + "\" is closed; open a new one",
+                             PublishResult::Unconfirmed::unsent};
     return broker_->publish(std::move(message));
 }
 
