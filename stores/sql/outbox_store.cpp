@@ -27,6 +27,11 @@ Value to_json(const FieldValue& field, std::string_view name) {
                 throw InvalidArgument("acemq: header \"" + std::string(name) +
                                       "\" holds bytes, which the SQL outbox cannot store (it keeps headers as "
                                       "JSON); send them as text, e.g. base64");
+            } else if constexpr (std::is_same_v<T, FieldTimestamp>) {
+                // As a JSON number it would come back as an integer, read as milliseconds.
+                throw InvalidArgument("acemq: header \"" + std::string(name) +
+                                      "\" holds an AMQP timestamp, which the SQL outbox cannot store (it keeps "
+                                      "headers as JSON); send it as an integer of epoch milliseconds");
             } else if constexpr (std::is_same_v<T, FieldArray>) {
                 Value::Array items;
                 for (const FieldValue& item : value) items.push_back(to_json(item, name));

@@ -143,3 +143,33 @@ TEST_CASE("identifiers are at most 63 bytes, and the stores refuse what schema_d
     CHECK_NOTHROW(acemq::schema_ddl(acemq::sql::Dialect::postgres,
                                     {.idempotency = std::string(56, 'i'), .outbox = std::string(55, 'o')}));
 }
+
+TEST_CASE("a timestamp header is a kind of its own: no integer, and read as an instant in seconds") {
+    const acemq::FieldValue stamp(acemq::FieldTimestamp(std::chrono::seconds(1577836800)));
+    CHECK_FALSE(stamp.as_integer().has_value());
+    CHECK_FALSE(stamp.as_text().has_value());
+    CHECK(stamp.to_string() == "timestamp 1577836800 s");
+    const acemq::Envelope envelope = acemq::read_envelope(
+        {{std::string(acemq::header::attempt), stamp}, {std::string(acemq::header::first_seen), stamp}}, "orders");
+    CHECK(envelope.attempt == 1);
+    REQUIRE(envelope.first_seen.has_value());
+    CHECK(envelope.first_seen->time_since_epoch() == std::chrono::seconds(1577836800));
+    // Not after the epoch: the age is unknown, as for a missing first-seen.
+    const acemq::Envelope before_epoch = acemq::read_envelope(
+        {{std::string(acemq::header::first_seen), acemq::FieldValue(acemq::FieldTimestamp(std::chrono::seconds(-5)))}},
+        "orders");
+    CHECK_FALSE(before_epoch.first_seen.has_value());
+}
+
+TEST_CASE("the SQL outbox refuses a timestamp header instead of storing it as a number") {
+    acemq::sqlite::Database database(":memory:");
+    acemq::SqlOutboxStore store(database);
+    acemq::OutboxRecord record;
+    record.id = "o-1";
+    record.routing_key = "orders";
+    record.headers.insert_or_assign("sent-at", acemq::FieldValue(acemq::FieldTimestamp(std::chrono::seconds(1))));
+    acemq::sql::Transaction transaction = database.begin();
+    CHECK_THROWS_WITH(store.add(record, transaction),
+                      Catch::Contains("\"sent-at\" holds an AMQP timestamp") &&
+                          Catch::Contains("send it as an integer of epoch milliseconds"));
+}

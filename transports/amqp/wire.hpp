@@ -37,7 +37,8 @@ private:
 };
 
 // Every AMQP field kind read into the nearest FieldValue: narrow integers widen to 32 bits,
-// unsigned 32 to 64, decimals and floats to double, timestamps to unsigned 64.
+// unsigned 32 to 64, decimals and floats to double, timestamps to FieldTimestamp (one past
+// the signed 64-bit range to unsigned 64).
 FieldTable table_of(const amqp_table_t& table);
 
 // "404 NOT_FOUND - no queue 'x' in vhost '/'" from a channel.close or connection.close.

@@ -193,10 +193,6 @@ const std::string* text_field(const FieldTable& table, std::string_view name) {
     return found == table.end() ? nullptr : std::get_if<std::string>(&found->second.get());
 }
 
-std::int64_t epoch_seconds_now() {
-    return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
-
 // Adds this death to the message's `x-death` header as RabbitMQ does: newest first, and a
 // second death through the same queue for the same reason counts up the entry it already
 // has (moving it to the front) instead of adding one.
@@ -224,7 +220,7 @@ void record_death(InboundMessage& message, std::string_view queue, std::string_v
             {"queue", FieldValue(queue)},
             {"exchange", FieldValue(message.exchange)},
             {"routing-keys", FieldValue(FieldArray{FieldValue(message.routing_key)})},
-            {"time", FieldValue(epoch_seconds_now())},
+            {"time", FieldValue(std::chrono::floor<std::chrono::seconds>(std::chrono::system_clock::now()))},
         };
     }
     deaths.insert(deaths.begin(), FieldValue(std::move(death)));
