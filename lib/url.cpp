@@ -17,15 +17,22 @@ bool is_scheme(std::string_view text) {
 }  // namespace
 
 std::string redacted_url(std::string_view url) {
-    const std::size_t at = url.rfind('@');
-    if (at == std::string_view::npos) return std::string(url);
     std::size_t authority_start = 0;
     const std::size_t first = url.find_first_not_of(" \t\r\n");
     if (const std::size_t separator = url.find("://");
-        first != std::string_view::npos && separator != std::string_view::npos && separator < at &&
+        first != std::string_view::npos && separator != std::string_view::npos &&
         is_scheme(url.substr(first, separator - first)))
         authority_start = separator + 3;
-    return std::string(url.substr(0, authority_start)) + "***@" + std::string(url.substr(at + 1));
+    std::string shown(url.substr(0, authority_start));
+    std::string_view rest = url.substr(authority_start);
+    if (const std::size_t at = rest.rfind('@'); at != std::string_view::npos) {
+        shown += "***@";
+        rest.remove_prefix(at + 1);
+    }
+    // A query may carry credentials too (PostgreSQL's ?password=): its text goes.
+    if (const std::size_t query = rest.find('?'); query != std::string_view::npos)
+        return shown + std::string(rest.substr(0, query)) + "?***";
+    return shown + std::string(rest);
 }
 
 }  // namespace acemq

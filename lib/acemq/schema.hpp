@@ -20,9 +20,10 @@
 namespace acemq {
 
 // Table names; nullopt leaves that table out. Each name is a plain SQL identifier that is
-// not a reserved word (sql::check_identifier), short enough that the longest derived name ({registry}_fingerprint,
-// {idempotency}_expiry, {outbox}_pending) stays within 63 characters, which PostgreSQL
-// would otherwise truncate silently. No two names, derived ones included, may coincide.
+// not a reserved word (sql::check_identifier), short enough that the longest derived name
+// ({registry}_fingerprint, {idempotency}_expiry, {outbox}_pending) stays within 63
+// characters, which PostgreSQL would otherwise truncate silently. No two names, derived
+// ones included, may coincide.
 struct SchemaNames {
     std::optional<std::string> idempotency = "acemq_idempotency";
     std::optional<std::string> outbox = "acemq_outbox";

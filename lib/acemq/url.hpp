@@ -14,7 +14,8 @@ namespace acemq {
 // hidden too, which costs only some detail). The authority starts after "scheme://" when
 // the text starts (after any blanks) with a scheme, in any case ("AMQP://", "ampq://");
 // otherwise at the first character, so "user:pw@host" with no scheme becomes "***@host".
-// A URL with no '@' comes back unchanged.
+// A query, which may carry credentials too ("?password=..."), is shown as "?***". A URL
+// with neither comes back unchanged.
 std::string redacted_url(std::string_view url);
 
 }  // namespace acemq

@@ -61,6 +61,9 @@ TEST_CASE("redacted_url hides everything before the last '@' of the authority") 
     CHECK(redacted_url("guest:" + std::string(secret) + "@rabbit") == "***@rabbit");
     // A "scheme" that cannot be one (it holds a ':') is part of the userinfo, not a scheme.
     CHECK(redacted_url("guest:" + std::string(secret) + "://x@rabbit") == "***@rabbit");
+    // A query may hold a password as well.
+    CHECK(redacted_url("postgresql://db/app?user=u&password=" + std::string(secret)) == "postgresql://db/app?***");
+    CHECK(redacted_url("amqp://u:pa?ss@rabbit/?x=" + std::string(secret)) == "amqp://***@rabbit/?***");
     // Nothing to hide: unchanged.
     CHECK(redacted_url("amqp://rabbit:5672/") == "amqp://rabbit:5672/");
     CHECK(redacted_url("inproc://orders") == "inproc://orders");
