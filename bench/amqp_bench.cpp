@@ -177,7 +177,8 @@ private:
     void open(const std::string& url) {
         std::string copy = url;  // amqp_parse_url writes into its argument
         amqp_connection_info info{};
-        if (amqp_parse_url(copy.data(), &info) != AMQP_STATUS_OK) throw std::runtime_error("not an amqp:// URL: " + url);
+        if (amqp_parse_url(copy.data(), &info) != AMQP_STATUS_OK)
+            throw std::runtime_error("not an amqp:// URL: " + acemq::redacted_url(url));
         where_ = std::string(info.host) + ":" + std::to_string(info.port);
         if (info.ssl) throw std::runtime_error("this benchmark speaks plain amqp://, not amqps://");
         amqp_socket_t* socket = amqp_tcp_socket_new(state_);
@@ -568,15 +569,6 @@ void run_consume(Setup& setup, const std::string& queue, int repetitions) {
     bench::report_ratio("consumer time / raw time", median(engine_ms), median(raw_ms));
 }
 
-std::string without_password(const std::string& url) {
-    const auto scheme = url.find("://");
-    const auto at = url.find('@');
-    if (scheme == std::string::npos || at == std::string::npos) return url;
-    const auto colon = url.find(':', scheme + 3);
-    if (colon == std::string::npos || colon > at) return url;
-    return url.substr(0, colon + 1) + "***" + url.substr(at);
-}
-
 int parse_count(const std::string& argument, const std::string& prefix, int fallback) {
     if (argument.rfind(prefix, 0) != 0) return fallback;
     const int value = std::atoi(argument.c_str() + prefix.size());
@@ -615,10 +607,11 @@ int main(int argc, char** argv) {
         std::fprintf(stderr,
                      "amqp_bench: no RabbitMQ answers at %s (%s).\n"
                      "Start one (source scripts/servers.sh; start_rabbitmq) or pass its URL as the first argument.\n",
-                     without_password(url).c_str(), error.what());
+                     acemq::redacted_url(url).c_str(), error.what());
         return 1;
     } catch (const std::exception& error) {
-        std::fprintf(stderr, "amqp_bench: cannot use the broker at %s: %s\n", without_password(url).c_str(), error.what());
+        std::fprintf(stderr, "amqp_bench: cannot use the broker at %s: %s\n", acemq::redacted_url(url).c_str(),
+                     error.what());
         return 1;
     }
 
@@ -634,7 +627,7 @@ int main(int argc, char** argv) {
         Setup setup(*raw, *bus, order, std::move(encoded), acemq::Envelope::for_new_message(classic_queue, "bench@local"));
 
         const std::string body(reinterpret_cast<const char*>(setup.encoded.body.data()), setup.encoded.body.size());
-        std::printf("RabbitMQ %s at %s, rabbitmq-c %s\n", raw->broker_version().c_str(), without_password(url).c_str(),
+        std::printf("RabbitMQ %s at %s, rabbitmq-c %s\n", raw->broker_version().c_str(), acemq::redacted_url(url).c_str(),
                     amqp_version());
         std::printf("payload %s (%zu bytes, %s), persistent, mandatory, confirms on; envelope headers: %zu\n",
                     body.c_str(), body.size(), setup.encoded.content_type.c_str(), setup.headers.size());

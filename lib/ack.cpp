@@ -24,14 +24,20 @@ Failure Failure::of(const std::exception& error) {
                    dynamic_cast<const FatalError*>(&error) != nullptr};
 }
 
-Failure Failure::of(const std::exception_ptr& error) {
+Failure Failure::of(const std::exception_ptr& error, std::string_view where) {
     try {
         std::rethrow_exception(error);
     } catch (const std::exception& thrown) {
         return of(thrown);
     } catch (...) {
-        // Not a std::exception: nothing more can be said about it than that it was thrown.
-        return Failure{"unknown exception", "", false};
+        // Not a std::exception: no text to read, but the C++ ABI still knows its type.
+        const std::type_info* type = abi::__cxa_current_exception_type();
+        const std::string type_name = type != nullptr ? demangle(type->name()) : "unknown type";
+        return Failure{type_name,
+                       "a non-standard exception of type " + type_name + " was thrown" +
+                           (where.empty() ? "" : " " + std::string(where)) +
+                           " (it does not derive from std::exception)",
+                       false};
     }
 }
 

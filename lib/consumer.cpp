@@ -187,7 +187,8 @@ Settlement ConsumerCore::run_handler(ConsumeContext& context) {
     try {
         ack = detail::run_chain<Ack>(*bus_->consume_interceptors(), context, step);
     } catch (...) {
-        ack = retry(Failure::of(std::current_exception()));
+        ack = retry(Failure::of(std::current_exception(), "in the handler of queue " + queue_ + " (message " +
+                                                              context.envelope.id + ")"));
     }
     return decide(ack, context.envelope, policy_, context.envelope.age(epoch_millis_now()), unit_draw());
 }

@@ -35,6 +35,20 @@ std::int32_t read_positive_int32(const Headers& headers, std::string_view name) 
     return static_cast<std::int32_t>(*number);
 }
 
+// Epoch milliseconds as the contract writes it; an AMQP timestamp, as another client may
+// write it, is the instant it names (in seconds). Anything else, or an instant not after
+// the epoch, is unknown.
+std::optional<EpochMillis> read_first_seen(const FieldValue& value) {
+    if (const auto* stamp = std::get_if<FieldTimestamp>(&value.get())) {
+        constexpr auto latest = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::milliseconds::max());
+        if (stamp->time_since_epoch().count() <= 0 || stamp->time_since_epoch() > latest) return std::nullopt;
+        return std::chrono::time_point_cast<std::chrono::milliseconds>(*stamp);
+    }
+    const auto millis = value.as_integer();
+    if (!millis || *millis <= 0) return std::nullopt;
+    return EpochMillis(std::chrono::milliseconds(*millis));
+}
+
 std::vector<std::string> split_route(std::string_view text) {
     std::vector<std::string> steps;
     while (!text.empty()) {
@@ -162,10 +176,7 @@ Envelope read_envelope(const Headers& headers, std::string_view routing_key,
     if (envelope.correlation.empty()) envelope.correlation = envelope.id;
     envelope.causation = read_text(headers, header::causation);
     envelope.attempt = read_positive_int32(headers, header::attempt);
-    if (const FieldValue* seen = find(headers, header::first_seen)) {
-        if (auto millis = seen->as_integer(); millis && *millis > 0)
-            envelope.first_seen = EpochMillis(std::chrono::milliseconds(*millis));
-    }
+    if (const FieldValue* seen = find(headers, header::first_seen)) envelope.first_seen = read_first_seen(*seen);
     envelope.origin = read_text(headers, header::origin);
     envelope.error = read_text(headers, header::error);
     envelope.claim = read_text(headers, header::claim);

@@ -76,6 +76,8 @@ std::string FieldValue::to_string() const {
                 return out + "]";
             } else if constexpr (std::is_same_v<T, FieldTable>) {
                 return "{" + acemq::to_string(value) + "}";
+            } else if constexpr (std::is_same_v<T, FieldTimestamp>) {
+                return "timestamp " + std::to_string(value.time_since_epoch().count()) + " s";
             } else {
                 return std::to_string(value);
             }

@@ -51,6 +51,11 @@ std::optional<PublishError> failure_of(const PublishResult& result, const Publis
                                     destination(sent.exchange, sent.routing_key) + ": " + result.return_reason +
                                     ". Nothing was written; make it smaller and publish again",
                                 id, false);
+        case PublishResult::Unconfirmed::unsent:
+            return PublishError("acemq: cannot publish message " + id + " to " +
+                                    destination(sent.exchange, sent.routing_key) +
+                                    ": it was not sent, nothing was written" + reason,
+                                id, false);
         case PublishResult::Unconfirmed::refused:
             break;
         }

@@ -1,43 +1,59 @@
 #include "acemq/schema.hpp"
 
+#include <algorithm>
 #include <set>
+#include <span>
+#include <string_view>
 
 namespace acemq {
 
 namespace {
 
-// PostgreSQL's NAMEDATALEN - 1: longer identifiers are truncated without an error.
-constexpr std::size_t max_identifier = 63;
+// The names schema_ddl derives from each table's name (its indexes, the registry's counter).
+std::span<const std::string_view> derived_suffixes(SchemaTable table) {
+    static constexpr std::string_view idempotency[] = {"_expiry"};
+    static constexpr std::string_view outbox[] = {"_pending"};
+    static constexpr std::string_view registry[] = {"_fingerprint", "_version", "_seq"};
+    switch (table) {
+        case SchemaTable::idempotency: return idempotency;
+        case SchemaTable::outbox: return outbox;
+        case SchemaTable::registry: return registry;
+    }
+    return {};
+}
 
-// Checks `table` and returns it; records it and every name derived from it in `seen`.
-const std::string& checked(const std::string& table, std::initializer_list<std::string_view> suffixes,
-                           std::set<std::string>& seen) {
-    sql::check_identifier(table);
-    std::size_t longest = 0;
-    for (auto suffix : suffixes) longest = std::max(longest, suffix.size());
-    if (table.size() + longest > max_identifier)
-        throw InvalidArgument("acemq: the table name \"" + table + "\" is too long: with its derived names (up to +" +
-                              std::to_string(longest) + " characters) it must fit " +
-                              std::to_string(max_identifier) + " characters, so use at most " +
-                              std::to_string(max_identifier - longest));
-    auto claim = [&](const std::string& name) {
-        if (!seen.insert(name).second)
-            throw InvalidArgument("acemq: two schema objects would both be named \"" + name +
+// Checks `name` and returns it; records it and every name derived from it in `seen`.
+const std::string& checked(SchemaTable table, const std::string& name, std::set<std::string>& seen) {
+    check_table_name(table, name);
+    auto claim = [&](const std::string& taken) {
+        if (!seen.insert(taken).second)
+            throw InvalidArgument("acemq: two schema objects would both be named \"" + taken +
                                   "\"; give the tables distinct names");
     };
-    claim(table);
-    for (auto suffix : suffixes) claim(table + std::string(suffix));
-    return table;
+    claim(name);
+    for (auto suffix : derived_suffixes(table)) claim(name + std::string(suffix));
+    return name;
 }
 
 }  // namespace
+
+void check_table_name(SchemaTable table, const std::string& name) {
+    sql::check_identifier(name);
+    std::size_t longest = 0;
+    for (auto suffix : derived_suffixes(table)) longest = std::max(longest, suffix.size());
+    if (name.size() + longest > sql::max_identifier_bytes)
+        throw InvalidArgument("acemq: the table name \"" + name + "\" is too long: with its derived names (up to +" +
+                              std::to_string(longest) + " characters) it must fit " +
+                              std::to_string(sql::max_identifier_bytes) + " characters, so use at most " +
+                              std::to_string(sql::max_identifier_bytes - longest));
+}
 
 std::vector<std::string> schema_ddl(sql::Dialect dialect, const SchemaNames& names) {
     const std::string blob = dialect == sql::Dialect::postgres ? "BYTEA" : "BLOB";
     std::set<std::string> seen;
     std::vector<std::string> statements;
     if (names.idempotency) {
-        const std::string& t = checked(*names.idempotency, {"_expiry"}, seen);
+        const std::string& t = checked(SchemaTable::idempotency, *names.idempotency, seen);
         statements.push_back("CREATE TABLE IF NOT EXISTS " + t +
                              " (\n"
                              "    message_id VARCHAR(255) NOT NULL PRIMARY KEY,\n"
@@ -49,7 +65,7 @@ std::vector<std::string> schema_ddl(sql::Dialect dialect, const SchemaNames& nam
         statements.push_back("CREATE INDEX IF NOT EXISTS " + t + "_expiry ON " + t + " (expires_at)");
     }
     if (names.outbox) {
-        const std::string& t = checked(*names.outbox, {"_pending"}, seen);
+        const std::string& t = checked(SchemaTable::outbox, *names.outbox, seen);
         statements.push_back("CREATE TABLE IF NOT EXISTS " + t +
                              " (\n"
                              "    id VARCHAR(64) NOT NULL PRIMARY KEY,\n"
@@ -69,7 +85,7 @@ std::vector<std::string> schema_ddl(sql::Dialect dialect, const SchemaNames& nam
         statements.push_back("CREATE INDEX IF NOT EXISTS " + t + "_pending ON " + t + " (created_at)");
     }
     if (names.registry) {
-        const std::string& t = checked(*names.registry, {"_fingerprint", "_version", "_seq"}, seen);
+        const std::string& t = checked(SchemaTable::registry, *names.registry, seen);
         statements.push_back("CREATE TABLE IF NOT EXISTS " + t +
                              " (\n"
                              "    id INTEGER NOT NULL PRIMARY KEY,\n"

@@ -4,6 +4,7 @@
 #include <mutex>
 
 #include "acemq/error.hpp"
+#include "acemq/url.hpp"
 
 namespace acemq {
 
@@ -69,7 +70,7 @@ std::shared_ptr<Transport> open_transport(std::string_view url) {
         for (const auto& [name, unused] : known.factories) known_schemes += (known_schemes.empty() ? "" : ", ") + name;
     }
     if (!factory)
-        throw InvalidArgument("acemq: no transport for \"" + std::string(url) + "\": the URL must start with one of " +
+        throw InvalidArgument("acemq: no transport for \"" + redacted_url(url) + "\": the URL must start with one of " +
                               (known_schemes.empty() ? std::string("(none registered)") : known_schemes) +
                               " followed by ://");
     return factory(url);

@@ -33,5 +33,6 @@
 #include "acemq/testing.hpp"
 #include "acemq/topology.hpp"
 #include "acemq/transport.hpp"
+#include "acemq/url.hpp"
 #include "acemq/uuid.hpp"
 #include "acemq/value.hpp"

@@ -36,9 +36,12 @@ struct Failure {
     bool fatal = false;
 
     static Failure of(const std::exception& error);
-    // For an exception_ptr holding something that is not a std::exception, the type is
-    // "unknown exception" and the message empty.
-    static Failure of(const std::exception_ptr& error);
+    // For an exception_ptr holding something that is not a std::exception (`throw 42;`),
+    // the type is the thrown type's name ("int") and the message says that a non-standard
+    // exception of that type was thrown and, when `where` is given ("in the handler of
+    // queue orders (message m-1)"), where. A std::exception is described as above: `where`
+    // is not added, so the family's sentences stay as they are.
+    static Failure of(const std::exception_ptr& error, std::string_view where = {});
 
     friend bool operator==(const Failure&, const Failure&) = default;
 };

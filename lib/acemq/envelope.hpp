@@ -91,8 +91,10 @@ Headers render_headers(const Envelope& envelope);
 
 // Reads a delivery's headers tolerantly (wire contract §1.2–1.4): unreadable values take
 // their defaults, never throw; the id falls back to the AMQP message-id property and then to
-// a fresh id; the type to the routing key; the correlation to the id. Every "x-acemq-*"
-// header is removed from the application headers, known or not.
+// a fresh id; the type to the routing key; the correlation to the id. An AMQP timestamp is
+// no integer: as version, attempt or route position it takes the default; as first-seen it
+// is the instant it names (seconds, where the contract's integer is milliseconds). Every
+// "x-acemq-*" header is removed from the application headers, known or not.
 Envelope read_envelope(const Headers& headers, std::string_view routing_key,
                        std::string_view message_id_property = {});
 

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <algorithm>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <initializer_list>
@@ -20,6 +21,10 @@ namespace acemq {
 class FieldValue;
 using Bytes = std::vector<std::byte>;
 using FieldArray = std::vector<FieldValue>;
+// An AMQP timestamp field ('T'): an instant in whole seconds since the Unix epoch. Kept
+// apart from the integers so that a header written as a time is never read as a count
+// or as milliseconds.
+using FieldTimestamp = std::chrono::sys_seconds;
 
 // A field table: names to values, kept sorted by name (as a person reads them; AMQP gives
 // table order no meaning). It reads like std::map — find, contains, at, operator[],
@@ -78,11 +83,12 @@ private:
 };
 
 // One value of a field table. The integer widths matter on the wire: the family writes
-// version and attempt as signed 32-bit, first-seen as signed 64-bit.
+// version and attempt as signed 32-bit, first-seen as signed 64-bit (epoch milliseconds,
+// never a timestamp).
 class FieldValue {
 public:
     using Variant = std::variant<std::monostate, bool, std::int32_t, std::int64_t, std::uint64_t,
-                                 double, std::string, Bytes, FieldArray, FieldTable>;
+                                 double, std::string, Bytes, FieldArray, FieldTable, FieldTimestamp>;
 
     FieldValue() = default;
     FieldValue(bool value) : value_(value) {}
@@ -96,6 +102,7 @@ public:
     FieldValue(Bytes value) : value_(std::move(value)) {}
     FieldValue(FieldArray value) : value_(std::move(value)) {}
     FieldValue(FieldTable value) : value_(std::move(value)) {}
+    FieldValue(FieldTimestamp value) : value_(value) {}
 
     const Variant& get() const noexcept { return value_; }
     template <class T> bool holds() const noexcept { return std::holds_alternative<T>(value_); }
@@ -104,7 +111,8 @@ public:
     // Tolerant readers, as the family reads headers written by any client: an integer of
     // any width, a whole double, or a decimal string ("2") reads as an integer; a string or
     // a byte array reads as text. Anything else is nullopt, never an exception, because a
-    // producer's odd header must not become the consumer's outage.
+    // producer's odd header must not become the consumer's outage. A timestamp is not an
+    // integer (it is an instant, in seconds): read it with get() / holds<FieldTimestamp>().
     std::optional<std::int64_t> as_integer() const;
     std::optional<std::string> as_text() const;
 

@@ -53,8 +53,10 @@ struct SendResult {
     bool routed = true;
 };
 
-// A publish the broker did not take responsibility for: refused (nack), returned as
-// unroutable (mandatory), or lost with the connection. Treat the message as not sent.
+// A publish the broker did not take responsibility for: refused (nack, or an exchange that
+// does not exist: "404 NOT_FOUND - no exchange ..."), returned as unroutable (mandatory),
+// lost with the connection, or never written (after close: "it was not sent, nothing was
+// written (... is closed ...)"). Treat the message as not sent.
 class PublishError : public Error {
 public:
     PublishError(const std::string& what, std::string message_id, bool unroutable, bool paused = false)

@@ -19,15 +19,25 @@
 
 namespace acemq {
 
-// Table names; nullopt leaves that table out. Each name is a plain SQL identifier
-// (sql::check_identifier), short enough that the longest derived name ({registry}_fingerprint,
-// {idempotency}_expiry, {outbox}_pending) stays within 63 characters, which PostgreSQL
-// would otherwise truncate silently. No two names, derived ones included, may coincide.
+// Table names; nullopt leaves that table out. Each name is a plain SQL identifier that is
+// not a reserved word (sql::check_identifier), short enough that the longest derived name
+// ({registry}_fingerprint, {idempotency}_expiry, {outbox}_pending) stays within 63
+// characters, which PostgreSQL would otherwise truncate silently. No two names, derived
+// ones included, may coincide.
 struct SchemaNames {
     std::optional<std::string> idempotency = "acemq_idempotency";
     std::optional<std::string> outbox = "acemq_outbox";
     std::optional<std::string> registry = "acemq_schema_registry";
 };
+
+// Which table a name is for: each has its own derived names (see SchemaNames).
+enum class SchemaTable { idempotency, outbox, registry };
+
+// Throws InvalidArgument unless `name` can name `table` in schema_ddl: a usable SQL
+// identifier (sql::check_identifier: plain, not a reserved word) short enough for its
+// derived names. The SQL stores' constructors call it, so a store refuses exactly the
+// names schema_ddl refuses, before any statement runs.
+void check_table_name(SchemaTable table, const std::string& name);
 
 // The statements in run order, without a trailing ';' (8 with the default names: the
 // idempotency table and its {t}_expiry index, the outbox and its {t}_pending index, the

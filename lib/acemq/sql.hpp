@@ -16,6 +16,7 @@
 // time; a Database may be shared and asked for connections from any thread.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <initializer_list>
 #include <memory>
@@ -140,8 +141,14 @@ public:
     Transaction begin() { return Transaction(connect()); }
 };
 
-// Throws InvalidArgument unless `name` is a plain SQL identifier: [A-Za-z_][A-Za-z0-9_]{0,62}.
-// Table names are written into statements, so nothing else may pass.
+// PostgreSQL's NAMEDATALEN - 1: it truncates longer identifiers without an error.
+inline constexpr std::size_t max_identifier_bytes = 63;
+
+// Throws InvalidArgument unless `name` is a plain SQL identifier that both SQLite and
+// PostgreSQL take unquoted: [A-Za-z_][A-Za-z0-9_]{0,62}, not a reserved word of either
+// database in any case ("order", "SELECT", "user"), not starting with "sqlite_". Table
+// names are written into statements, so nothing else may pass. A table that schema_ddl
+// creates must also leave room for its derived names: see check_table_name in schema.hpp.
 void check_identifier(std::string_view name);
 
 }  // namespace acemq::sql

@@ -43,12 +43,15 @@ struct OutboundMessage {
 };
 
 struct PublishResult {
-    // Why a publish is not confirmed: the broker said no (nack); the connection went, or no
-    // confirm came in time, so whether it arrived is unknown; it was never written because
-    // the broker has blocked the connection; or it was never written because the transport
-    // cannot encode it (a field or the headers too large for the wire: return_reason names
-    // which, its size and the limit). A too_large message fails the same way every time.
-    enum class Unconfirmed { refused, lost, paused, too_large };
+    // Why a publish is not confirmed: the broker said no (nack, or RabbitMQ's 404 for a
+    // missing exchange); the connection went, or no confirm came in time, so whether it
+    // arrived is unknown; it was never written because the broker has blocked the
+    // connection; it was never written because the transport cannot encode it (a field or
+    // the headers too large for the wire: return_reason names which, its size and the
+    // limit; a too_large message fails the same way every time); or it was never written
+    // because the transport is closed or the connection went before its turn (certainly
+    // not sent).
+    enum class Unconfirmed { refused, lost, paused, too_large, unsent };
 
     bool confirmed = false;     // the broker took responsibility for it
     bool routed = true;         // false only for a mandatory message that reached no queue

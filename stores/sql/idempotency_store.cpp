@@ -6,6 +6,7 @@
 #include <vector>
 
 #include <acemq/error.hpp>
+#include <acemq/schema.hpp>
 #include <acemq/uuid.hpp>
 
 namespace acemq {
@@ -23,7 +24,7 @@ std::chrono::milliseconds positive(std::chrono::milliseconds value, const char* 
 }
 
 const std::string& checked_table(const std::string& table) {
-    sql::check_identifier(table);
+    check_table_name(SchemaTable::idempotency, table);
     return table;
 }
 

@@ -58,7 +58,7 @@ struct SqlIdempotencyOptions {
 
 class SqlIdempotencyStore final : public IdempotencyStore {
 public:
-    // Throws InvalidArgument for a table name that is not a plain SQL identifier or a
+    // Throws InvalidArgument for a table name schema_ddl would refuse (check_table_name) or a
     // timeout or retention that is not positive. Touches no table.
     explicit SqlIdempotencyStore(sql::Database& database, SqlIdempotencyOptions options = {});
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "acemq/json_codec.hpp"
+#include "acemq/schema.hpp"
 #include "acemq/uuid.hpp"
 
 namespace acemq {
@@ -26,6 +27,11 @@ Value to_json(const FieldValue& field, std::string_view name) {
                 throw InvalidArgument("acemq: header \"" + std::string(name) +
                                       "\" holds bytes, which the SQL outbox cannot store (it keeps headers as "
                                       "JSON); send them as text, e.g. base64");
+            } else if constexpr (std::is_same_v<T, FieldTimestamp>) {
+                // As a JSON number it would come back as an integer, read as milliseconds.
+                throw InvalidArgument("acemq: header \"" + std::string(name) +
+                                      "\" holds an AMQP timestamp, which the SQL outbox cannot store (it keeps "
+                                      "headers as JSON); send it as an integer of epoch milliseconds");
             } else if constexpr (std::is_same_v<T, FieldArray>) {
                 Value::Array items;
                 for (const FieldValue& item : value) items.push_back(to_json(item, name));
@@ -122,7 +128,7 @@ std::string truncated(std::string_view error) {
 SqlOutboxStore::SqlOutboxStore(sql::Database& relay_connections, SqlOutboxOptions options)
     : database_(relay_connections), options_(std::move(options)),
       columns_("id, exchange_name, routing_key, body, content_type, headers, created_at, attempts, last_error") {
-    sql::check_identifier(options_.table);
+    check_table_name(SchemaTable::outbox, options_.table);
     const std::string& t = options_.table;
     insert_ = "INSERT INTO " + t + " (id, exchange_name, routing_key, body, content_type, headers, created_at)"
               " VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING";

@@ -29,7 +29,7 @@
 // No index is needed for them: the claim finds rows by created_at and the primary key.
 //
 // Headers are stored as a JSON object (strings, integers, booleans, doubles, arrays,
-// tables; a byte-array header is refused, JSON has no bytes). Read back, x-acemq-version,
+// tables; a byte-array or timestamp header is refused, JSON has neither). Read back, x-acemq-version,
 // -attempt and -route-position are 32-bit integers and every other integer is 64-bit, as
 // the family writes them; an application header's integer width is not kept.
 //
@@ -61,12 +61,12 @@ struct SqlOutboxOptions {
 class SqlOutboxStore final : public OutboxStore {
 public:
     // Keeps a reference to `relay_connections`, which must outlive the store. Throws
-    // InvalidArgument for a table name that is not a plain identifier, max_attempts < 1 or
+    // InvalidArgument for a table name schema_ddl would refuse (check_table_name), max_attempts < 1 or
     // a lease that is not positive.
     explicit SqlOutboxStore(sql::Database& relay_connections, SqlOutboxOptions options = {});
 
     // One INSERT ... ON CONFLICT (id) DO NOTHING on `caller_transaction`: the same id twice
-    // keeps the first. Throws InvalidArgument for an empty id or a byte-array header,
+    // keeps the first. Throws InvalidArgument for an empty id, a byte-array or timestamp header,
     // EncodeError for a header JSON cannot carry (text that is not UTF-8, NaN), Error when the
     // connection is not in a transaction, DatabaseError as the database says it.
     void add(const OutboxRecord& record, sql::Connection& caller_transaction);

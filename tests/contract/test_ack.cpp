@@ -21,7 +21,9 @@ TEST_CASE("describe: type name and text, as the family writes a failure") {
 
 TEST_CASE("failures from exception_ptr, including ones that are not std::exception") {
     CHECK(Failure::of(std::make_exception_ptr(std::logic_error("x"))) == Failure{"std::logic_error", "x", false});
-    CHECK(Failure::of(std::make_exception_ptr(42)) == Failure{"unknown exception", "", false});
+    CHECK(Failure::of(std::make_exception_ptr(42)) ==
+          Failure{"int", "a non-standard exception of type int was thrown (it does not derive from std::exception)",
+                  false});
     CHECK(Failure::of(std::make_exception_ptr(FatalError("bad"))).fatal);
 }
 

@@ -186,10 +186,15 @@ TEST_CASE("mandatory to nowhere is returned; otherwise it is dropped and confirm
     CHECK(dropped.return_reason.empty());
 }
 
-TEST_CASE("publishing to an exchange that does not exist is an error", "[inproc][routing]") {
+TEST_CASE("publishing to an exchange that does not exist is refused with RabbitMQ's 404", "[inproc][routing]") {
     auto transport = connect(unique_name("no-exchange"));
-    CHECK_THROWS_WITH(transport->publish(message("ghost", "k")),
-                      Catch::Contains("NOT_FOUND") && Catch::Contains("\"ghost\""));
+    const PublishResult refused = transport->publish(message("ghost", "k"));
+    CHECK_FALSE(refused.confirmed);
+    CHECK(refused.why == PublishResult::Unconfirmed::refused);
+    CHECK_THAT(refused.return_reason, Catch::StartsWith("404 NOT_FOUND - no exchange 'ghost'"));
+    // The connection goes on, as RabbitMQ's does once the channel is reopened.
+    transport->declare(Topology{}.queue("q", classic()));
+    CHECK(transport->publish(message("", "q")).confirmed);
 }
 
 TEST_CASE("publish_batch answers for each message in order", "[inproc][routing]") {
@@ -458,7 +463,12 @@ TEST_CASE("a closing transport returns what it pulled and did not settle", "[inp
     puller->close();  // idempotent
     CHECK(keeper->queue_depth("q") == 1);
     CHECK_THROWS_WITH(puller->pull("q"), Catch::Contains("closed"));
-    CHECK_THROWS_WITH(puller->publish(message("", "q")), Catch::Contains("closed"));
+    // A publish is answered, not thrown, as on RabbitMQ: certainly not sent.
+    const PublishResult after_close = puller->publish(message("", "q"));
+    CHECK_FALSE(after_close.confirmed);
+    CHECK(after_close.why == PublishResult::Unconfirmed::unsent);
+    CHECK_THAT(after_close.return_reason, Catch::Contains("closed"));
+    CHECK(keeper->queue_depth("q") == 1);
 }
 
 TEST_CASE("delete_queue drops messages, cancels consumers and is idempotent", "[inproc][admin]") {

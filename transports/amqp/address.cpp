@@ -3,26 +3,14 @@
 #include <charconv>
 
 #include "acemq/error.hpp"
+#include "acemq/url.hpp"
 
 namespace acemq::amqp {
 
 namespace {
 
-// The URL as it may be shown: the userinfo replaced, so a password never reaches a log.
-// Everything up to the LAST '@' goes: a password may itself hold an '@' or an unescaped
-// '/', so neither the first '@' nor the first '/' reliably ends it (a vhost holding an '@'
-// is hidden too, which costs only some detail in the message).
-std::string redacted(std::string_view url) {
-    const auto scheme_end = url.find("://");
-    if (scheme_end == std::string_view::npos) return std::string(url);
-    const auto authority_start = scheme_end + 3;
-    const auto at = url.rfind('@');
-    if (at == std::string_view::npos || at < authority_start) return std::string(url);
-    return std::string(url.substr(0, authority_start)) + "***@" + std::string(url.substr(at + 1));
-}
-
 [[noreturn]] void refuse(std::string_view url, const std::string& why) {
-    throw InvalidArgument("acemq: cannot use \"" + redacted(url) + "\" as an AMQP URL: " + why +
+    throw InvalidArgument("acemq: cannot use \"" + redacted_url(url) + "\" as an AMQP URL: " + why +
                           "; write amqp[s]://[user[:password]@]host[:port][/vhost]");
 }
 

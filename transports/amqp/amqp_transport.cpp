@@ -767,8 +767,8 @@ private:
     void write_publishes(Connection* connection, std::vector<std::shared_ptr<PendingPublish>>& chunk) {
         if (connection == nullptr) {
             for (auto& pending : chunk)
-                pending->answer.set(PublishResult{false, true, "the transport was closed; nothing was written",
-                                                  PublishResult::Unconfirmed::lost});
+                pending->answer.set(
+                    PublishResult{false, true, "the AMQP transport is closed", PublishResult::Unconfirmed::unsent});
             give_back_slots(chunk.size());
             return;
         }
@@ -802,8 +802,8 @@ private:
             if (status < 0) {
                 // Those not written yet are certainly not sent; the rest fail with the connection.
                 for (std::size_t rest = i + 1; rest < chunk.size(); ++rest)
-                    chunk[rest]->answer.set(PublishResult{false, true, "the connection was lost; nothing was written",
-                                                          PublishResult::Unconfirmed::lost});
+                    chunk[rest]->answer.set(PublishResult{false, true, "the connection was lost before its turn",
+                                                          PublishResult::Unconfirmed::unsent});
                 give_back_slots(chunk.size() - i - 1);
                 connection->check_status(status, "publish to exchange " + in_quotes(message.exchange));
             }

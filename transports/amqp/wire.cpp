@@ -58,6 +58,17 @@ amqp_field_value_t TableView::value_of(const FieldValue& value) {
                 for (const FieldValue& item : v) items.push_back(value_of(item));
                 out.kind = AMQP_FIELD_KIND_ARRAY;
                 out.value.array = amqp_array_t{static_cast<int>(items.size()), items.empty() ? nullptr : items.data()};
+            } else if constexpr (std::is_same_v<T, FieldTimestamp>) {
+                const std::int64_t seconds = v.time_since_epoch().count();
+                if (seconds >= 0) {
+                    out.kind = AMQP_FIELD_KIND_TIMESTAMP;
+                    out.value.u64 = static_cast<std::uint64_t>(seconds);
+                } else {
+                    // AMQP's timestamp is unsigned: an instant before 1970 travels as its
+                    // signed count of seconds rather than wrapping into the far future.
+                    out.kind = AMQP_FIELD_KIND_I64;
+                    out.value.i64 = seconds;
+                }
             } else {
                 static_assert(std::is_same_v<T, FieldTable>);
                 out.kind = AMQP_FIELD_KIND_TABLE;
@@ -88,8 +99,12 @@ FieldValue field_of(const amqp_field_value_t& value, int level) {
     case AMQP_FIELD_KIND_I32: return FieldValue(value.value.i32);
     case AMQP_FIELD_KIND_U32: return FieldValue(static_cast<std::int64_t>(value.value.u32));
     case AMQP_FIELD_KIND_I64: return FieldValue(value.value.i64);
-    case AMQP_FIELD_KIND_U64:
-    case AMQP_FIELD_KIND_TIMESTAMP: return FieldValue(value.value.u64);
+    case AMQP_FIELD_KIND_U64: return FieldValue(value.value.u64);
+    case AMQP_FIELD_KIND_TIMESTAMP:
+        // Past the signed range no instant can hold it; it stays the number it is.
+        if (value.value.u64 > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()))
+            return FieldValue(value.value.u64);
+        return FieldValue(FieldTimestamp(std::chrono::seconds(static_cast<std::int64_t>(value.value.u64))));
     case AMQP_FIELD_KIND_F32: return FieldValue(static_cast<double>(value.value.f32));
     case AMQP_FIELD_KIND_F64: return FieldValue(value.value.f64);
     case AMQP_FIELD_KIND_DECIMAL: {

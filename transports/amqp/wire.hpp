@@ -45,9 +45,10 @@ private:
 inline constexpr int max_table_depth = 64;
 
 // Every AMQP field kind read into the nearest FieldValue: narrow integers widen to 32 bits,
-// unsigned 32 to 64, decimals and floats to double, timestamps to unsigned 64. Throws
-// DecodeError, saying so, for tables and arrays nested deeper than max_table_depth; reads
-// at most that deep, so a hostile table cannot exhaust the stack.
+// unsigned 32 to 64, decimals and floats to double, timestamps to FieldTimestamp (one past
+// the signed 64-bit range to unsigned 64). Throws DecodeError, saying so, for tables and
+// arrays nested deeper than max_table_depth; reads at most that deep, so a hostile table
+// cannot exhaust the stack.
 FieldTable table_of(const amqp_table_t& table);
 
 // The bytes amqp_encode_table writes for `table` (its 4-byte length included), or, in

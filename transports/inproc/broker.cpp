@@ -193,10 +193,6 @@ const std::string* text_field(const FieldTable& table, std::string_view name) {
     return found == table.end() ? nullptr : std::get_if<std::string>(&found->second.get());
 }
 
-std::int64_t epoch_seconds_now() {
-    return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
-
 // Adds this death to the message's `x-death` header as RabbitMQ does: newest first, and a
 // second death through the same queue for the same reason counts up the entry it already
 // has (moving it to the front) instead of adding one.
@@ -224,7 +220,7 @@ void record_death(InboundMessage& message, std::string_view queue, std::string_v
             {"queue", FieldValue(queue)},
             {"exchange", FieldValue(message.exchange)},
             {"routing-keys", FieldValue(FieldArray{FieldValue(message.routing_key)})},
-            {"time", FieldValue(epoch_seconds_now())},
+            {"time", FieldValue(std::chrono::floor<std::chrono::seconds>(std::chrono::system_clock::now()))},
         };
     }
     deaths.insert(deaths.begin(), FieldValue(std::move(death)));
@@ -439,10 +435,14 @@ public:
             return PublishResult{true, true, {}};
         }
         const auto exchange = exchanges_.find(message.exchange);
+        // RabbitMQ closes the channel with 404 and confirms nothing, so the publisher reports
+        // a PublishError carrying the broker's sentence; the embedded broker says the same
+        // (a refusal: here it is certain that nothing arrived), and its connection goes on.
         if (exchange == exchanges_.end())
-            throw Error("acemq: cannot publish message " + quoted(message.message_id) + " to exchange " +
-                        quoted(message.exchange) + ": NOT_FOUND - no such exchange on inproc broker " + quoted(name_) +
-                        " (RabbitMQ closes the channel for this); declare the exchange first");
+            return PublishResult{false, true,
+                                 "404 NOT_FOUND - no exchange '" + message.exchange + "' on inproc broker '" + name_ +
+                                     "'; declare the exchange first",
+                                 PublishResult::Unconfirmed::refused};
         routed_.clear();
         route(*exchange->second, message.routing_key, routed_);
         if (routed_.empty()) return not_routed(message.mandatory);

@@ -15,17 +15,18 @@
 //    go when their last consumer does.
 //  - x-message-ttl with x-dead-letter-exchange / -routing-key: an expired or rejected
 //    message is republished through the dead-letter exchange with an `x-death` header
-//    (newest first; count, reason, queue, exchange, routing-keys, time in epoch seconds as
-//    a 64-bit integer, since field values have no timestamp type) and x-first-death-* /
-//    x-last-death-*. A message that would expire back into a queue it already died in,
-//    with no rejection on the way, is dropped (RabbitMQ's cycle rule). A dead-letter
-//    exchange that does not exist drops the message.
+//    (newest first; count, reason, queue, exchange, routing-keys, time as a timestamp) and
+//    x-first-death-* / x-last-death-*. A message that would expire back into a queue it
+//    already died in, with no rejection on the way, is dropped (RabbitMQ's cycle rule). A
+//    dead-letter exchange that does not exist drops the message.
 //    Expiry is driven by the broker's Clock, so a ManualClock runs a five-minute rung in
 //    microseconds. Like RabbitMQ, only the head of a queue expires: a message requeued
 //    behind an older one waits its turn. Handed-out messages never expire; requeued ones
 //    keep their first enqueue time.
 //  - mandatory publishes that reach no queue come back routed=false, "312 NO_ROUTE";
-//    others that reach no queue are dropped. Every publish is confirmed.
+//    others that reach no queue are dropped. A publish to an exchange that does not exist
+//    comes back unconfirmed (refused), "404 NOT_FOUND - no exchange '...'", where RabbitMQ
+//    closes the channel. Every other publish is confirmed.
 // What it does not: persistence, x-max-length / x-expires / x-overflow / priorities
 // (recorded as arguments, never enforced), per-message expiration, streams, alternate
 // exchanges, exchange-to-exchange bindings, the predeclared amq.* exchanges, consumer

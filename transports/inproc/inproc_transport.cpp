@@ -1,6 +1,7 @@
 #include "inproc/inproc_transport.hpp"
 
 #include "acemq/error.hpp"
+#include "acemq/url.hpp"
 
 namespace acemq::inproc {
 
@@ -22,7 +23,7 @@ InprocTransport::InprocTransport(std::shared_ptr<Broker> broker)
 
 std::shared_ptr<InprocTransport> InprocTransport::open(std::string_view url) {
     if (!url.starts_with(scheme_prefix) || url.size() == scheme_prefix.size())
-        throw InvalidArgument("acemq: cannot open \"" + std::string(url) +
+        throw InvalidArgument("acemq: cannot open \"" + redacted_url(url) +
                               "\" as an inproc transport: write inproc://NAME, where NAME names the embedded broker");
     return std::make_shared<InprocTransport>(inproc::broker(url.substr(scheme_prefix.size())));
 }
@@ -40,8 +41,9 @@ void InprocTransport::declare(const Topology& topology) { broker_->declare(conne
 
 PublishResult InprocTransport::publish(OutboundMessage message) {
     if (closed_.load(std::memory_order_relaxed))
-        throw Error("acemq: cannot publish to inproc broker \"" + broker_->name() +
-                    "\": this transport is closed; open a new one");
+        return PublishResult{false, true,
+                             "the transport to inproc broker \"" + broker_->name() + "\" is closed; open a new one",
+                             PublishResult::Unconfirmed::unsent};
     return broker_->publish(std::move(message));
 }
 
