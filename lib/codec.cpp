@@ -104,7 +104,10 @@ bool starts_with_ci(std::string_view text, std::string_view prefix) noexcept {
 }
 
 bool contains_ci(std::string_view text, std::string_view part) noexcept {
-    return !std::ranges::search(text, part, same_letter).empty() || part.empty();
+    // std::search rather than std::ranges::search: clang 14 cannot compile libstdc++ 12's
+    // ranges::subrange, and the fuzz build (tests/fuzz) uses clang.
+    return std::search(text.begin(), text.end(), part.begin(), part.end(), same_letter) != text.end() ||
+           part.empty();
 }
 
 }  // namespace detail

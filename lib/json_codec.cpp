@@ -185,11 +185,13 @@ private:
         const auto text = [this](const std::pair<std::size_t, std::size_t>& k) {
             return std::string_view(key_text_).substr(k.first, k.second);
         };
-        const auto keys = std::ranges::subrange(keys_.begin() + static_cast<std::ptrdiff_t>(first),
-                                                keys_.end());
-        std::ranges::sort(keys, {}, text);
-        const auto twin = std::ranges::adjacent_find(keys, {}, text);
-        if (twin != keys.end())
+        // Iterators rather than a ranges::subrange, which clang 14 (the fuzz build) cannot
+        // compile with libstdc++ 12.
+        const auto from = keys_.begin() + static_cast<std::ptrdiff_t>(first);
+        std::sort(from, keys_.end(), [&](const auto& a, const auto& b) { return text(a) < text(b); });
+        const auto twin =
+            std::adjacent_find(from, keys_.end(), [&](const auto& a, const auto& b) { return text(a) == text(b); });
+        if (twin != keys_.end())
             throw EncodeError("acemq: two map keys both become the JSON key \"" +
                               std::string(text(*twin)) + "\"");
     }
