@@ -1,4 +1,5 @@
-// libFuzzer target for the envelope reader: headers built from the input (reserved names likely), never a throw.
+// libFuzzer target for the envelope reader: headers built from the input (reserved names
+// likely), never a throw.
 // Build and run: tests/fuzz/README.md.
 #include "inputs.hpp"
 

@@ -1,4 +1,5 @@
-// libFuzzer target for MsgpackCodec: the input as a body, read as a Value and as three struct shapes; only DecodeError.
+// libFuzzer target for MsgpackCodec: the input as a body, read as a Value and as the shapes of
+// inputs.hpp; only a DecodeError may come out.
 // Build and run: tests/fuzz/README.md.
 #include "inputs.hpp"
 

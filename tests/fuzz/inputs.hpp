@@ -21,6 +21,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <vector>
 
 namespace fuzz {
@@ -151,19 +152,35 @@ inline void envelope_input(std::span<const std::byte> input) {
     (void)read_headers(headers, in);
 }
 
-// Every shape, straight and through the typed helper, and the codec itself.
+// reflect.hpp reads struct field names with a g++ technique that clang 14 lacks, so a clang
+// build (the libFuzzer targets) decodes into the structs' parts only; the seeded loops,
+// built with g++, decode into the structs as well.
+#if !defined(__clang__)
+#define ACEMQ_FUZZ_STRUCTS 1
+#endif
+
+// The codec itself, and every shape through the typed helper.
 inline void decode_input(const acemq::Codec& codec, std::span<const std::byte> body, std::string_view content_type) {
-    const auto refused_or = [&](auto decode) {
+    const auto refused_or = [&]<class T>(std::type_identity<T>) {
         try {
-            decode();
+            (void)acemq::decode<T>(codec, body, content_type);
         } catch (const acemq::DecodeError&) {
             // the one allowed failure
         }
     };
-    refused_or([&] { (void)codec.decode(body, content_type); });
-    refused_or([&] { (void)acemq::decode<Order>(codec, body, content_type); });
-    refused_or([&] { (void)acemq::decode<Deep>(codec, body, content_type); });
-    refused_or([&] { (void)acemq::decode<std::vector<std::optional<std::int64_t>>>(codec, body, content_type); });
+    try {
+        (void)codec.decode(body, content_type);
+    } catch (const acemq::DecodeError&) {
+        // as above
+    }
+#ifdef ACEMQ_FUZZ_STRUCTS
+    refused_or(std::type_identity<Order>{});
+    refused_or(std::type_identity<Deep>{});
+#endif
+    refused_or(std::type_identity<std::vector<std::optional<std::int64_t>>>{});
+    refused_or(std::type_identity<std::map<std::int32_t, std::vector<std::string>>>{});
+    refused_or(std::type_identity<std::array<std::optional<acemq::Value::Bytes>, 2>>{});
+    refused_or(std::type_identity<std::vector<std::map<std::string, std::vector<double>>>>{});
 }
 
 inline const acemq::MsgpackCodec& msgpack_codec() {
