@@ -173,7 +173,7 @@ TEST_CASE("fuzz: the JSON reader ends every body in a value or a DecodeError") {
     fuzz_codec("json", fuzz::json_codec(), fuzz::json_input);
 }
 
-TEST_CASE("fuzz: the envelope reader reads any header table without throwing") {
+TEST_CASE("fuzz: the envelope reader reads any header table without throwing, and it renders back") {
     const auto document = fixtures::load("envelope-fixtures.json");
     std::vector<acemq::FieldTable> tables;
     for (const auto& fixture_case : document.at("cases").as_array())
@@ -192,6 +192,6 @@ TEST_CASE("fuzz: the envelope reader reads any header table without throwing") {
                  fuzz::Choices in(input);
                  acemq::FieldTable headers = tables[in.below(tables.size())];
                  fuzz::mutate(headers, in);
-                 (void)fuzz::read_headers(headers, in);
+                 fuzz::read_headers(headers, in);
              });
 }
