@@ -32,6 +32,24 @@ std::string with_article(std::string_view type) {
     return (vowel ? "an " : "a ") + std::string(type);
 }
 
+// The codecs of a composite, or the one codec, as "MsgpackCodec, JsonCodec".
+std::string codec_names(const Codec& codec) {
+    const auto* composite = dynamic_cast<const CompositeCodec*>(&codec);
+    if (composite == nullptr) return std::string(codec.name());
+    std::string names;
+    for (const auto& each : composite->codecs()) {
+        if (!names.empty()) names += ", ";
+        names += each->name();
+    }
+    return names;
+}
+
+// Which codec reads a message of this content type: the composite's claimant, or the codec.
+const Codec* reader_of(const Codec& codec, std::string_view content_type) {
+    const auto* composite = dynamic_cast<const CompositeCodec*>(&codec);
+    return composite != nullptr ? composite->claimant(content_type) : &codec;
+}
+
 std::string invalid_utf8_message(std::string_view what, std::size_t at) {
     return "acemq: " + std::string(what) + " is not valid UTF-8 (bad byte at offset " +
            std::to_string(at) + ")";
@@ -53,14 +71,22 @@ void rethrow_as_encode_error(std::string_view type, std::string_view codec) {
     }
 }
 
-void rethrow_as_decode_error(std::string_view type, std::string_view content_type) {
+void rethrow_as_decode_error(std::string_view type, std::string_view content_type, const Codec& codec) {
     const std::string context = "acemq: cannot decode " + with_article(type) + " from " +
                                 describe_content_type(content_type) + ": ";
     try {
         throw;
     } catch (const std::bad_alloc&) {
-        throw;  // transient, unlike a bad body: must not turn into a fatal DecodeError
+        throw;  // running out of memory says nothing about the body; the engine parks it as is
     } catch (const std::exception& e) {
+        // BytesCodec claims any typed message, so a content type nothing else reads arrives
+        // as bytes and fails as "expected a record, found bytes"; say what really happened.
+        if (dynamic_cast<const BytesCodec*>(reader_of(codec, content_type)) != nullptr)
+            throw DecodeError(context + "no codec reads " + describe_content_type(content_type) +
+                              " but as raw bytes, which " + with_article(type) +
+                              " cannot be made from (the codecs known are " + codec_names(codec) +
+                              "); consume it as acemq::Bytes, publish it with a content type one of "
+                              "them reads, or add a codec for it");
         throw DecodeError(context + std::string(without_prefix(e.what())));
     }
 }
@@ -78,7 +104,10 @@ bool starts_with_ci(std::string_view text, std::string_view prefix) noexcept {
 }
 
 bool contains_ci(std::string_view text, std::string_view part) noexcept {
-    return !std::ranges::search(text, part, same_letter).empty() || part.empty();
+    // std::search rather than std::ranges::search: clang 14 cannot compile libstdc++ 12's
+    // ranges::subrange, and the fuzz build (tests/fuzz) uses clang.
+    return std::search(text.begin(), text.end(), part.begin(), part.end(), same_letter) != text.end() ||
+           part.empty();
 }
 
 }  // namespace detail
@@ -206,6 +235,12 @@ std::vector<std::byte> CompositeCodec::encode(ValueSource source) const {
 
 std::vector<std::byte> CompositeCodec::encode(const Value& value) const {
     return codecs_.front()->encode(value);
+}
+
+const Codec* CompositeCodec::claimant(std::string_view content_type) const noexcept {
+    const auto found =
+        std::ranges::find_if(codecs_, [&](const auto& codec) { return codec->can_decode(content_type); });
+    return found == codecs_.end() ? nullptr : found->get();
 }
 
 Value CompositeCodec::decode(std::span<const std::byte> body, std::string_view content_type) const {

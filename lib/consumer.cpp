@@ -180,8 +180,11 @@ Settlement ConsumerCore::run_handler(ConsumeContext& context) {
     HandlerStep step;
     try {
         step = decoder_(context, *codec_);
-    } catch (const DecodeError& error) {
-        return undecodable(error);
+    } catch (...) {
+        // Not only DecodeError: a bad_alloc, a length_error or whatever an application's codec
+        // throws would otherwise end the worker and the process; the message waits in
+        // {queue}.parked with the reason instead.
+        return undecodable(Failure::of(std::current_exception()));
     }
     Ack ack = accept();
     try {

@@ -185,11 +185,13 @@ private:
         const auto text = [this](const std::pair<std::size_t, std::size_t>& k) {
             return std::string_view(key_text_).substr(k.first, k.second);
         };
-        const auto keys = std::ranges::subrange(keys_.begin() + static_cast<std::ptrdiff_t>(first),
-                                                keys_.end());
-        std::ranges::sort(keys, {}, text);
-        const auto twin = std::ranges::adjacent_find(keys, {}, text);
-        if (twin != keys.end())
+        // Iterators rather than a ranges::subrange, which clang 14 (the fuzz build) cannot
+        // compile with libstdc++ 12.
+        const auto from = keys_.begin() + static_cast<std::ptrdiff_t>(first);
+        std::sort(from, keys_.end(), [&](const auto& a, const auto& b) { return text(a) < text(b); });
+        const auto twin =
+            std::adjacent_find(from, keys_.end(), [&](const auto& a, const auto& b) { return text(a) == text(b); });
+        if (twin != keys_.end())
             throw EncodeError("acemq: two map keys both become the JSON key \"" +
                               std::string(text(*twin)) + "\"");
     }
@@ -221,13 +223,18 @@ public:
     static constexpr std::size_t max_key_size = json::string::max_size();
     static constexpr std::size_t max_string_size = json::string::max_size();
 
+    explicit SaxReader(std::size_t max_values) : max_values_(max_values) {}
+
     Value take_result() { return out_.take(); }
+    // Whether the parse stopped because the body holds more than max_values values.
+    bool too_many() const { return values_ > max_values_; }
 
     bool on_document_begin(json::error_code&) { return true; }
     bool on_document_end(json::error_code&) { return true; }
     // An object is a map whose keys are strings: on_key is the key's event. Sizes are not
     // known up front; ValueBuilder takes 0.
-    bool on_object_begin(json::error_code&) {
+    bool on_object_begin(json::error_code& error) {
+        if (!count(error)) return false;
         out_.begin_map(0);
         return true;
     }
@@ -235,7 +242,8 @@ public:
         out_.end_map();
         return true;
     }
-    bool on_array_begin(json::error_code&) {
+    bool on_array_begin(json::error_code& error) {
+        if (!count(error)) return false;
         out_.begin_array(0);
         return true;
     }
@@ -247,22 +255,28 @@ public:
         text_.append(part.data(), part.size());
         return true;
     }
-    bool on_key(json::string_view part, std::size_t, json::error_code&) { return text(part); }
+    bool on_key(json::string_view part, std::size_t, json::error_code& error) {
+        return count(error) && text(part);
+    }
     bool on_string_part(json::string_view part, std::size_t, json::error_code&) {
         text_.append(part.data(), part.size());
         return true;
     }
-    bool on_string(json::string_view part, std::size_t, json::error_code&) { return text(part); }
+    bool on_string(json::string_view part, std::size_t, json::error_code& error) {
+        return count(error) && text(part);
+    }
     bool on_number_part(json::string_view part, json::error_code&) {
         text_.append(part.data(), part.size());
         return true;
     }
-    bool on_int64(std::int64_t i, json::string_view, json::error_code&) {
+    bool on_int64(std::int64_t i, json::string_view, json::error_code& error) {
+        if (!count(error)) return false;
         text_.clear();
         out_.int64(i);
         return true;
     }
-    bool on_uint64(std::uint64_t u, json::string_view, json::error_code&) {
+    bool on_uint64(std::uint64_t u, json::string_view, json::error_code& error) {
+        if (!count(error)) return false;
         text_.clear();
         if (u <= static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()))
             out_.int64(static_cast<std::int64_t>(u));
@@ -271,6 +285,7 @@ public:
         return true;
     }
     bool on_double(double rough, json::string_view part, json::error_code& error) {
+        if (!count(error)) return false;
         text_.append(part.data(), part.size());
         double exact = 0;
         const auto [end, failure] =
@@ -288,11 +303,13 @@ public:
         out_.float64(whole ? exact : rough);
         return true;
     }
-    bool on_bool(bool b, json::error_code&) {
+    bool on_bool(bool b, json::error_code& error) {
+        if (!count(error)) return false;
         out_.boolean(b);
         return true;
     }
-    bool on_null(json::error_code&) {
+    bool on_null(json::error_code& error) {
+        if (!count(error)) return false;
         out_.null();
         return true;
     }
@@ -301,6 +318,14 @@ public:
     bool on_comment(json::string_view, json::error_code&) { return true; }
 
 private:
+    // Every value (and every object key) counts one; past the limit the parse stops, before
+    // the tree grows further. The error code only ends the parse: too_many() says why.
+    bool count(json::error_code& error) {
+        if (++values_ <= max_values_) return true;
+        error = json::error::extra_data;
+        return false;
+    }
+
     // A string or key, whose earlier parts (if it was split) are in text_.
     bool text(json::string_view last) {
         text_.append(last.data(), last.size());
@@ -311,6 +336,8 @@ private:
 
     ValueBuilder out_;
     std::string text_;  // the string, key or number being read, when split into parts
+    std::size_t max_values_;
+    std::size_t values_ = 0;
 };
 
 }  // namespace
@@ -336,6 +363,11 @@ std::vector<std::byte> JsonCodec::encode(ValueSource source) const {
     return body;
 }
 
+JsonCodec::JsonCodec(std::size_t max_values) : max_values_(max_values) {
+    if (max_values == 0)
+        throw InvalidArgument("acemq: a JsonCodec must read at least one value (max_values 0)");
+}
+
 Value JsonCodec::decode(std::span<const std::byte> body, std::string_view) const {
     const std::string_view text(reinterpret_cast<const char*>(body.data()), body.size());
     if (text.empty()) throw DecodeError("acemq: the JSON body is empty");
@@ -345,9 +377,14 @@ Value JsonCodec::decode(std::span<const std::byte> body, std::string_view) const
                           std::to_string(*bad) + ")");
     json::parse_options options;
     options.max_depth = max_depth;
-    json::basic_parser<SaxReader> parser(options);
+    json::basic_parser<SaxReader> parser(options, max_values_);
     json::error_code error;
     const std::size_t used = parser.write_some(false, text.data(), text.size(), error);
+    if (parser.handler().too_many())
+        throw DecodeError("acemq: the JSON body holds more than " + std::to_string(max_values_) +
+                          " values (arrays, objects, keys and every element count one each), the "
+                          "most this JsonCodec reads; send less per message, or construct the "
+                          "codec with a higher max_values");
     if (error == json::error::too_deep)
         throw DecodeError("acemq: the JSON body nests arrays and objects deeper than " +
                           std::to_string(max_depth) + " levels");

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <optional>
 #include <msgpack.hpp>
 #include <string>
 
@@ -147,52 +148,111 @@ private:
     std::size_t depth_ = 0;
 };
 
-Value to_value(const msgpack::object& object) {
-    switch (object.type) {
-        case msgpack::type::NIL: return Value();
-        case msgpack::type::BOOLEAN: return Value(object.via.boolean);
-        case msgpack::type::POSITIVE_INTEGER:
-            if (object.via.u64 <=
-                static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()))
-                return Value(static_cast<std::int64_t>(object.via.u64));
-            return Value(object.via.u64);
-        case msgpack::type::NEGATIVE_INTEGER: return Value(object.via.i64);
-        case msgpack::type::FLOAT32:
-        case msgpack::type::FLOAT64: return Value(object.via.f64);
-        case msgpack::type::STR: {
-            std::string text(object.via.str.ptr, object.via.str.size);
-            if (const auto bad = detail::invalid_utf8_at(text))
-                throw DecodeError("acemq: a msgpack str is not valid UTF-8 (bad byte at offset " +
-                                  std::to_string(*bad) +
-                                  " of the string); binary data must travel as bin");
-            return Value(std::move(text));
-        }
-        case msgpack::type::BIN: {
-            const auto* first = reinterpret_cast<const std::byte*>(object.via.bin.ptr);
-            return Value(Value::Bytes(first, first + object.via.bin.size));
-        }
-        case msgpack::type::ARRAY: {
-            Value::Array elements;
-            elements.reserve(object.via.array.size);
-            for (const auto& element : std::span(object.via.array.ptr, object.via.array.size))
-                elements.push_back(to_value(element));
-            return Value(std::move(elements));
-        }
-        case msgpack::type::MAP: {
-            Value::Map entries;
-            entries.reserve(object.via.map.size);
-            for (const auto& kv : std::span(object.via.map.ptr, object.via.map.size))
-                entries.emplace_back(to_value(kv.key), to_value(kv.val));
-            return Value(std::move(entries));
-        }
-        case msgpack::type::EXT:
-            throw DecodeError("acemq: the msgpack body holds an ext value (type " +
-                              std::to_string(object.via.ext.type()) +
-                              "), which AceMQ does not read");
+// Builds a Value from msgpack-c's parse events. msgpack-c's own unpack allocates every
+// array and map as its header declares, before reading the elements: 64 nested headers
+// that each claim the whole body reserve 64 times the body. Here room is reserved only up
+// to a bounded count and grows as elements really arrive (each takes at least one byte),
+// and the values are counted against the codec's limit, so what the tree takes is bounded
+// by the body and by that limit, whatever the headers say.
+class TreeVisitor : public msgpack::null_visitor {
+public:
+    TreeVisitor(std::size_t body_size, std::size_t max_values)
+        : body_size_(body_size), max_values_(max_values) {}
+
+    Value take() { return out_.take(); }
+    // Where the byte that starts no msgpack value is, if the parse stopped at one.
+    std::optional<std::size_t> malformed_at() const { return malformed_at_; }
+
+    bool visit_nil() { return add([&] { out_.null(); }); }
+    bool visit_boolean(bool b) { return add([&] { out_.boolean(b); }); }
+    bool visit_positive_integer(std::uint64_t u) {
+        return add([&] {
+            if (u <= static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()))
+                out_.int64(static_cast<std::int64_t>(u));
+            else
+                out_.uint64(u);
+        });
     }
-    throw DecodeError("acemq: the msgpack body holds a value of unknown type " +
-                      std::to_string(static_cast<int>(object.type)));
-}
+    bool visit_negative_integer(std::int64_t i) { return add([&] { out_.int64(i); }); }
+    bool visit_float32(float f) { return add([&] { out_.float64(f); }); }
+    bool visit_float64(double d) { return add([&] { out_.float64(d); }); }
+    bool visit_str(const char* text, std::uint32_t size) {
+        const std::string_view view(text, size);
+        if (const auto bad = detail::invalid_utf8_at(view))
+            throw DecodeError("acemq: a msgpack str is not valid UTF-8 (bad byte at offset " +
+                              std::to_string(*bad) +
+                              " of the string); binary data must travel as bin");
+        return add([&] { out_.string(view); });
+    }
+    bool visit_bin(const char* data, std::uint32_t size) {
+        return add([&] { out_.bytes(std::as_bytes(std::span(data, size))); });
+    }
+    bool visit_ext(const char* data, std::uint32_t) {
+        // msgpack-c hands over the ext's type byte first, then its data.
+        throw DecodeError("acemq: the msgpack body holds an ext value (type " +
+                          std::to_string(static_cast<std::int8_t>(data[0])) +
+                          "), which AceMQ does not read");
+    }
+    bool start_array(std::uint32_t elements) {
+        open(elements);
+        return add([&] { out_.begin_array(std::min<std::size_t>(elements, max_reserved)); });
+    }
+    bool end_array() {
+        --depth_;
+        out_.end_array();
+        return true;
+    }
+    bool start_map(std::uint32_t entries) {
+        open(2 * std::size_t{entries});
+        return add([&] { out_.begin_map(std::min<std::size_t>(entries, max_reserved)); });
+    }
+    bool end_map() {
+        --depth_;
+        out_.end_map();
+        return true;
+    }
+    void parse_error(std::size_t parsed, std::size_t) { malformed_at_ = parsed; }
+
+private:
+    // Room reserved ahead for one array or map; beyond it, the vector grows as read.
+    static constexpr std::size_t max_reserved = 1024;
+
+    // An array or a map whose header says `values` values follow it.
+    void open(std::size_t values) {
+        if (depth_ >= MsgpackCodec::max_depth)
+            throw DecodeError("acemq: the msgpack body nests arrays and maps deeper than " +
+                              std::to_string(MsgpackCodec::max_depth) + " levels");
+        if (values > body_size_)
+            throw DecodeError(
+                "acemq: the msgpack body declares an array, map, string or bin longer "
+                "than the whole body (" +
+                std::to_string(body_size_) + " bytes): it is truncated or not msgpack");
+        // Refused on the header, before any of it is read.
+        if (values > max_values_ - values_) too_many();
+        ++depth_;
+    }
+
+    template <class Write>
+    bool add(Write write) {
+        if (++values_ > max_values_) too_many();
+        write();
+        return true;
+    }
+
+    [[noreturn]] void too_many() const {
+        throw DecodeError("acemq: the msgpack body holds more than " + std::to_string(max_values_) +
+                          " values (arrays, maps and every element count one each), the most this "
+                          "MsgpackCodec reads; send less per message, or construct the codec with a "
+                          "higher max_values");
+    }
+
+    ValueBuilder out_;
+    std::size_t body_size_;
+    std::size_t max_values_;
+    std::size_t values_ = 0;
+    std::size_t depth_ = 0;
+    std::optional<std::size_t> malformed_at_;
+};
 
 }  // namespace
 
@@ -208,36 +268,27 @@ std::vector<std::byte> MsgpackCodec::encode(ValueSource source) const {
     return std::move(writer).finish();
 }
 
+MsgpackCodec::MsgpackCodec(std::size_t max_values) : max_values_(max_values) {
+    if (max_values == 0)
+        throw InvalidArgument("acemq: a MsgpackCodec must read at least one value (max_values 0)");
+}
+
 Value MsgpackCodec::decode(std::span<const std::byte> body, std::string_view) const {
     if (body.empty()) throw DecodeError("acemq: the msgpack body is empty");
     const std::size_t size = body.size();
-    // Every element takes at least one byte, so a length larger than the body is a lie;
-    // refusing it up front keeps a 10-byte body from allocating for 4 billion elements.
-    const msgpack::unpack_limit limits(/*array=*/size, /*map=*/size / 2, /*str=*/size,
-                                       /*bin=*/size, /*ext=*/size, /*depth=*/max_depth);
+    TreeVisitor tree(size, max_values_);
     std::size_t used = 0;
-    msgpack::object_handle handle;
-    try {
-        handle = msgpack::unpack(reinterpret_cast<const char*>(body.data()), size, used, nullptr,
-                                 nullptr, limits);
-    } catch (const msgpack::insufficient_bytes&) {
+    if (!msgpack::parse(reinterpret_cast<const char*>(body.data()), size, used, tree)) {
+        if (const auto at = tree.malformed_at())
+            throw DecodeError("acemq: the body is not msgpack: the byte at offset " +
+                              std::to_string(*at) + " starts no msgpack value");
         throw DecodeError("acemq: the msgpack body is truncated: its " + std::to_string(size) +
                           " bytes end in the middle of a value");
-    } catch (const msgpack::depth_size_overflow&) {
-        throw DecodeError("acemq: the msgpack body nests arrays and maps deeper than " +
-                          std::to_string(max_depth) + " levels");
-    } catch (const msgpack::size_overflow&) {
-        throw DecodeError(
-            "acemq: the msgpack body declares an array, map, string or bin longer "
-            "than the whole body (" +
-            std::to_string(size) + " bytes): it is truncated or not msgpack");
-    } catch (const msgpack::unpack_error& e) {
-        throw DecodeError("acemq: the body is not msgpack: " + std::string(e.what()));
     }
     if (used != size)
         throw DecodeError("acemq: " + std::to_string(size - used) +
                           " bytes left over after the msgpack value; a body holds one value");
-    return to_value(handle.get());
+    return tree.take();
 }
 
 }  // namespace acemq

@@ -50,8 +50,10 @@ Settlement decide(const Ack& ack, const Envelope& envelope, const RetryPolicy& p
     return Settlement{Outcome::dead_lettered, why + ": " + described, std::nullopt, {}};
 }
 
-Settlement undecodable(const std::exception& decode_failure) {
+Settlement undecodable(const Failure& decode_failure) {
     return Settlement{Outcome::parked, "could not be decoded: " + describe(decode_failure), std::nullopt, {}};
 }
+
+Settlement undecodable(const std::exception& decode_failure) { return undecodable(Failure::of(decode_failure)); }
 
 }  // namespace acemq

@@ -128,6 +128,10 @@ public:
     // "acemq: no codec could read this message. Tried MsgpackCodec: ...; JsonCodec: ...".
     Value decode(std::span<const std::byte> body, std::string_view content_type) const override;
 
+    // The codec that reads a message of this content type, or nullptr when none claims it.
+    const Codec* claimant(std::string_view content_type) const noexcept;
+    const std::vector<std::shared_ptr<const Codec>>& codecs() const noexcept { return codecs_; }
+
 private:
     std::vector<std::shared_ptr<const Codec>> codecs_;
 };
@@ -143,7 +147,8 @@ struct Encoded {
 
 namespace detail {
 [[noreturn]] void rethrow_as_encode_error(std::string_view type, std::string_view codec);
-[[noreturn]] void rethrow_as_decode_error(std::string_view type, std::string_view content_type);
+[[noreturn]] void rethrow_as_decode_error(std::string_view type, std::string_view content_type,
+                                          const Codec& codec);
 // Case-insensitive, as content types are.
 bool starts_with_ci(std::string_view text, std::string_view prefix) noexcept;
 bool contains_ci(std::string_view text, std::string_view part) noexcept;
@@ -161,12 +166,14 @@ Encoded encode(const Codec& codec, const T& value) {
 
 // Throws DecodeError naming T, the content type and the reason, e.g.
 // "acemq: cannot decode a Payment from application/msgpack: Payment.amount_cents: ...".
+// A message only BytesCodec claims (its content type no other codec reads) is refused as
+// such, naming the codecs known, unless T reads bytes. std::bad_alloc passes unchanged.
 template <class T>
 T decode(const Codec& codec, std::span<const std::byte> body, std::string_view content_type) {
     try {
         return from_value<T>(codec.decode(body, content_type));
     } catch (...) {  // translated (or passed on, for bad_alloc) by the helper, never swallowed
-        detail::rethrow_as_decode_error(detail::type_name<T>(), content_type);
+        detail::rethrow_as_decode_error(detail::type_name<T>(), content_type, codec);
     }
 }
 

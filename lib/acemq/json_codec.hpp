@@ -9,8 +9,10 @@
 // gives maps with string keys, int64 (uint64 past INT64_MAX) for integers, double for
 // anything with a fraction or exponent.
 //
-// Invalid UTF-8, trailing bytes and nesting deeper than max_depth are DecodeErrors.
-// Stateless: safe to share between threads.
+// Invalid UTF-8, trailing bytes, nesting deeper than max_depth and more values than
+// max_values are DecodeErrors; the parse stops at the first value past the limit, so a
+// decode allocates in proportion to the body and to max_values at most. Immutable after
+// construction: safe to share between threads.
 #pragma once
 
 #include <cstddef>
@@ -25,6 +27,12 @@ class JsonCodec final : public Codec {
 public:
     // Nested arrays and objects allowed, both ways: what this codec writes, it can read.
     static constexpr std::size_t max_depth = 64;
+    // Values one body may decode into, arrays, objects, keys and each element counted
+    // once: a million values are about 40 MB as a Value tree.
+    static constexpr std::size_t default_max_values = 1'000'000;
+
+    // Throws InvalidArgument for 0.
+    explicit JsonCodec(std::size_t max_values = default_max_values);
 
     std::string_view name() const noexcept override { return "JsonCodec"; }
     std::string_view content_type() const noexcept override { return content_types::json; }
@@ -34,6 +42,9 @@ public:
         return encode(ValueSource(value));
     }
     Value decode(std::span<const std::byte> body, std::string_view content_type) const override;
+
+private:
+    std::size_t max_values_;
 };
 
 namespace detail {

@@ -39,6 +39,9 @@ Settlement decide(const Ack& ack, const Envelope& envelope, const RetryPolicy& p
                   std::optional<std::chrono::milliseconds> age, double unit_draw);
 
 // The settlement of a body no codec could read: parked, never retried, handler never run.
+// Whatever the decoder threw counts, not only a DecodeError: a std::bad_alloc, or anything
+// a codec of the application's throws, parks the message rather than end the process.
+Settlement undecodable(const Failure& decode_failure);
 Settlement undecodable(const std::exception& decode_failure);
 
 // A duration as the reasons write it: "2m", "1m30s", "1h", "500ms", "0s".

@@ -1,0 +1,197 @@
+// Seeded fuzz loops over the envelope reader and both codecs: random inputs, mutated valid
+// ones (fixture header tables; encodings of the shapes in tests/fuzz/inputs.hpp) and their
+// truncations, each through the same check the libFuzzer targets make. Each loop runs for
+// ACEMQ_FUZZ_SECONDS (default 2) from ACEMQ_FUZZ_SEED (default fixed, so CI repeats
+// itself); the seed and the count are printed, and a finding prints its input in hex.
+#include <catch2/catch.hpp>
+
+#include "../fuzz/inputs.hpp"
+#include "../support/fixtures.hpp"
+
+#include <chrono>
+#include <cstdlib>
+#include <functional>
+#include <iostream>
+#include <random>
+#include <sstream>
+
+namespace {
+
+using Bytes = acemq::Value::Bytes;
+
+std::uint64_t setting(const char* name, std::uint64_t fallback) {
+    const char* text = std::getenv(name);
+    if (text == nullptr || *text == '\0') return fallback;
+    return std::stoull(text);
+}
+
+std::string hex(const Bytes& input) {
+    std::ostringstream out;
+    for (std::byte b : input) out << "0123456789abcdef"[std::to_integer<int>(b) >> 4] << "0123456789abcdef"[std::to_integer<int>(b) & 15];
+    return out.str();
+}
+
+class Loop {
+public:
+    explicit Loop(std::string_view what) : what_(what), seed_(setting("ACEMQ_FUZZ_SEED", 20261201)), rng_(seed_) {
+        std::cout << "fuzz " << what_ << ": seed " << seed_ << " (ACEMQ_FUZZ_SEED)\n";
+    }
+    ~Loop() { std::cout << "fuzz " << what_ << ": " << count_ << " inputs\n"; }
+
+    std::mt19937_64& rng() { return rng_; }
+    std::size_t below(std::size_t n) { return n == 0 ? 0 : rng_() % n; }
+
+    // Runs `one` on inputs from `next` until the time is up (at least 200 inputs, so a slow
+    // sanitizer build still fuzzes something), reporting the input that escapes.
+    void run(const std::function<Bytes()>& next, const std::function<void(const Bytes&)>& one) {
+        const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(setting("ACEMQ_FUZZ_SECONDS", 2));
+        while (count_ < 200 || std::chrono::steady_clock::now() < until) {
+            const Bytes input = next();
+            ++count_;
+            try {
+                one(input);
+            } catch (const std::exception& e) {
+                FAIL("input " << count_ << " from seed " << seed_ << " threw " << e.what() << "; input " << hex(input));
+            } catch (...) {  // reported as a finding, like the std::exception above
+                FAIL("input " << count_ << " from seed " << seed_ << " threw a non-standard exception; input "
+                              << hex(input));
+            }
+        }
+        CHECK(count_ >= 200);
+    }
+
+    Bytes random_bytes(std::size_t max) {
+        Bytes out(below(max + 1));
+        for (auto& b : out) b = static_cast<std::byte>(rng_());
+        return out;
+    }
+
+    // A few bytes changed, dropped, added, repeated, set to a length-like 0xff, or the tail cut.
+    Bytes mutated(Bytes body) {
+        static constexpr std::string_view interesting = "\x00\xff\xc0\xc1\xdc\xdd\xde\xdf\xdb\xc6\xc9\x7f\x80\x90\x9f{}[]\":,\\-0e";
+        for (std::size_t k = 1 + below(4); k > 0 && !body.empty(); --k) {
+            const std::size_t at = below(body.size());
+            const auto where = body.begin() + static_cast<std::ptrdiff_t>(at);
+            switch (below(6)) {
+                case 0: body[at] = static_cast<std::byte>(rng_()); break;
+                case 1: body[at] = static_cast<std::byte>(interesting[below(interesting.size())]); break;
+                case 2: body.erase(where); break;
+                case 3: body.insert(where, static_cast<std::byte>(rng_())); break;
+                case 4: {
+                    const std::size_t n = 1 + below(std::min<std::size_t>(16, body.size() - at));
+                    const Bytes slice(where, where + static_cast<std::ptrdiff_t>(n));
+                    body.insert(where, slice.begin(), slice.end());
+                    break;
+                }
+                default: body.resize(at); break;
+            }
+        }
+        return body;
+    }
+
+private:
+    std::string what_;
+    std::uint64_t seed_;
+    std::mt19937_64 rng_;
+    std::size_t count_ = 0;
+};
+
+// Random values of the fuzzed shapes, so mutations start from real encodings.
+struct Shapes {
+    Loop& loop;
+
+    std::string text() {
+        static constexpr std::string_view letters = "abcxyz-_ 09\"\\/\xc3\xa9";
+        std::string out;
+        for (std::size_t n = loop.below(8); n > 0; --n) out.push_back(letters[loop.below(letters.size() - 2)]);
+        if (loop.below(4) == 0) out += "\xc3\xa9";
+        return out;
+    }
+    fuzz::Order order() {
+        fuzz::Order o{text(), {}, std::nullopt, {}, {}, loop.below(2) == 1};
+        for (std::size_t n = loop.below(4); n > 0; --n)
+            o.lines.push_back({text(), static_cast<std::int32_t>(loop.rng()()),
+                               loop.below(2) == 1 ? std::optional<double>(static_cast<double>(loop.below(1000)) / 8) : std::nullopt});
+        if (loop.below(2) == 1) o.note = text();
+        for (std::size_t n = loop.below(3); n > 0; --n) o.tags[text()] = static_cast<std::int64_t>(loop.rng()());
+        for (std::size_t n = loop.below(3); n > 0; --n)
+            o.grid.push_back(std::vector<std::uint8_t>(loop.below(4), static_cast<std::uint8_t>(loop.below(256))));
+        return o;
+    }
+    fuzz::Deep deep() {
+        fuzz::Deep d;
+        for (std::size_t n = loop.below(3); n > 0; --n) {
+            if (loop.below(3) == 0) {
+                d.nest.emplace_back();
+                continue;
+            }
+            std::vector<std::map<std::int32_t, std::string>> maps(loop.below(3));
+            for (auto& m : maps) m[static_cast<std::int32_t>(loop.rng()())] = text();
+            d.nest.emplace_back(std::move(maps));
+        }
+        d.extra = acemq::Value(acemq::Value::Array{acemq::Value(text()), acemq::Value(static_cast<std::int64_t>(loop.rng()()))});
+        d.blob = loop.random_bytes(6);
+        d.pair = {static_cast<std::uint16_t>(loop.below(65536)), 7};
+        return d;
+    }
+    std::vector<Bytes> encodings(const acemq::Codec& codec) {
+        return {acemq::encode(codec, order()).body, acemq::encode(codec, deep()).body,
+                acemq::encode(codec, std::vector<std::optional<std::int64_t>>{1, std::nullopt, -5}).body};
+    }
+};
+
+void fuzz_codec(std::string_view what, const acemq::Codec& codec, void (*one)(std::span<const std::byte>)) {
+    Loop loop(what);
+    Shapes shapes{loop};
+    std::vector<Bytes> valid;
+    for (int i = 0; i < 8; ++i)
+        for (auto& body : shapes.encodings(codec)) valid.push_back(std::move(body));
+    // Valid bodies decode to themselves: the check has teeth, it is not refusing everything.
+    for (const Bytes& body : valid) REQUIRE_NOTHROW(codec.decode(body, codec.content_type()));
+    std::size_t turn = 0;
+    loop.run(
+        [&] {
+            switch (turn++ % 3) {
+                case 0: return loop.random_bytes(64);
+                case 1: {
+                    const Bytes& body = valid[loop.below(valid.size())];
+                    return Bytes(body.begin(), body.begin() + static_cast<std::ptrdiff_t>(loop.below(body.size())));
+                }
+                default: return loop.mutated(valid[loop.below(valid.size())]);
+            }
+        },
+        [&](const Bytes& input) { one(input); });
+}
+
+}  // namespace
+
+TEST_CASE("fuzz: the msgpack reader ends every body in a value or a DecodeError") {
+    fuzz_codec("msgpack", fuzz::msgpack_codec(), fuzz::msgpack_input);
+}
+
+TEST_CASE("fuzz: the JSON reader ends every body in a value or a DecodeError") {
+    fuzz_codec("json", fuzz::json_codec(), fuzz::json_input);
+}
+
+TEST_CASE("fuzz: the envelope reader reads any header table without throwing, and it renders back") {
+    const auto document = fixtures::load("envelope-fixtures.json");
+    std::vector<acemq::FieldTable> tables;
+    for (const auto& fixture_case : document.at("cases").as_array())
+        tables.push_back(fixtures::table(fixture_case.at("headers").as_object()));
+    REQUIRE(!tables.empty());
+
+    Loop loop("envelope");
+    std::size_t turn = 0;
+    loop.run([&] { return loop.random_bytes(96); },
+             [&](const Bytes& input) {
+                 if (turn++ % 2 == 0) {
+                     fuzz::envelope_input(input);
+                     return;
+                 }
+                 // A fixture table, mutated as the input says.
+                 fuzz::Choices in(input);
+                 acemq::FieldTable headers = tables[in.below(tables.size())];
+                 fuzz::mutate(headers, in);
+                 fuzz::read_headers(headers, in);
+             });
+}
