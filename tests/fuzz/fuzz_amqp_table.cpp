@@ -4,14 +4,8 @@
 // bytes encoded_size predicts. The properties are those of the seeded loop in
 // tests/amqp/test_wire_fuzz.cpp (tests/amqp/wire_properties.hpp); a broken one aborts.
 //
-// Needs transports/amqp/wire.cpp and lib/field.cpp (compiled with -fsanitize=fuzzer too, so
-// the reader's branches guide the fuzzer; or the acemq_amqp and acemq static libraries) and
-// librabbitmq, with lib/, transports/ and tests/amqp/ on the include path. By hand, from the
-// top of the tree:
-//   clang++ -std=c++20 -g -O1 -fsanitize=fuzzer,address,undefined -DMSGPACK_NO_BOOST
-//           -Ilib -Itransports -Itests/amqp tests/fuzz/fuzz_amqp_table.cpp
-//           transports/amqp/wire.cpp lib/field.cpp -lrabbitmq -o fuzz_amqp_table
-//   mkdir -p corpus && ./fuzz_amqp_table -max_total_time=60 -max_len=4096 corpus
+// Built with the other targets (tests/fuzz/README.md): `ninja -C build-fuzz tests/fuzz/fuzz_amqp_table`,
+// then `./build-fuzz/tests/fuzz/fuzz_amqp_table -max_total_time=60 -max_len=4096 corpus`.
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
