@@ -188,7 +188,7 @@ TableSize encoded_size(const FieldTable& table) {
                 } else if constexpr (std::is_same_v<T, std::int32_t>) {
                     size.bytes += 4;
                 } else if constexpr (std::is_same_v<T, std::int64_t> || std::is_same_v<T, std::uint64_t> ||
-                                     std::is_same_v<T, double>) {
+                                     std::is_same_v<T, double> || std::is_same_v<T, FieldTimestamp>) {
                     size.bytes += 8;
                 } else if constexpr (std::is_same_v<T, std::string> || std::is_same_v<T, Bytes>) {
                     size.bytes += 4 + v.size();
