@@ -142,6 +142,7 @@ std::size_t OutboxRelay::sweep() {
 }
 
 void OutboxRelay::publish(OutboxRecord& record) {
+    if (!record.unreadable.empty()) throw DecodeError(record.unreadable);
     OutboundMessage message;
     message.exchange = record.exchange;
     message.routing_key = record.routing_key;
