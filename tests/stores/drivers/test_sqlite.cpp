@@ -65,6 +65,19 @@ TEST_CASE("the connection pragmas: WAL, foreign keys, synchronous FULL", "[sqlit
         auto other = plain.connect();
         CHECK(other->query("PRAGMA journal_mode") == std::vector<acemq::sql::Row>{{"delete"}});
         CHECK(other->query("PRAGMA foreign_keys") == std::vector<acemq::sql::Row>{{std::int64_t{0}}});
+        CHECK(other->query("PRAGMA synchronous") == std::vector<acemq::sql::Row>{{std::int64_t{2}}});
+    }
+}
+
+TEST_CASE("synchronous NORMAL is there when asked for, with WAL or without", "[sqlite][reliability]") {
+    TempDir dir;
+    for (const bool wal : {true, false}) {
+        INFO("WAL: " << wal);
+        const std::string path = (dir.path() / (wal ? "wal.db" : "delete.db")).string();
+        acemq::sqlite::Database fast(path, {.wal = wal, .synchronous = acemq::sqlite::Synchronous::normal});
+        CHECK(fast.connect()->query("PRAGMA synchronous") == std::vector<acemq::sql::Row>{{std::int64_t{1}}});
+        acemq::sqlite::Database safe(path, {.wal = wal, .synchronous = acemq::sqlite::Synchronous::full});
+        CHECK(safe.connect()->query("PRAGMA synchronous") == std::vector<acemq::sql::Row>{{std::int64_t{2}}});
     }
 }
 
