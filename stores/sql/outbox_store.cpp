@@ -104,9 +104,7 @@ OutboxRecord record_from(const sql::Row& row) {
             step();
         } catch (const Error& error) {  // DatabaseError (a column of another kind) or DecodeError (the headers)
             if (!problem.empty()) return;  // the first says enough; the row needs fixing either way
-            std::string_view what = error.what();
-            if (what.starts_with("acemq: ")) what.remove_prefix(std::string_view("acemq: ").size());
-            problem = std::string(column) + ": " + std::string(what);
+            problem = std::string(column) + ": " + std::string(without_prefix(error.what()));
         }
     };
     read("exchange_name", [&] { record.exchange = row.at(1).as_text(); });

@@ -336,8 +336,15 @@ OUTBOX_SQL_TEST("two running relays on one table publish 200 records exactly onc
     SqlOutboxStore second_store{backend.db(), {.table = backend.table}};
     OutboxRelay first{fixture.bus, first_store, {.interval = 1ms, .batch = 7}};
     OutboxRelay second{fixture.bus, second_store, {.interval = 1ms, .batch = 7}};
+    // Both take part whatever the scheduler does: the first publishes are held until each
+    // relay has claimed a batch and is publishing from it (SQLite's busy wait backs off, and
+    // with synchronous=FULL one relay could otherwise win the write lock every time).
+    fixture.transport().hold(true);
     first.start();
     second.start();
+    const bool both = fixture.transport().wait_entered(2, 10s);
+    fixture.transport().hold(false);
+    REQUIRE(both);
     const bool all = fixture.wait_depth(fixture.queue, total, 30s);
     first.close();
     second.close();
