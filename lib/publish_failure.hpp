@@ -4,12 +4,16 @@
 #pragma once
 
 #include <optional>
+#include <string>
 #include <string_view>
 
 #include "acemq/publisher.hpp"
 #include "acemq/transport.hpp"
 
 namespace acemq::detail {
+
+// "exchange "<ex>" with key "<key>"", as every publish error names where a message went.
+std::string destination(std::string_view exchange, std::string_view routing_key);
 
 // The publish the errors name.
 struct PublishTarget {

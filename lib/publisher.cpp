@@ -27,13 +27,13 @@ Envelope envelope_for(const SendOptions& options, std::string_view routing_key, 
     return envelope;
 }
 
-std::string destination(std::string_view exchange, std::string_view routing_key) {
-    return "exchange \"" + std::string(exchange) + "\" with key \"" + std::string(routing_key) + "\"";
-}
-
 }  // namespace
 
 namespace detail {
+
+std::string destination(std::string_view exchange, std::string_view routing_key) {
+    return "exchange \"" + std::string(exchange) + "\" with key \"" + std::string(routing_key) + "\"";
+}
 
 std::optional<PublishError> publish_failure(const PublishResult& result, const PublishTarget& target) {
     const std::string id(target.message_id);

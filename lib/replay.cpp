@@ -44,10 +44,6 @@ std::optional<std::string> set_aside_from(std::string_view queue) {
     return std::nullopt;
 }
 
-std::string destination(std::string_view exchange, std::string_view routing_key) {
-    return "exchange \"" + std::string(exchange) + "\" with key \"" + std::string(routing_key) + "\"";
-}
-
 // The deliveries of one pass that are not settled yet: the one being moved and the ones
 // the filter declined. Whatever is still unsettled when the pass ends, however it ends, is
 // put back on the queue, last first: a requeue goes to the head, so this keeps their order.
@@ -158,7 +154,7 @@ ReplayResult replay(Bus& bus, std::string_view queue, ReplayOptions options) {
                         " moved before it stay moved");
         };
         const auto cannot_republish = [&](const std::string& why) {
-            return cannot_republish_as(" to " + destination(options.exchange, key) + ": " + why);
+            return cannot_republish_as(" to " + detail::destination(options.exchange, key) + ": " + why);
         };
         if (options.exchange.empty() && key == queue)
             throw cannot_republish("its own routing key leads straight back to the queue being replayed; "
