@@ -1,7 +1,8 @@
 // The idempotency store's claim + confirm inside the caller's transaction, on SQLite, side by
 // side with raw sqlite3 running the same two statements (the claim's insert and the
-// confirm's update) in the same transaction mode (BEGIN IMMEDIATE .. COMMIT, WAL,
-// synchronous NORMAL). What the store adds: key checks, time, the node id, the seam.
+// confirm's update) in the same transaction mode (BEGIN IMMEDIATE .. COMMIT, WAL), once with
+// synchronous=FULL (the driver's default) and once with NORMAL, both sides alike. What the
+// store adds: key checks, time, the node id, the seam.
 //
 //   build/bench/idempotency_bench
 #include <sqlite3.h>
@@ -17,6 +18,7 @@
 #include "measure.hpp"
 #include "sql/idempotency_store.hpp"
 #include "sqlite/database.hpp"
+#include "sqlite_modes.hpp"
 
 namespace {
 
@@ -33,12 +35,12 @@ void check(sqlite3* db, int code, int wanted) {
 
 class RawClaims {
 public:
-    explicit RawClaims(const std::string& path) {
+    RawClaims(const std::string& path, const char* synchronous_pragma) {
         sqlite3* raw = nullptr;
         check(raw, sqlite3_open_v2(path.c_str(), &raw, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, nullptr), SQLITE_OK);
         db_.reset(raw);
         sqlite3_busy_timeout(db_.get(), 5000);
-        for (const char* pragma : {"PRAGMA journal_mode = WAL", "PRAGMA synchronous = NORMAL"})
+        for (const char* pragma : {"PRAGMA journal_mode = WAL", synchronous_pragma})
             check(db_.get(), sqlite3_exec(db_.get(), pragma, nullptr, nullptr, nullptr), SQLITE_OK);
         begin_ = prepare("BEGIN IMMEDIATE");
         commit_ = prepare("COMMIT");
@@ -81,10 +83,12 @@ private:
 int main() {
     const auto dir = std::filesystem::temp_directory_path() / ("acemq-idempotency-bench-" + acemq::new_uuid());
     std::filesystem::create_directories(dir);
-    {
-        acemq::sqlite::Database ours_db{(dir / "ours.db").string()};
+    for (const bench::SyncMode& mode : bench::sync_modes) {
+        const std::string ours_path = (dir / (std::string("ours-") + mode.name + ".db")).string();
+        const std::string raw_path = (dir / (std::string("raw-") + mode.name + ".db")).string();
+        acemq::sqlite::Database ours_db{ours_path, {.synchronous = mode.driver}};
         acemq::create_schema(ours_db);
-        acemq::sqlite::Database raw_db{(dir / "raw.db").string()};
+        acemq::sqlite::Database raw_db{raw_path, {.synchronous = mode.driver}};
         acemq::create_schema(raw_db);
 
         acemq::SqlIdempotencyStore seen{ours_db};
@@ -97,11 +101,12 @@ int main() {
             seen.confirm(key, tx);
             tx.commit();
         });
-        RawClaims raw{(dir / "raw.db").string()};
+        RawClaims raw{raw_path, mode.pragma};
         const double bare = bench::ns_per_op([&] {
             raw.claim_and_confirm("m-" + std::to_string(++next), acemq::epoch_millis_now().time_since_epoch().count());
         });
-        std::puts("claim + confirm in one transaction, SQLite file (WAL, synchronous NORMAL):");
+        std::printf("claim + confirm in one transaction, SQLite file (WAL, synchronous=%s on both sides):\n",
+                    mode.name);
         bench::report("SqlIdempotencyStore::claim + confirm + commit", ours);
         bench::report("sqlite3: insert + update + commit", bare);
         bench::report_ratio("claim + confirm", ours, bare);

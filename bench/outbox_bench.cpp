@@ -1,7 +1,8 @@
 // The outbox on SQLite, in ns/op: add (one business insert and the outbox insert in one
 // transaction) and the relay's sweep (claim, read, publish to the embedded broker,
 // delete), each beside raw sqlite3 doing the same statements in the same transaction mode
-// (WAL, synchronous=NORMAL, BEGIN IMMEDIATE, prepared statements kept). The raw add binds
+// (WAL, BEGIN IMMEDIATE, prepared statements kept), once with synchronous=FULL (the
+// driver's default) and once with NORMAL, both sides alike. The raw add binds
 // headers JSON made once; ours renders it per record, which is part of what is measured.
 #include <sqlite3.h>
 
@@ -15,6 +16,7 @@
 #include "measure.hpp"
 #include "sql/outbox_store.hpp"
 #include "sqlite/database.hpp"
+#include "sqlite_modes.hpp"
 
 using namespace acemq;
 
@@ -50,10 +52,10 @@ std::string temp_path(const std::string& name) {
 // Raw sqlite3, as a program without the library would write it.
 class Raw {
 public:
-    explicit Raw(const std::string& path) {
+    Raw(const std::string& path, const char* synchronous_pragma) {
         if (sqlite3_open(path.c_str(), &db_) != SQLITE_OK) throw std::runtime_error("cannot open " + path);
         run("PRAGMA journal_mode = WAL");
-        run("PRAGMA synchronous = NORMAL");
+        run(synchronous_pragma);
         run(outbox_ddl);
         for (const char* ddl : index_ddl) run(ddl);
         run(business_ddl);
@@ -151,30 +153,20 @@ double ns_per_record(Fill&& fill, Sweep&& sweep) {
     return std::chrono::duration<double, std::nano>(timed).count() / static_cast<double>(records);
 }
 
-}  // namespace
-
-int main() {
-    std::printf("outbox on SQLite (WAL, synchronous=NORMAL)\n");
-    Bus bus = connect("inproc://outbox-bench", {.origin = "bench@host"});
-    const Topology queue = Topology{}.queue("orders.placed", {.type = QueueType::classic});
-    bus.declare(queue);
-    const OutboxRecord model = record(bus, "", "orders.placed", Order{"o-1", 4250});
-
-    bench::report("record(): envelope, headers, msgpack body", bench::ns_per_op([&] {
-                      OutboxRecord made = record(bus, "", "orders.placed", Order{"o-1", 4250});
-                      bench::keep(made);
-                  }));
-
-    const std::string ours_path = temp_path("ours");
-    const std::string raw_path = temp_path("raw");
+// Add and sweep with one setting of synchronous, ours and raw alike, on fresh files.
+void compare(Bus& bus, const Topology& queue, const OutboxRecord& model, const bench::SyncMode& mode) {
+    std::printf("outbox on SQLite (WAL, synchronous=%s on both sides)\n", mode.name);
+    const std::string ours_path = temp_path(std::string("ours-") + mode.name);
+    const std::string raw_path = temp_path(std::string("raw-") + mode.name);
+    const std::string raw_sweep_path = temp_path(std::string("raw-sweep-") + mode.name);
     {
-        sqlite::Database db{ours_path};
+        sqlite::Database db{ours_path, {.synchronous = mode.driver}};
         auto setup = db.connect();
         setup->execute(outbox_ddl);
         for (const char* ddl : index_ddl) setup->execute(ddl);
         setup->execute(business_ddl);
         SqlOutboxStore store{db, {.table = "outbox"}};
-        Raw raw{raw_path};
+        Raw raw{raw_path, mode.pragma};
         std::string raw_headers_json;
         {  // the JSON our store writes, made once for the raw side
             auto reader = db.connect();
@@ -220,7 +212,7 @@ int main() {
                 }
             },
             [&] { return relay.sweep(); });
-        Raw raw_sweeper{temp_path("raw-sweep")};
+        Raw raw_sweeper{raw_sweep_path, mode.pragma};
         const double raw_sweep = ns_per_record(
             [&] {
                 for (std::size_t i = 0; i < sweep_batch; ++i) {
@@ -239,5 +231,20 @@ int main() {
     }
     remove_db(ours_path);
     remove_db(raw_path);
-    remove_db(temp_path("raw-sweep"));
+    remove_db(raw_sweep_path);
+}
+
+}  // namespace
+
+int main() {
+    Bus bus = connect("inproc://outbox-bench", {.origin = "bench@host"});
+    const Topology queue = Topology{}.queue("orders.placed", {.type = QueueType::classic});
+    bus.declare(queue);
+    const OutboxRecord model = record(bus, "", "orders.placed", Order{"o-1", 4250});
+
+    bench::report("record(): envelope, headers, msgpack body", bench::ns_per_op([&] {
+                      OutboxRecord made = record(bus, "", "orders.placed", Order{"o-1", 4250});
+                      bench::keep(made);
+                  }));
+    for (const bench::SyncMode& mode : bench::sync_modes) compare(bus, queue, model, mode);
 }

@@ -1,7 +1,7 @@
 // The SQLite driver side by side with the sqlite3 C API underneath it, on temporary file
-// databases in WAL mode with the same pragmas (busy timeout 5 s, foreign keys on,
-// synchronous NORMAL): one INSERT per transaction (BEGIN IMMEDIATE .. COMMIT), and 1000
-// INSERTs in one transaction. The raw side reuses its prepared statements, as the driver's
+// databases in WAL mode with the same pragmas (busy timeout 5 s, foreign keys on), once
+// with synchronous=FULL (the driver's default) and once with NORMAL, both sides alike: one
+// INSERT per transaction (BEGIN IMMEDIATE .. COMMIT), and 1000 INSERTs in one transaction. The raw side reuses its prepared statements, as the driver's
 // statement cache does. What the driver adds: the cache lookup, Value variants, the
 // Transaction object and the checks of transaction state.
 //
@@ -18,6 +18,7 @@
 
 #include "measure.hpp"
 #include "sqlite/database.hpp"
+#include "sqlite_modes.hpp"
 
 namespace {
 
@@ -38,14 +39,14 @@ void check(sqlite3* db, int code, int wanted) {
 // The raw C API with the driver's pragmas and prepared statements kept for reuse.
 class Raw {
 public:
-    explicit Raw(const std::string& path) {
+    Raw(const std::string& path, const char* synchronous_pragma) {
         sqlite3* raw = nullptr;
         const int opened =
             sqlite3_open_v2(path.c_str(), &raw, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, nullptr);
         db_.reset(raw);
         check(db_.get(), opened, SQLITE_OK);
         sqlite3_busy_timeout(db_.get(), 5000);
-        for (const char* pragma : {"PRAGMA foreign_keys = ON", "PRAGMA journal_mode = WAL", "PRAGMA synchronous = NORMAL",
+        for (const char* pragma : {"PRAGMA foreign_keys = ON", "PRAGMA journal_mode = WAL", synchronous_pragma,
                                    "CREATE TABLE t (k INTEGER PRIMARY KEY, v TEXT NOT NULL)"})
             check(db_.get(), sqlite3_exec(db_.get(), pragma, nullptr, nullptr, nullptr), SQLITE_OK);
         begin_ = prepare("BEGIN IMMEDIATE");
@@ -77,6 +78,79 @@ private:
     Statement begin_, commit_, insert_;
 };
 
+// The driver and the raw API with one setting of synchronous, each on a file of its own.
+void compare(const std::filesystem::path& dir, const bench::SyncMode& mode) {
+    acemq::sqlite::Database database((dir / (std::string("driver-") + mode.name + ".db")).string(),
+                                     {.synchronous = mode.driver});
+    const auto connection = database.connect();
+    connection->execute("CREATE TABLE t (k INTEGER PRIMARY KEY, v TEXT NOT NULL)");
+    Raw raw((dir / (std::string("raw-") + mode.name + ".db")).string(), mode.pragma);
+    const std::string insert = "INSERT INTO t (k, v) VALUES (?, ?)";
+    std::int64_t driver_key = 0;
+    std::int64_t raw_key = 0;
+
+    std::printf("SQLite %s, WAL, synchronous=%s on both sides, temporary files in %s\n", sqlite3_libversion(),
+                mode.name, dir.c_str());
+    // Alternate the two sides over several rounds and keep each side's best figure: the
+    // disk and the other processes on the machine move the figures more than the driver.
+    auto best_of = [](auto&& driver, auto&& raw) {
+        double driver_ns = 1e300;
+        double raw_ns = 1e300;
+        for (int round = 0; round < 3; ++round) {
+            if (round % 2 == 0) {
+                driver_ns = std::min(driver_ns, driver());
+                raw_ns = std::min(raw_ns, raw());
+            } else {
+                raw_ns = std::min(raw_ns, raw());
+                driver_ns = std::min(driver_ns, driver());
+            }
+        }
+        bench::report("acemq sqlite::Connection + Transaction", driver_ns);
+        bench::report("raw sqlite3 C API", raw_ns);
+        bench::report_ratio("driver / raw", driver_ns, raw_ns);
+    };
+
+    std::printf("one INSERT per transaction (BEGIN IMMEDIATE .. COMMIT), best of 3 alternating rounds\n");
+    best_of(
+        [&] {
+            return bench::ns_per_op([&] {
+                acemq::sql::Transaction tx(*connection);
+                connection->execute(insert, {++driver_key, "payload"});
+                tx.commit();
+            });
+        },
+        [&] {
+            return bench::ns_per_op([&] {
+                raw.run(raw.begin());
+                raw.insert(++raw_key);
+                raw.run(raw.commit());
+            });
+        });
+
+    std::printf("%d INSERTs in one transaction (figures per INSERT)\n", batch_size);
+    best_of(
+        [&] {
+            return bench::ns_per_op(
+                       [&] {
+                           acemq::sql::Transaction tx(*connection);
+                           for (int i = 0; i < batch_size; ++i) connection->execute(insert, {++driver_key, "payload"});
+                           tx.commit();
+                       },
+                       5) /
+                   batch_size;
+        },
+        [&] {
+            return bench::ns_per_op(
+                       [&] {
+                           raw.run(raw.begin());
+                           for (int i = 0; i < batch_size; ++i) raw.insert(++raw_key);
+                           raw.run(raw.commit());
+                       },
+                       5) /
+                   batch_size;
+        });
+}
+
 }  // namespace
 
 int main() {
@@ -88,75 +162,7 @@ int main() {
     const std::filesystem::path dir = pattern;
     int status = 0;
     try {
-        acemq::sqlite::Database database((dir / "driver.db").string());
-        const auto connection = database.connect();
-        connection->execute("CREATE TABLE t (k INTEGER PRIMARY KEY, v TEXT NOT NULL)");
-        Raw raw((dir / "raw.db").string());
-        const std::string insert = "INSERT INTO t (k, v) VALUES (?, ?)";
-        std::int64_t driver_key = 0;
-        std::int64_t raw_key = 0;
-
-        std::printf("SQLite %s, WAL, synchronous=NORMAL, temporary files in %s\n", sqlite3_libversion(),
-                    dir.c_str());
-        // Alternate the two sides over several rounds and keep each side's best figure: the
-        // disk and the other processes on the machine move the figures more than the driver.
-        auto best_of = [](auto&& driver, auto&& raw) {
-            double driver_ns = 1e300;
-            double raw_ns = 1e300;
-            for (int round = 0; round < 3; ++round) {
-                if (round % 2 == 0) {
-                    driver_ns = std::min(driver_ns, driver());
-                    raw_ns = std::min(raw_ns, raw());
-                } else {
-                    raw_ns = std::min(raw_ns, raw());
-                    driver_ns = std::min(driver_ns, driver());
-                }
-            }
-            bench::report("acemq sqlite::Connection + Transaction", driver_ns);
-            bench::report("raw sqlite3 C API", raw_ns);
-            bench::report_ratio("driver / raw", driver_ns, raw_ns);
-        };
-
-        std::printf("one INSERT per transaction (BEGIN IMMEDIATE .. COMMIT), best of 3 alternating rounds\n");
-        best_of(
-            [&] {
-                return bench::ns_per_op([&] {
-                    acemq::sql::Transaction tx(*connection);
-                    connection->execute(insert, {++driver_key, "payload"});
-                    tx.commit();
-                });
-            },
-            [&] {
-                return bench::ns_per_op([&] {
-                    raw.run(raw.begin());
-                    raw.insert(++raw_key);
-                    raw.run(raw.commit());
-                });
-            });
-
-        std::printf("%d INSERTs in one transaction (figures per INSERT)\n", batch_size);
-        best_of(
-            [&] {
-                return bench::ns_per_op(
-                           [&] {
-                               acemq::sql::Transaction tx(*connection);
-                               for (int i = 0; i < batch_size; ++i)
-                                   connection->execute(insert, {++driver_key, "payload"});
-                               tx.commit();
-                           },
-                           5) /
-                       batch_size;
-            },
-            [&] {
-                return bench::ns_per_op(
-                           [&] {
-                               raw.run(raw.begin());
-                               for (int i = 0; i < batch_size; ++i) raw.insert(++raw_key);
-                               raw.run(raw.commit());
-                           },
-                           5) /
-                       batch_size;
-            });
+        for (const bench::SyncMode& mode : bench::sync_modes) compare(dir, mode);
     } catch (const std::exception& error) {
         std::fprintf(stderr, "sqlite_bench: %s\n", error.what());
         status = 1;

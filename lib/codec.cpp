@@ -13,14 +13,6 @@ namespace acemq {
 
 namespace {
 
-// Messages from inside the library already start with "acemq: "; when one is wrapped in
-// a wider sentence the prefix would otherwise appear twice.
-std::string_view without_prefix(std::string_view message) {
-    constexpr std::string_view prefix = "acemq: ";
-    if (message.starts_with(prefix)) message.remove_prefix(prefix.size());
-    return message;
-}
-
 std::string describe_content_type(std::string_view content_type) {
     return content_type.empty() ? "an untyped message" : std::string(content_type);
 }

@@ -7,6 +7,7 @@
 #include "acemq/log.hpp"
 #include "acemq/publisher.hpp"
 #include "acemq/uuid.hpp"
+#include "publish_failure.hpp"
 
 namespace acemq {
 
@@ -33,10 +34,6 @@ void check_outbox_id(std::string_view id) {
 void OutboxStore::release(std::span<const std::string>) {}
 
 namespace {
-
-std::string destination(std::string_view exchange, std::string_view routing_key) {
-    return "exchange \"" + std::string(exchange) + "\" with key \"" + std::string(routing_key) + "\"";
-}
 
 // What a failure says, for last_error and the log: the exception's text, or its type when
 // it has none.
@@ -142,6 +139,7 @@ std::size_t OutboxRelay::sweep() {
 }
 
 void OutboxRelay::publish(OutboxRecord& record) {
+    if (!record.unreadable.empty()) throw DecodeError(record.unreadable);
     OutboundMessage message;
     message.exchange = record.exchange;
     message.routing_key = record.routing_key;
@@ -152,21 +150,8 @@ void OutboxRelay::publish(OutboxRecord& record) {
     message.persistent = true;
     message.mandatory = true;  // always: a relayed message that reaches no queue must not vanish
     const PublishResult result = bus_.transport().publish(std::move(message));
-    if (!result.confirmed) {
-        std::string text = "acemq: cannot publish message " + record.id + " to " +
-                           destination(record.exchange, record.routing_key) +
-                           ": the broker refused to confirm it. The message reached the broker and the broker "
-                           "has not taken responsibility for it, so it must be treated as not sent";
-        if (!result.return_reason.empty()) text += " (" + result.return_reason + ")";
-        throw PublishError(text, record.id, false);
-    }
-    if (!result.routed) {
-        const std::string reason =
-            result.return_reason.empty() ? "no queue is bound to receive it" : result.return_reason;
-        throw PublishError("acemq: message " + record.id + " to " + destination(record.exchange, record.routing_key) +
-                               " reached no queue (" + reason + "); the broker dropped it",
-                           record.id, true);
-    }
+    if (auto failure = detail::publish_failure(result, {record.id, record.exchange, record.routing_key, true}))
+        detail::throw_publish_failure(*failure);
 }
 
 void OutboxRelay::tell(const RelayedEvent& event) const {

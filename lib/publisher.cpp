@@ -6,6 +6,7 @@
 #include "acemq/uuid.hpp"
 #include "bus_core.hpp"
 #include "interceptor_chain.hpp"
+#include "publish_failure.hpp"
 
 namespace acemq {
 
@@ -26,13 +27,17 @@ Envelope envelope_for(const SendOptions& options, std::string_view routing_key, 
     return envelope;
 }
 
+}  // namespace
+
+namespace detail {
+
 std::string destination(std::string_view exchange, std::string_view routing_key) {
     return "exchange \"" + std::string(exchange) + "\" with key \"" + std::string(routing_key) + "\"";
 }
 
-// Turns what the broker said into the family's errors; nullopt when the publish is good.
-std::optional<PublishError> failure_of(const PublishResult& result, const PublishContext& sent) {
-    const std::string& id = sent.envelope.id;
+std::optional<PublishError> publish_failure(const PublishResult& result, const PublishTarget& target) {
+    const std::string id(target.message_id);
+    const std::string where = destination(target.exchange, target.routing_key);
     if (!result.confirmed) {
         const std::string reason = result.return_reason.empty() ? "" : " (" + result.return_reason + ")";
         switch (result.why) {
@@ -41,36 +46,47 @@ std::optional<PublishError> failure_of(const PublishResult& result, const Publis
                                     (reason.empty() ? std::string(" (no reason given)") : reason),
                                 id, false, true);
         case PublishResult::Unconfirmed::lost:
-            return PublishError("acemq: cannot publish message " + id + " to " +
-                                    destination(sent.exchange, sent.routing_key) +
+            return PublishError("acemq: cannot publish message " + id + " to " + where +
                                     ": no confirm came from the broker, so it is unknown whether it arrived; treat "
                                     "it as not sent" + reason,
                                 id, false);
         case PublishResult::Unconfirmed::too_large:
-            return PublishError("acemq: cannot publish message " + id + " to " +
-                                    destination(sent.exchange, sent.routing_key) + ": " + result.return_reason +
+            return PublishError("acemq: cannot publish message " + id + " to " + where + ": " + result.return_reason +
                                     ". Nothing was written; make it smaller and publish again",
                                 id, false);
         case PublishResult::Unconfirmed::unsent:
-            return PublishError("acemq: cannot publish message " + id + " to " +
-                                    destination(sent.exchange, sent.routing_key) +
-                                    ": it was not sent, nothing was written" + reason,
+            return PublishError("acemq: cannot publish message " + id + " to " + where + ": it was not sent, nothing was written" + reason,
                                 id, false);
         case PublishResult::Unconfirmed::refused:
             break;
         }
-        return PublishError("acemq: cannot publish message " + id + " to " + destination(sent.exchange, sent.routing_key) +
+        return PublishError("acemq: cannot publish message " + id + " to " + where +
                                 ": the broker refused to confirm it. The message reached the broker and the broker "
                                 "has not taken responsibility for it, so it must be treated as not sent" + reason,
                             id, false);
     }
-    if (sent.mandatory && !result.routed) {
-        const std::string reason = result.return_reason.empty() ? "312 NO_ROUTE" : result.return_reason;
-        return PublishError("acemq: message " + id + " to " + destination(sent.exchange, sent.routing_key) +
-                                " reached no queue (" + reason + "); the broker dropped it",
+    if (target.mandatory && !result.routed) {
+        // The family's words when the transport gives no reason of its own.
+        const std::string reason = result.return_reason.empty() ? "no queue is bound to receive it" : result.return_reason;
+        return PublishError("acemq: message " + id + " to " + where + " reached no queue (" + reason +
+                                "); the broker dropped it",
                             id, true);
     }
     return std::nullopt;
+}
+
+void throw_publish_failure(const PublishError& failure) {
+    if (failure.paused()) throw PublishingPausedError(failure);
+    throw failure;
+}
+
+}  // namespace detail
+
+namespace {
+
+// The translation's view of a publish this publisher made.
+detail::PublishTarget target_of(const PublishContext& sent) {
+    return detail::PublishTarget{sent.envelope.id, sent.exchange, sent.routing_key, sent.mandatory};
 }
 
 }  // namespace
@@ -140,10 +156,7 @@ Prepared prepare(detail::BusCore& bus, PublishContext context, const Codec& code
 }
 
 void check_and_notify(detail::BusCore& bus, const PublishResult& result, const PublishContext& sent) {
-    if (auto failure = failure_of(result, sent)) {
-        if (failure->paused()) throw PublishingPausedError(*failure);
-        throw *failure;
-    }
+    if (auto failure = detail::publish_failure(result, target_of(sent))) detail::throw_publish_failure(*failure);
     bus.notify(PublishedEvent{sent.exchange, sent.routing_key, sent.envelope, result});
 }
 
@@ -187,7 +200,7 @@ std::vector<SendResult> Publisher::send_all_encoded(std::size_t count, const Sen
             const PublishResult& result = confirmed.at(i - start);
             const PublishContext& sent = batch[i].context;
             results.push_back(SendResult{sent.envelope.id, result.confirmed, result.routed});
-            failures.push_back(failure_of(result, sent));
+            failures.push_back(detail::publish_failure(result, target_of(sent)));
             if (!failures.back()) bus_->notify(PublishedEvent{sent.exchange, sent.routing_key, sent.envelope, result});
         }
     }

@@ -6,6 +6,7 @@
 
 #include "acemq/log.hpp"
 #include "acemq/naming.hpp"
+#include "publish_failure.hpp"
 
 namespace acemq {
 
@@ -41,10 +42,6 @@ std::optional<std::string> set_aside_from(std::string_view queue) {
         if (queue.size() > suffix.size() && queue.ends_with(suffix))
             return std::string(queue.substr(0, queue.size() - suffix.size()));
     return std::nullopt;
-}
-
-std::string destination(std::string_view exchange, std::string_view routing_key) {
-    return "exchange \"" + std::string(exchange) + "\" with key \"" + std::string(routing_key) + "\"";
 }
 
 // The deliveries of one pass that are not settled yet: the one being moved and the ones
@@ -149,11 +146,15 @@ ReplayResult replay(Bus& bus, std::string_view queue, ReplayOptions options) {
         }
 
         const std::string key = options.routing_key ? *options.routing_key : home ? *home : original.routing_key;
-        const auto cannot_republish = [&](const std::string& why) {
+        // "acemq: cannot republish message <id> from <queue><what>. It is back on <queue>; ..."
+        const auto cannot_republish_as = [&](const std::string& what) {
             HeldDeliveries::put_back(delivery, queue);
-            return fail("acemq: cannot republish message " + envelope.id + " from " + std::string(queue) + " to " +
-                        destination(options.exchange, key) + ": " + why + ". It is back on " + std::string(queue) +
-                        "; " + std::to_string(result.moved) + " moved before it stay moved");
+            return fail("acemq: cannot republish message " + envelope.id + " from " + std::string(queue) + what +
+                        ". It is back on " + std::string(queue) + "; " + std::to_string(result.moved) +
+                        " moved before it stay moved");
+        };
+        const auto cannot_republish = [&](const std::string& why) {
+            return cannot_republish_as(" to " + detail::destination(options.exchange, key) + ": " + why);
         };
         if (options.exchange.empty() && key == queue)
             throw cannot_republish("its own routing key leads straight back to the queue being replayed; "
@@ -176,12 +177,9 @@ ReplayResult replay(Bus& bus, std::string_view queue, ReplayOptions options) {
         } catch (const std::exception& error) {
             throw cannot_republish(error.what());
         }
-        if (!published.confirmed)
-            throw cannot_republish("the broker did not confirm it" +
-                                   (published.return_reason.empty() ? "" : " (" + published.return_reason + ")"));
-        if (!published.routed)
-            throw cannot_republish("it reached no queue (" +
-                                   (published.return_reason.empty() ? "312 NO_ROUTE" : published.return_reason) + ")");
+        // The publish failure names the destination itself (a paused one has none to name).
+        if (auto failure = detail::publish_failure(published, {envelope.id, options.exchange, key, true}))
+            throw cannot_republish_as(": " + std::string(without_prefix(failure->what())));
 
         try {
             delivery.ack();

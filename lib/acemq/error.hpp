@@ -4,6 +4,7 @@
 
 #include <stdexcept>
 #include <string>
+#include <string_view>
 
 namespace acemq {
 
@@ -46,5 +47,9 @@ class DecodeError : public Error {
 public:
     using Error::Error;
 };
+
+// `message` without the "acemq: " that begins every message of the library, for quoting
+// one error inside the sentence of another (where the prefix would appear twice).
+std::string_view without_prefix(std::string_view message) noexcept;
 
 }  // namespace acemq

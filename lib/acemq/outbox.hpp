@@ -53,6 +53,11 @@ struct OutboxRecord {
     EpochMillis created_at{};  // publish order, and where the relay's lag is measured from
     int attempts = 0;         // failed publishes so far
     std::string last_error;   // why the last publish failed; "" = none
+    // Why a store could not read this record back (headers that are not the JSON the
+    // outbox writes, a body that is not bytes, ...), naming its id; "" = it could. What
+    // could not be read is left empty. The relay counts such a record as a failed publish
+    // without sending it, so it retires at max_attempts like any other.
+    std::string unreadable;
 
     friend bool operator==(const OutboxRecord&, const OutboxRecord&) = default;
 };
@@ -153,10 +158,13 @@ struct RelayOptions {
 // Publishes what the outbox holds, oldest first, through the bus's transport directly
 // (beneath the interceptors: relayed messages are not publishes of this process, and the
 // outbox's own counters are their only signal). Every message goes out persistent and
-// mandatory, with the stored id, headers, body and content type; a message that reaches
-// no queue or is not confirmed is a PublishError, the record's failure is recorded and
-// the sweep stops there, so nothing overtakes it. A record that failed max_attempts times
-// retires and stops blocking the rest.
+// mandatory, with the stored id, headers, body and content type. A message that reaches
+// no queue or is not confirmed is a PublishError in the words a send would use (refused,
+// lost, or a PublishingPausedError when the broker blocked the connection), and a record
+// the store could not read back (OutboxRecord::unreadable) is a DecodeError naming it,
+// sent nowhere. Either way the record's failure is recorded and the sweep stops there, so
+// nothing overtakes it. A record that failed max_attempts times retires and stops
+// blocking the rest (a paused publish counts too, as in the family).
 //
 // Several relays on one SqlOutboxStore table are safe: each claims its batch with a lease.
 // Order then holds within one relay's batch, not across relays.

@@ -83,8 +83,9 @@ private:
 
 // Moves messages from `queue` as described above. Throws InvalidArgument for an empty
 // queue name or a negative deadline, ReplayError when a message cannot be pulled or
-// republished (it stays on `queue`), and whatever the filter throws (after putting the
-// held messages back).
+// republished (it stays on `queue`; a republish the broker did not take is told in a
+// send's words: refused, lost, or "publishing is paused" on a blocked connection), and
+// whatever the filter throws (after putting the held messages back).
 ReplayResult replay(Bus& bus, std::string_view queue, ReplayOptions options = {});
 
 }  // namespace acemq

@@ -86,32 +86,45 @@ FieldValue from_json(const Value& value, bool int32) {
     }
 }
 
-Headers headers_from_json(const std::string& text, const std::string& id) {
-    try {
-        const Value parsed = JsonCodec{}.decode(std::as_bytes(std::span(text.data(), text.size())), content_types::json);
-        Headers headers;
-        for (const auto& [key, item] : parsed.as_map()) {
-            const std::string& name = key.as_string();
-            headers.insert_or_assign(name, from_json(item, is_int32_header(name)));
-        }
-        return headers;
-    } catch (const DecodeError& error) {
-        throw DecodeError("acemq: the headers of outbox record " + id +
-                          " are not the JSON object the outbox writes; fix or delete the row: " + error.what());
+Headers headers_from_json(const std::string& text) {
+    const Value parsed = JsonCodec{}.decode(std::as_bytes(std::span(text.data(), text.size())), content_types::json);
+    Headers headers;
+    for (const auto& [key, item] : parsed.as_map()) {
+        const std::string& name = key.as_string();
+        headers.insert_or_assign(name, from_json(item, is_int32_header(name)));
     }
+    return headers;
 }
 
+// A row as a record. A row that cannot be read whole is still handed out, with what was
+// wrong in `unreadable`, so that the relay records its failure and it retires in the end;
+// thrown here, it would stop every sweep before anything was recorded, and block every
+// row behind it for good. The id is read strictly: it is the primary key, VARCHAR NOT NULL
+// in every table this store is meant for, and without it no failure could be recorded.
 OutboxRecord record_from(const sql::Row& row) {
     OutboxRecord record;
     record.id = row.at(0).as_text();
-    record.exchange = row.at(1).as_text();
-    record.routing_key = row.at(2).as_text();
-    record.body = row.at(3).as_blob();
-    record.content_type = row.at(4).as_text();
-    record.headers = headers_from_json(row.at(5).as_text(), record.id);
-    record.created_at = EpochMillis(std::chrono::milliseconds(row.at(6).as_integer()));
-    record.attempts = row.at(7).is_null() ? 0 : static_cast<int>(row.at(7).as_integer());
-    record.last_error = row.at(8).is_null() ? std::string() : row.at(8).as_text();
+    std::string problem;
+    const auto read = [&](std::string_view column, auto&& step) {
+        try {
+            step();
+        } catch (const Error& error) {  // DatabaseError (a column of another kind) or DecodeError (the headers)
+            if (!problem.empty()) return;  // the first says enough; the row needs fixing either way
+            problem = std::string(column) + ": " + std::string(without_prefix(error.what()));
+        }
+    };
+    read("exchange_name", [&] { record.exchange = row.at(1).as_text(); });
+    read("routing_key", [&] { record.routing_key = row.at(2).as_text(); });
+    read("body", [&] { record.body = row.at(3).as_blob(); });
+    read("content_type", [&] { record.content_type = row.at(4).as_text(); });
+    read("headers (not the JSON object the outbox writes)", [&] { record.headers = headers_from_json(row.at(5).as_text()); });
+    read("created_at", [&] { record.created_at = EpochMillis(std::chrono::milliseconds(row.at(6).as_integer())); });
+    read("attempts", [&] { record.attempts = row.at(7).is_null() ? 0 : static_cast<int>(row.at(7).as_integer()); });
+    read("last_error", [&] { record.last_error = row.at(8).is_null() ? std::string() : row.at(8).as_text(); });
+    if (!problem.empty())
+        record.unreadable = "acemq: outbox record " + record.id + " cannot be read back (" + problem +
+                            "); fix or delete the row. Until then the relay counts it as a failed publish, and "
+                            "retires it at max_attempts";
     return record;
 }
 

@@ -31,7 +31,12 @@
 // Headers are stored as a JSON object (strings, integers, booleans, doubles, arrays,
 // tables; a byte-array or timestamp header is refused, JSON has neither). Read back, x-acemq-version,
 // -attempt and -route-position are 32-bit integers and every other integer is 64-bit, as
-// the family writes them; an application header's integer width is not kept.
+// the family writes them; an application header's integer width is not kept. A row this
+// store cannot read back (headers that are not that JSON, a TEXT body, a column of another
+// kind: written by hand or by another program) is still handed out by pending() and
+// retired(), with OutboxRecord::unreadable naming its id and what is wrong, so the relay
+// counts it as a failed attempt and it retires at max_attempts instead of blocking the
+// rows behind it for good.
 //
 // Thread-safe: every member may be called from any thread (the store's own connection is
 // used by one caller at a time).

@@ -103,8 +103,8 @@ Connection::Connection(const std::string& path, const Options& options)
         if (!answer || *answer != "wal")
             throw sql::ConnectionError("acemq: SQLite refused WAL journal mode for \"" + path +
                                        "\" (a file system without shared memory?); pass Options{.wal = false}");
-        execute("PRAGMA synchronous = NORMAL");
     }
+    execute(options.synchronous == Synchronous::full ? "PRAGMA synchronous = FULL" : "PRAGMA synchronous = NORMAL");
 }
 
 Connection::~Connection() {

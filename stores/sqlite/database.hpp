@@ -1,6 +1,7 @@
 // The SQLite driver of the SQL seam (acemq/sql.hpp), over the sqlite3 C library.
 //
-//   acemq::sqlite::Database db{"app.db"};                  // WAL, foreign keys, 5 s busy wait
+//   acemq::sqlite::Database db{"app.db"};                  // WAL, synchronous=FULL, foreign keys, 5 s busy wait
+//   acemq::sqlite::Database fast{"cache.db", {.synchronous = acemq::sqlite::Synchronous::normal}};
 //   auto connection = db.connect();
 //   connection->execute("INSERT INTO t (k) VALUES (?) ON CONFLICT (k) DO NOTHING", {"key-1"});
 //
@@ -31,14 +32,29 @@ struct sqlite3_stmt;
 
 namespace acemq::sqlite {
 
+// When a commit reaches the disk (PRAGMA synchronous).
+enum class Synchronous {
+    // Every commit is synced before it returns: once commit() is back, a power cut or an
+    // OS crash cannot undo it. What the stores need, because a message is acknowledged (or
+    // an outbox row published and deleted) on the strength of a commit.
+    full,
+    // In WAL mode, commits are synced only at checkpoints: fewer fsyncs, faster commits,
+    // and still never a corrupt file, but a power cut or an OS crash (not a crash of the
+    // process) can roll back the last commits after they returned. A message acknowledged
+    // on such a commit is then handled again without its idempotency claim, or an order's
+    // announcement lost with its outbox row. Only for data you can afford to lose.
+    normal,
+};
+
 struct Options {
     // How long a statement waits for another connection's lock before failing with
     // SQLITE_BUSY (a DatabaseError whose code names BUSY).
     std::chrono::milliseconds busy_timeout{5000};
-    // Write-ahead logging for file databases: readers do not block the writer nor it them,
-    // and synchronous=NORMAL is then safe against corruption (a power cut may lose the last
-    // commits, never the file). Ignored for ":memory:".
+    // Write-ahead logging for file databases: readers do not block the writer nor it them.
+    // Ignored for ":memory:".
     bool wal = true;
+    // FULL by default, as Python's sqlite3; see Synchronous for what NORMAL gives up.
+    Synchronous synchronous = Synchronous::full;
     bool foreign_keys = true;
     // How many prepared statements a connection keeps (at least 1), least recently used
     // dropped first.

@@ -42,12 +42,13 @@ TEST_CASE("a second writer waits for the busy timeout, then fails with BUSY", "[
     CHECK(count_rows(*holder, "t") == 1);
 }
 
-TEST_CASE("the connection pragmas: WAL, foreign keys, synchronous NORMAL", "[sqlite]") {
+TEST_CASE("the connection pragmas: WAL, foreign keys, synchronous FULL", "[sqlite]") {
     SqliteTarget target;
     auto connection = target.db().connect();
     CHECK(connection->query("PRAGMA journal_mode") == std::vector<acemq::sql::Row>{{"wal"}});
     CHECK(connection->query("PRAGMA foreign_keys") == std::vector<acemq::sql::Row>{{std::int64_t{1}}});
-    CHECK(connection->query("PRAGMA synchronous") == std::vector<acemq::sql::Row>{{std::int64_t{1}}});
+    // FULL (2): a commit that returned survives a power cut. NORMAL in WAL mode may roll it back.
+    CHECK(connection->query("PRAGMA synchronous") == std::vector<acemq::sql::Row>{{std::int64_t{2}}});
     connection->execute("CREATE TABLE parent (id INTEGER PRIMARY KEY)");
     connection->execute("CREATE TABLE child (id INTEGER PRIMARY KEY, parent INTEGER REFERENCES parent (id))");
     try {
@@ -64,6 +65,19 @@ TEST_CASE("the connection pragmas: WAL, foreign keys, synchronous NORMAL", "[sql
         auto other = plain.connect();
         CHECK(other->query("PRAGMA journal_mode") == std::vector<acemq::sql::Row>{{"delete"}});
         CHECK(other->query("PRAGMA foreign_keys") == std::vector<acemq::sql::Row>{{std::int64_t{0}}});
+        CHECK(other->query("PRAGMA synchronous") == std::vector<acemq::sql::Row>{{std::int64_t{2}}});
+    }
+}
+
+TEST_CASE("synchronous NORMAL is there when asked for, with WAL or without", "[sqlite][reliability]") {
+    TempDir dir;
+    for (const bool wal : {true, false}) {
+        INFO("WAL: " << wal);
+        const std::string path = (dir.path() / (wal ? "wal.db" : "delete.db")).string();
+        acemq::sqlite::Database fast(path, {.wal = wal, .synchronous = acemq::sqlite::Synchronous::normal});
+        CHECK(fast.connect()->query("PRAGMA synchronous") == std::vector<acemq::sql::Row>{{std::int64_t{1}}});
+        acemq::sqlite::Database safe(path, {.wal = wal, .synchronous = acemq::sqlite::Synchronous::full});
+        CHECK(safe.connect()->query("PRAGMA synchronous") == std::vector<acemq::sql::Row>{{std::int64_t{2}}});
     }
 }
 

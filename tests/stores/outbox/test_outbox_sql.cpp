@@ -123,17 +123,18 @@ template <class Store>
 concept adds_without_a_connection = requires(Store& store, const acemq::OutboxRecord& made) { store.add(made); };
 static_assert(!adds_without_a_connection<SqlOutboxStore>);
 
-#define OUTBOX_SQL_TEST(name, body)                                                   \
+#define OUTBOX_SQL_TEST_TAGGED(name, tags, body)                                      \
     static void body(Backend& backend);                                               \
-    TEST_CASE(name " (SQLite)", "[outbox][sqlite]") {                                  \
+    TEST_CASE(name " (SQLite)", "[outbox][sqlite]" tags) {                             \
         SqliteBackend backend;                                                        \
         body(backend);                                                                \
     }                                                                                 \
-    TEST_CASE(name " (PostgreSQL)", "[outbox][postgres]") {                            \
+    TEST_CASE(name " (PostgreSQL)", "[outbox][postgres]" tags) {                       \
         PostgresBackend backend;                                                      \
         body(backend);                                                                \
     }                                                                                 \
     static void body(Backend& backend)
+#define OUTBOX_SQL_TEST(name, body) OUTBOX_SQL_TEST_TAGGED(name, "", body)
 
 OUTBOX_SQL_TEST("a rolled-back record never existed; a committed one round-trips every field (25)", round_trip) {
     Fixture fixture;
@@ -335,8 +336,15 @@ OUTBOX_SQL_TEST("two running relays on one table publish 200 records exactly onc
     SqlOutboxStore second_store{backend.db(), {.table = backend.table}};
     OutboxRelay first{fixture.bus, first_store, {.interval = 1ms, .batch = 7}};
     OutboxRelay second{fixture.bus, second_store, {.interval = 1ms, .batch = 7}};
+    // Both take part whatever the scheduler does: the first publishes are held until each
+    // relay has claimed a batch and is publishing from it (SQLite's busy wait backs off, and
+    // with synchronous=FULL one relay could otherwise win the write lock every time).
+    fixture.transport().hold(true);
     first.start();
     second.start();
+    const bool both = fixture.transport().wait_entered(2, 10s);
+    fixture.transport().hold(false);
+    REQUIRE(both);
     const bool all = fixture.wait_depth(fixture.queue, total, 30s);
     first.close();
     second.close();
@@ -350,4 +358,66 @@ OUTBOX_SQL_TEST("two running relays on one table publish 200 records exactly onc
     for (const auto& message : delivered) ids.insert(message.message_id);
     CHECK(delivered.size() == total);
     CHECK(ids.size() == total);
+}
+
+// Rows written by hand or by another program that this store cannot read back. Each is a
+// failed attempt like a nacked publish: it holds the rows behind it for max_attempts sweeps
+// (the family's rule: a sweep stops at its first failure, so nothing overtakes it), then
+// retires and the rest go out.
+OUTBOX_SQL_TEST_TAGGED("an unreadable row is a failed attempt naming its id, retires, and stops blocking the rest",
+                       "[reliability]", unreadable_rows) {
+    Fixture fixture;
+    constexpr int max_attempts = 3;
+    auto events = std::make_shared<Events>();
+    SqlOutboxStore store{backend.db(), {.table = backend.table, .max_attempts = max_attempts}};
+    const bool sqlite = backend.db().dialect() == sql::Dialect::sqlite;
+    const auto good = order_record(fixture.bus, fixture.queue, "good", 1s);
+    // id -> (body, headers); oldest first.
+    std::vector<std::pair<std::string, std::pair<sql::Value, std::string>>> bad{
+        {"bad-json", {good.body, "{\"x-acemq-id\": "}},
+        {"not-an-object", {good.body, "[1, 2]"}},
+    };
+    if (sqlite) bad.push_back({"text-body", {sql::Value("a body stored as TEXT"), "{}"}});  // BYTEA cannot hold text
+    {
+        auto connection = backend.db().connect();
+        std::int64_t created = good.created_at.time_since_epoch().count() - 10'000;
+        for (const auto& [id, row] : bad)
+            connection->execute("INSERT INTO " + backend.table +
+                                    " (id, exchange_name, routing_key, body, content_type, headers, created_at)"
+                                    " VALUES (?, ?, ?, ?, ?, ?, ?)",
+                                {id, "", fixture.queue, row.first, "application/msgpack", row.second, created++});
+    }
+    add_committed(store, backend.db(), good);
+
+    OutboxRelay relay{fixture.bus, store, {.observer = events}};
+    for (const auto& [id, row] : bad) {
+        for (int attempt = 1; attempt <= max_attempts; ++attempt) {
+            INFO("row " << id << ", attempt " << attempt);
+            const std::string error = what_of<acemq::DecodeError>([&] { relay.sweep(); });
+            CHECK_THAT(error, Catch::Matchers::Contains("outbox record " + id));
+            CHECK(fixture.drain().empty());  // nothing overtakes the failing row
+        }
+    }
+    CHECK(relay.sweep() == 1);
+    const auto delivered = fixture.drain();
+    REQUIRE(delivered.size() == 1);
+    CHECK(delivered[0].message_id == good.id);
+
+    CHECK(relay.failed() == bad.size() * max_attempts);
+    const auto seen = events->seen();
+    REQUIRE(seen.size() == bad.size() * max_attempts + 1);
+    CHECK(seen[0].outcome == acemq::RelayOutcome::failed);
+    CHECK(seen[0].id == "bad-json");
+    CHECK_THAT(seen[0].error, Catch::Matchers::Contains("outbox record bad-json"));
+    const auto retired = store.retired();  // readable for a person, bad rows included
+    REQUIRE(retired.size() == bad.size());
+    for (std::size_t i = 0; i < bad.size(); ++i) {
+        INFO("row " << bad[i].first);
+        CHECK(retired[i].id == bad[i].first);
+        CHECK(retired[i].attempts == max_attempts);
+        CHECK_THAT(retired[i].last_error, Catch::Matchers::Contains("outbox record " + bad[i].first));
+        CHECK_THAT(retired[i].unreadable, Catch::Matchers::Contains("outbox record " + bad[i].first));
+    }
+    CHECK(store.count() == bad.size());
+    if (sqlite) CHECK_THAT(retired.back().unreadable, Catch::Matchers::Contains("blob"));
 }

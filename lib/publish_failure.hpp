@@ -1,0 +1,47 @@
+// The one translation of what a transport said about a publish into the family's errors
+// (wire contract §6), for every publish that must be taken by the broker: a Publisher's
+// sends, the outbox relay and replay. Internal: not installed.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "acemq/publisher.hpp"
+#include "acemq/transport.hpp"
+
+namespace acemq::detail {
+
+// "exchange "<ex>" with key "<key>"", as every publish error names where a message went.
+std::string destination(std::string_view exchange, std::string_view routing_key);
+
+// The publish the errors name.
+struct PublishTarget {
+    std::string_view message_id;
+    std::string_view exchange;
+    std::string_view routing_key;
+    bool mandatory = false;  // only then is a message that reached no queue a failure
+};
+
+// nullopt when the broker took the message: confirmed and, if mandatory, routed. Otherwise
+// the family's PublishError, by why it was not confirmed (the transport's reason, when it
+// gave one, in parentheses):
+//   refused (nack): "acemq: cannot publish message <id> to exchange "<ex>" with key "<key>":
+//     the broker refused to confirm it. The message reached the broker and the broker has
+//     not taken responsibility for it, so it must be treated as not sent"
+//   lost (the connection went, or no confirm in time): "... : no confirm came from the
+//     broker, so it is unknown whether it arrived; treat it as not sent"
+//   paused (a blocked connection, nothing written): "acemq: publishing is paused because
+//     the broker blocked this connection (<reason>)", with paused() true
+//   too_large (the transport cannot encode it, nothing written): "... : <which field, its
+//     size and the limit>. Nothing was written; make it smaller and publish again"
+//   unsent (the transport is closed, or the connection went before its turn): "... : it
+//     was not sent, nothing was written (<reason>)"
+// or, confirmed but returned: "acemq: message <id> to exchange "<ex>" with key "<key>"
+// reached no queue (<reason>); the broker dropped it", with unroutable() true.
+std::optional<PublishError> publish_failure(const PublishResult& result, const PublishTarget& target);
+
+// Throws `failure` as what it is: a PublishingPausedError when it is paused, else itself.
+[[noreturn]] void throw_publish_failure(const PublishError& failure);
+
+}  // namespace acemq::detail

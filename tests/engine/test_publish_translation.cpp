@@ -1,0 +1,130 @@
+// One translation of a publish the broker did not take, for every publish of the engine: a
+// send, the outbox relay and replay say the same thing for the same answer of the
+// transport. A blocked connection is "publishing is paused", a lost confirm is "unknown
+// whether it arrived", and only a nack is "the broker refused to confirm it".
+#include <catch2/catch.hpp>
+
+#include <acemq/acemq.hpp>
+#include <acemq/outbox.hpp>
+#include <acemq/replay.hpp>
+#include <memory/outbox_store.hpp>
+
+#include <string>
+#include <vector>
+
+#include "../support/forwarding_transport.hpp"
+
+namespace {
+
+struct Order {
+    std::string id;
+    std::int64_t cents = 0;
+};
+
+using Unconfirmed = acemq::PublishResult::Unconfirmed;
+
+// The embedded broker, except for a publish whose routing key contains ".paused" (refused
+// at once, as on a connection the broker blocked, with the broker's reason), ".lost" (no
+// confirm: the connection went) or ".nacked" (the broker said no).
+class AnsweringTransport final : public testing_support::ForwardingTransport {
+public:
+    using ForwardingTransport::ForwardingTransport;
+    acemq::PublishResult publish(acemq::OutboundMessage message) override {
+        const auto has = [&](const char* part) { return message.routing_key.find(part) != std::string::npos; };
+        if (has(".paused")) return acemq::PublishResult{false, true, "low on memory", Unconfirmed::paused};
+        if (has(".lost")) return acemq::PublishResult{false, true, "", Unconfirmed::lost};
+        if (has(".nacked")) return acemq::PublishResult{false, true, "", Unconfirmed::refused};
+        return ForwardingTransport::publish(std::move(message));
+    }
+};
+
+// A bus on the embedded broker `name` behind an AnsweringTransport.
+acemq::Bus answering_bus(const std::string& name) {
+    acemq::register_transport("answering", [](std::string_view url) -> std::shared_ptr<acemq::Transport> {
+        const std::string broker(url.substr(std::string_view("answering://").size()));
+        return std::make_shared<AnsweringTransport>(acemq::open_transport("inproc://" + broker));
+    });
+    return acemq::connect("answering://" + name);
+}
+
+struct Answer {
+    std::string queue;  // its name makes the transport answer
+    std::string says;   // what every error for it must say
+    bool paused;
+};
+
+const std::vector<Answer> answers{
+    {"orders.paused", "publishing is paused because the broker blocked this connection (low on memory)", true},
+    {"orders.lost", "no confirm came from the broker, so it is unknown whether it arrived", false},
+    {"orders.nacked", "the broker refused to confirm it", false},
+};
+
+}  // namespace
+
+TEST_CASE("a send reports paused, lost and refused publishes each as what they are", "[reliability]") {
+    acemq::Bus bus = answering_bus("translation-" + acemq::new_uuid());
+    for (const Answer& answer : answers) {
+        INFO(answer.queue);
+        try {
+            bus.publisher("", answer.queue).send(Order{"o-1", 1});
+            FAIL("an unconfirmed publish returned normally");
+        } catch (const acemq::PublishError& error) {
+            CHECK_THAT(error.what(), Catch::Contains(answer.says));
+            CHECK(error.paused() == answer.paused);
+            CHECK((dynamic_cast<const acemq::PublishingPausedError*>(&error) != nullptr) == answer.paused);
+        }
+    }
+}
+
+TEST_CASE("the outbox relay reports paused, lost and refused publishes each as what they are", "[reliability]") {
+    acemq::Bus bus = answering_bus("translation-" + acemq::new_uuid());
+    for (const Answer& answer : answers) {
+        INFO(answer.queue);
+        acemq::InMemoryOutboxStore store;
+        const acemq::OutboxRecord made = acemq::record(bus, "", answer.queue, Order{"o-1", 1});
+        store.add(made);
+        acemq::OutboxRelay relay{bus, store};
+        try {
+            relay.sweep();
+            FAIL("a sweep whose publish was not confirmed returned normally");
+        } catch (const acemq::PublishError& error) {
+            CHECK_THAT(error.what(), Catch::Contains(answer.says));
+            if (!answer.paused) CHECK_THAT(error.what(), Catch::Contains(made.id));  // paused: nothing was sent
+            CHECK(error.message_id() == made.id);
+            CHECK(error.paused() == answer.paused);
+            CHECK((dynamic_cast<const acemq::PublishingPausedError*>(&error) != nullptr) == answer.paused);
+            CHECK_FALSE(error.unroutable());
+        }
+        const auto kept = store.pending(0);
+        REQUIRE(kept.size() == 1);
+        CHECK(kept[0].attempts == 1);
+        CHECK_THAT(kept[0].last_error, Catch::Contains(answer.says));
+    }
+}
+
+TEST_CASE("replay reports paused, lost and refused republishes each as what they are, and keeps the message",
+          "[reliability]") {
+    const std::string name = "translation-" + acemq::new_uuid();
+    acemq::Bus bus = answering_bus(name);
+    auto direct = acemq::open_transport("inproc://" + name);  // past the answers, to set messages aside
+    for (const Answer& answer : answers) {
+        INFO(answer.queue);
+        const std::string dlq = answer.queue + ".dlq";
+        bus.declare(acemq::Topology{}.queue(answer.queue).queue(dlq));
+        const acemq::Envelope envelope = acemq::Envelope::for_new_message(answer.queue);
+        const acemq::PublishResult seeded = direct->publish(acemq::OutboundMessage{
+            "", dlq, acemq::encode(*acemq::default_codec(), Order{"o-9", 9}).body, "application/msgpack", envelope.id,
+            acemq::render_headers(envelope), {}, true, true});
+        REQUIRE(seeded.confirmed);
+        try {
+            acemq::replay(bus, dlq);
+            FAIL("a replay whose republish was not confirmed returned normally");
+        } catch (const acemq::ReplayError& error) {
+            CHECK_THAT(error.what(), Catch::Contains("cannot republish message " + envelope.id + " from " + dlq) &&
+                                         Catch::Contains(answer.says) && Catch::Contains("It is back on " + dlq));
+            CHECK(error.result().moved == 0);
+        }
+        CHECK(bus.transport().queue_depth(dlq) == 1);
+        CHECK(bus.transport().queue_depth(answer.queue) == 0);
+    }
+}
