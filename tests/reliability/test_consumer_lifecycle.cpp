@@ -10,6 +10,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <filesystem>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -201,9 +202,12 @@ TEST_CASE("a Consumer destroyed inside its own handler does not wait for it; the
     bus.declare(acemq::Topology{}.queue("orders", {.dead_letter = true}));
     std::optional<acemq::Consumer> consumer;
     Signal destroyed;
+    // Held by the handler, so expired once the last worker let go of the consumer.
+    auto held_by_handler = std::make_shared<int>(0);
+    const std::weak_ptr<int> handler_alive = held_by_handler;
     consumer.emplace(bus.consume<Order>(
         "orders",
-        [&](const Message<Order>&) {
+        [&, held_by_handler = std::move(held_by_handler)](const Message<Order>&) {
             consumer.reset();
             destroyed.raise();
             return acemq::accept();
@@ -213,4 +217,8 @@ TEST_CASE("a Consumer destroyed inside its own handler does not wait for it; the
     REQUIRE(destroyed.wait());
     CHECK(harness.wait_settled("orders", acemq::Outcome::acked, 1, 10s));
     bus.close();  // the core is gone or going: closing the bus does not wait on it
+    const auto deadline = std::chrono::steady_clock::now() + 10s;
+    while (!handler_alive.expired() && std::chrono::steady_clock::now() < deadline)
+        std::this_thread::sleep_for(5ms);
+    CHECK(handler_alive.expired());  // the last worker out released the consumer, handler and all
 }

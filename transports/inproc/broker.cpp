@@ -257,9 +257,12 @@ struct Registry {
     std::map<std::string, std::weak_ptr<Broker>, std::less<>> brokers;
 };
 
+// Never destroyed: a broker's last owner may be a consumer's worker that outlives main()
+// (one left to finish a close begun inside its handler, or stuck in a handler), and its
+// destructor must still find the registry after static destruction has begun.
 Registry& registry() {
-    static Registry instance;
-    return instance;
+    static Registry* const instance = new Registry;
+    return *instance;
 }
 
 }  // namespace
