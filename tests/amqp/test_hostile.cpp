@@ -136,6 +136,34 @@ struct Seen {
     }
 };
 
+// Publishes `hostile` and then a plain "next" to `queue`, consumes both, the hostile one
+// answered by `handle_hostile` ("next" is accepted), and returns what lands in `target`
+// ({queue}.dlq or .parked). Checks on the way that the hostile message was handled once,
+// never looped, that "next" was handled too, and that the connection stayed up.
+acemq::InboundMessage set_aside_once(Broker& broker, const std::string& queue, acemq::OutboundMessage hostile,
+                                     const std::function<acemq::Ack()>& handle_hostile, acemq::RetryPolicy policy,
+                                     const std::string& target) {
+    REQUIRE(broker.transport().publish(std::move(hostile)).confirmed);
+    REQUIRE(broker.transport().publish(raw_message(queue, "next")).confirmed);
+    Seen seen;
+    acemq::Consumer consumer = broker.bus().consume_raw(
+        queue,
+        [&](const acemq::RawMessage& message) {
+            seen.count(message);
+            return text(message.payload) == "next" ? acemq::accept() : handle_hostile();
+        },
+        {.retry = std::move(policy)});
+    CHECK(wait_until([&] { return seen.next.load() == 1 && broker.transport().queue_depth(target) == 1; }, 10s));
+    consumer.close();
+    CHECK(seen.hostile.load() == 1);
+    CHECK(seen.next.load() == 1);
+    CHECK(broker.lost() == 0);
+    acemq::InboundMessage held = broker.take(target);
+    CHECK(text(held.body) == "hostile");
+    CHECK(broker.transport().queue_depth(queue) == 0);
+    return held;
+}
+
 // rabbitmq-c with nothing of ours in between, for what our transport refuses to write.
 class RawPublisher {
 public:
@@ -307,58 +335,27 @@ TEST_CASE("AMQP hostile: a rejected message whose id cannot be a message-id prop
     const std::string queue = broker.queue("reject-long-id");
     // The envelope's id travels in x-acemq-id, a long string; the set-aside copy would carry it
     // as the message-id property too, a short one.
-    REQUIRE(broker.transport().publish(raw_message(queue, "hostile", {{"x-acemq-id", long_id}})).confirmed);
-    REQUIRE(broker.transport().publish(raw_message(queue, "next")).confirmed);
-    Seen seen;
-    acemq::Consumer consumer = broker.bus().consume_raw(
-        queue,
-        [&](const acemq::RawMessage& message) {
-            seen.count(message);
-            return text(message.payload) == "next" ? acemq::accept() : acemq::reject();
-        },
-        {.retry = acemq::no_retry()});
-    const std::string dlq = acemq::dead_letter_queue(queue);
-    CHECK(wait_until([&] { return seen.next.load() == 1 && broker.transport().queue_depth(dlq) == 1; }, 10s));
-    consumer.close();
-    CHECK(seen.hostile.load() == 1);
-    CHECK(seen.next.load() == 1);
-    CHECK(broker.lost() == 0);
-    const acemq::InboundMessage dead = broker.take(dlq);
-    CHECK(text(dead.body) == "hostile");
+    const acemq::InboundMessage dead =
+        set_aside_once(broker, queue, raw_message(queue, "hostile", {{"x-acemq-id", long_id}}),
+                       [] { return acemq::reject(); }, acemq::no_retry(), acemq::dead_letter_queue(queue));
     CHECK(header_text(dead.headers, "x-acemq-id") == long_id);
     const std::string error = header_text(dead.headers, "x-acemq-error");
     INFO(error);
     CHECK(error.find("the handler rejected it") != std::string::npos);
     CHECK(error.find("the message id is 300 bytes long") != std::string::npos);
-    CHECK(broker.transport().queue_depth(queue) == 0);
 }
 
 TEST_CASE("AMQP hostile: a retry whose copy cannot be encoded parks the message instead of coming round again") {
     Broker broker;
     const std::string queue = broker.queue("retry-long-id");
-    REQUIRE(broker.transport().publish(raw_message(queue, "hostile", {{"x-acemq-id", long_id}})).confirmed);
-    REQUIRE(broker.transport().publish(raw_message(queue, "next")).confirmed);
-    Seen seen;
-    acemq::Consumer consumer = broker.bus().consume_raw(
-        queue,
-        [&](const acemq::RawMessage& message) {
-            seen.count(message);
-            if (text(message.payload) != "next") throw std::runtime_error("the receipt service is down");
-            return acemq::accept();
-        },
-        {.retry = acemq::fixed_retry(3, 10ms).wait_in_broker_from(0ms)});
-    const std::string parked = acemq::parked_queue(queue);
-    CHECK(wait_until([&] { return seen.next.load() == 1 && broker.transport().queue_depth(parked) == 1; }, 10s));
-    consumer.close();
-    CHECK(seen.hostile.load() == 1);
-    CHECK(broker.lost() == 0);
-    const acemq::InboundMessage held = broker.take(parked);
-    CHECK(text(held.body) == "hostile");
+    const acemq::InboundMessage held = set_aside_once(
+        broker, queue, raw_message(queue, "hostile", {{"x-acemq-id", long_id}}),
+        []() -> acemq::Ack { throw std::runtime_error("the receipt service is down"); },
+        acemq::fixed_retry(3, 10ms).wait_in_broker_from(0ms), acemq::parked_queue(queue));
     const std::string error = header_text(held.headers, "x-acemq-error");
     INFO(error);
     CHECK(error.find("could not be published again for another attempt: the message id is 300 bytes long") !=
           std::string::npos);
-    CHECK(broker.transport().queue_depth(queue) == 0);
     CHECK(broker.transport().queue_depth(acemq::dead_letter_queue(queue)) == 0);
 }
 
@@ -366,26 +363,10 @@ TEST_CASE("AMQP hostile: a set-aside copy past the frame goes without its applic
     Broker broker;
     const std::string queue = broker.queue("big-set-aside");
     // Fits on the way in; with a 5,000-byte reason added it no longer does.
-    REQUIRE(broker.transport()
-                .publish(raw_message(queue, "hostile", {{"pad", std::string(128'000, 'p')}, {"x-acemq-id", "m-1"}}))
-                .confirmed);
-    REQUIRE(broker.transport().publish(raw_message(queue, "next")).confirmed);
-    Seen seen;
-    acemq::Consumer consumer = broker.bus().consume_raw(
-        queue,
-        [&](const acemq::RawMessage& message) -> acemq::Ack {
-            seen.count(message);
-            if (text(message.payload) != "next") throw acemq::FatalError("bad order: " + std::string(5000, 'r'));
-            return acemq::accept();
-        },
-        {.retry = acemq::no_retry()});
-    const std::string dlq = acemq::dead_letter_queue(queue);
-    CHECK(wait_until([&] { return seen.next.load() == 1 && broker.transport().queue_depth(dlq) == 1; }, 10s));
-    consumer.close();
-    CHECK(seen.hostile.load() == 1);
-    CHECK(broker.lost() == 0);
-    const acemq::InboundMessage dead = broker.take(dlq);
-    CHECK(text(dead.body) == "hostile");
+    const acemq::InboundMessage dead = set_aside_once(
+        broker, queue, raw_message(queue, "hostile", {{"pad", std::string(128'000, 'p')}, {"x-acemq-id", "m-1"}}),
+        []() -> acemq::Ack { throw acemq::FatalError("bad order: " + std::string(5000, 'r')); }, acemq::no_retry(),
+        acemq::dead_letter_queue(queue));
     CHECK(header_text(dead.headers, "x-acemq-id") == "m-1");
     CHECK_FALSE(dead.headers.contains("pad"));
     const std::string error = header_text(dead.headers, "x-acemq-error");

@@ -2,6 +2,8 @@
 // of its handler (spec patterns §8 items 62-76, wire contract §2.6).
 #include "conformance.hpp"
 
+#include "../support/tally.hpp"
+
 #include <condition_variable>
 #include <mutex>
 
@@ -390,30 +392,6 @@ TEST_CASE("73 every envelope field reaches the handler") {
 
 namespace {
 
-// Counts a handler's runs for the test thread to wait on (bounded).
-class Runs {
-public:
-    void add() {
-        {
-            std::lock_guard guard(lock_);
-            ++count_;
-        }
-        changed_.notify_all();
-    }
-    bool wait_at_least(int count, std::chrono::milliseconds timeout) {
-        std::unique_lock guard(lock_);
-        return changed_.wait_for(guard, timeout, [&] { return count_ >= count; });
-    }
-    int count() {
-        std::lock_guard guard(lock_);
-        return count_;
-    }
-
-private:
-    std::mutex lock_;
-    std::condition_variable changed_;
-    int count_ = 0;
-};
 
 // A queue without .dlq (its consumer may not declare) and a handler that rejects everything.
 struct NowhereToSetAside {
@@ -421,7 +399,7 @@ struct NowhereToSetAside {
     Fixture f{{.observer = acemq::bus_metrics(metrics)}};
     std::string queue = f.source_queue("nowhere", {});
     acemq::Labels labels{{"queue", queue}, {"target", acemq::dead_letter_queue(queue)}};
-    Runs runs;
+    testing_support::Tally runs;
     acemq::Consumer consumer = f.bus().consume<Order>(
         queue,
         [this](const Message<Order>&) {

@@ -25,6 +25,7 @@
 #include <string_view>
 
 #include "../support/forwarding_transport.hpp"
+#include "../support/tally.hpp"
 #include "amqp/amqp.hpp"
 #include "drill.hpp"
 
@@ -60,26 +61,6 @@ private:
     std::string receipts_;
 };
 
-// Opened by the handler once the payment is settled in the books (charged now or before).
-class Handled {
-public:
-    void open() {
-        {
-            std::lock_guard guard(lock_);
-            open_ = true;
-        }
-        changed_.notify_all();
-    }
-    bool wait(std::chrono::seconds timeout) {
-        std::unique_lock guard(lock_);
-        return changed_.wait_for(guard, timeout, [&] { return open_; });
-    }
-
-private:
-    std::mutex lock_;
-    std::condition_variable changed_;
-    bool open_ = false;
-};
 
 // The SQL store, noting in the books each claim it answered in_progress (how often the
 // drill's redeliveries met a live lease is printed, not asserted: it depends on timing).
@@ -114,7 +95,8 @@ struct Worker {
     // worker's relay take them over at once.
     acemq::SqlOutboxStore outbox{db, {.lease = 1ms}};
     acemq::Bus bus;
-    Handled handled;
+    // Raised by the handler once the payment is settled in the books (charged now or before).
+    testing_support::Tally handled;
 
     Worker(const std::string& url, std::string database, std::string payments_queue, std::string receipts_queue,
            std::string payment)
@@ -173,7 +155,7 @@ struct Worker {
     }
 
     void settled(const drill::Payment& payment) {
-        if (payment.payment_id == payment_id) handled.open();
+        if (payment.payment_id == payment_id) handled.add();
     }
 
     void take_payment(std::string_view form) {
@@ -183,7 +165,7 @@ struct Worker {
             payments, form == drill::guard_form ? guarded() : transactional(),
             {.prefetch = 1, .concurrency = 1, .declare = false});
         // Generous: under a sanitizer, and after a kill at the claim the lease must run out.
-        if (!handled.wait(30s))
+        if (!handled.wait_at_least(1, 30s))
             throw acemq::Error("the payment was not handled within 30 s: look for it in " +
                                acemq::dead_letter_queue(payments) + " and for the consumer's log lines above");
         // The drain lets the handler return and the consumer ack before the connection goes.

@@ -19,6 +19,7 @@
 
 #include "../support/forwarding_transport.hpp"
 #include "../support/gate.hpp"
+#include "../support/tally.hpp"
 
 using namespace std::chrono_literals;
 using acemq::Message;
@@ -83,26 +84,6 @@ private:
     std::shared_ptr<Events> events_;
 };
 
-// A handler's word to the test thread that something happened, waited for with a bound.
-class Signal {
-public:
-    void raise() {
-        {
-            std::lock_guard guard(lock_);
-            raised_ = true;
-        }
-        changed_.notify_all();
-    }
-    bool wait(std::chrono::milliseconds timeout = 10s) {
-        std::unique_lock guard(lock_);
-        return changed_.wait_for(guard, timeout, [&] { return raised_; });
-    }
-
-private:
-    std::mutex lock_;
-    std::condition_variable changed_;
-    bool raised_ = false;
-};
 
 std::size_t threads_of_this_process() {
     const std::filesystem::directory_iterator tasks("/proc/self/task");
@@ -170,7 +151,7 @@ TEST_CASE("close() inside the consumer's own handler returns at once; the delive
     acemq::testing::Harness harness{bus};
     bus.declare(acemq::Topology{}.queue("orders", {.dead_letter = true}));
     std::optional<acemq::Consumer> consumer;
-    Signal closed;
+    testing_support::Tally closed;
     std::atomic<int> runs{0};
     std::atomic<bool> answer{true};
     consumer.emplace(bus.consume<Order>(
@@ -178,12 +159,12 @@ TEST_CASE("close() inside the consumer's own handler returns at once; the delive
         [&](const Message<Order>&) {
             ++runs;
             answer = consumer->close();  // a 30 s drain deadline, were it waited for
-            closed.raise();
+            closed.add();
             return acemq::accept();
         },
         {.drain_timeout = 30s}));
     bus.publisher("", "orders").send(Order{"o-1", 1});
-    REQUIRE(closed.wait());
+    REQUIRE(closed.wait_at_least(1, 10s));
     CHECK_FALSE(answer);  // its own handler was still running
     CHECK(harness.wait_settled("orders", acemq::Outcome::acked, 1, 10s));
 
@@ -201,7 +182,7 @@ TEST_CASE("a Consumer destroyed inside its own handler does not wait for it; the
     acemq::testing::Harness harness{bus};
     bus.declare(acemq::Topology{}.queue("orders", {.dead_letter = true}));
     std::optional<acemq::Consumer> consumer;
-    Signal destroyed;
+    testing_support::Tally destroyed;
     // Held by the handler, so expired once the last worker let go of the consumer.
     auto held_by_handler = std::make_shared<int>(0);
     const std::weak_ptr<int> handler_alive = held_by_handler;
@@ -209,12 +190,12 @@ TEST_CASE("a Consumer destroyed inside its own handler does not wait for it; the
         "orders",
         [&, held_by_handler = std::move(held_by_handler)](const Message<Order>&) {
             consumer.reset();
-            destroyed.raise();
+            destroyed.add();
             return acemq::accept();
         },
         {.concurrency = 2, .drain_timeout = 30s}));
     bus.publisher("", "orders").send(Order{"o-1", 1});
-    REQUIRE(destroyed.wait());
+    REQUIRE(destroyed.wait_at_least(1, 10s));
     CHECK(harness.wait_settled("orders", acemq::Outcome::acked, 1, 10s));
     bus.close();  // the core is gone or going: closing the bus does not wait on it
     const auto deadline = std::chrono::steady_clock::now() + 10s;
