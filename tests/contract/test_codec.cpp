@@ -26,6 +26,8 @@
 #include <string>
 #include <vector>
 
+#include "../support/codec_bodies.hpp"
+
 namespace {
 
 using acemq::Value;
@@ -99,31 +101,11 @@ struct Scaled {
 
 // ---- helpers -------------------------------------------------------------------------
 
-Bytes bytes_of(std::string_view text) {
-    const auto* first = reinterpret_cast<const std::byte*>(text.data());
-    return {first, first + text.size()};
-}
-
-Bytes bytes_of(std::initializer_list<int> values) {
-    Bytes out;
-    for (int v : values) out.push_back(static_cast<std::byte>(v));
-    return out;
-}
+using testing_support::bytes_of;
+using testing_support::decode_error_of;
 
 std::string text_of(const Bytes& bytes) {
     return {reinterpret_cast<const char*>(bytes.data()), bytes.size()};
-}
-
-// Runs `f`, which must throw DecodeError, and returns its message.
-template <class F>
-std::string decode_error_of(F&& f) {
-    try {
-        f();
-    } catch (const acemq::DecodeError& e) {
-        return e.what();
-    }
-    FAIL("expected acemq::DecodeError, nothing was thrown");
-    return {};
 }
 
 template <class F>

@@ -20,6 +20,8 @@
 #include <string>
 #include <vector>
 
+#include "../support/codec_bodies.hpp"
+
 namespace {
 
 using Bytes = acemq::Value::Bytes;
@@ -51,21 +53,8 @@ Bytes msgpack_nils(std::uint32_t count) {
     return body;
 }
 
-Bytes bytes_of(std::string_view text) {
-    Bytes body;
-    for (char c : text) body.push_back(static_cast<std::byte>(c));
-    return body;
-}
-
-std::string decode_error_of(const std::function<void()>& decode) {
-    try {
-        decode();
-    } catch (const acemq::DecodeError& e) {
-        return e.what();
-    }
-    FAIL("expected a DecodeError");
-    return {};
-}
+using testing_support::bytes_of;
+using testing_support::decode_error_of;
 
 constexpr bool sanitized =
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
