@@ -16,8 +16,8 @@
 #include <string>
 
 #include "measure.hpp"
-#include "sql/idempotency_store.hpp"
-#include "sqlite/database.hpp"
+#include <acemq/stores/sql_idempotency_store.hpp>
+#include <acemq/stores/sqlite.hpp>
 #include "sqlite_modes.hpp"
 
 namespace {

@@ -5,8 +5,8 @@
 #include <optional>
 #include <string>
 
-#include "acemq/transport.hpp"
-#include "inproc/broker.hpp"
+#include <acemq/transport.hpp>
+#include <acemq/inproc.hpp>
 #include "inproc/inproc_transport.hpp"
 #include "measure.hpp"
 

@@ -11,11 +11,11 @@
 #include <stdexcept>
 #include <string>
 
-#include "acemq/acemq.hpp"
-#include "acemq/outbox.hpp"
+#include <acemq/acemq.hpp>
+#include <acemq/outbox.hpp>
 #include "measure.hpp"
-#include "sql/outbox_store.hpp"
-#include "sqlite/database.hpp"
+#include <acemq/stores/sql_outbox_store.hpp>
+#include <acemq/stores/sqlite.hpp>
 #include "sqlite_modes.hpp"
 
 using namespace acemq;

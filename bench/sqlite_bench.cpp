@@ -17,7 +17,7 @@
 #include <string>
 
 #include "measure.hpp"
-#include "sqlite/database.hpp"
+#include <acemq/stores/sqlite.hpp>
 #include "sqlite_modes.hpp"
 
 namespace {

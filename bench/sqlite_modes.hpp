@@ -3,7 +3,7 @@
 // of figures compares like with like.
 #pragma once
 
-#include "sqlite/database.hpp"
+#include <acemq/stores/sqlite.hpp>
 
 namespace bench {
 

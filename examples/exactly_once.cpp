@@ -20,10 +20,10 @@
 #include <stdexcept>
 #include <string>
 
-#include <memory/idempotency_store.hpp>
-#include <sql/idempotency_store.hpp>
-#include <sql/outbox_store.hpp>
-#include <sqlite/database.hpp>
+#include <acemq/stores/memory_idempotency_store.hpp>
+#include <acemq/stores/sql_idempotency_store.hpp>
+#include <acemq/stores/sql_outbox_store.hpp>
+#include <acemq/stores/sqlite.hpp>
 
 #include "command_line.hpp"
 

@@ -1,4 +1,4 @@
-#include "acemq/ack.hpp"
+#include <acemq/ack.hpp>
 
 #include <cxxabi.h>
 

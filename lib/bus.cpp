@@ -1,4 +1,4 @@
-#include "acemq/bus.hpp"
+#include <acemq/bus.hpp>
 
 #include <unistd.h>
 
@@ -9,7 +9,7 @@
 #include <thread>
 #include <vector>
 
-#include "acemq/log.hpp"
+#include <acemq/log.hpp>
 #include "bus_core.hpp"
 #include "consumer_core.hpp"
 

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "acemq/bus.hpp"
+#include <acemq/bus.hpp>
 
 namespace acemq::detail {
 

@@ -1,4 +1,4 @@
-#include "acemq/clock.hpp"
+#include <acemq/clock.hpp>
 
 namespace acemq {
 

@@ -1,13 +1,13 @@
-#include "acemq/codec.hpp"
+#include <acemq/codec.hpp>
 
 #include <algorithm>
 #include <cctype>
 #include <exception>
 #include <new>
 
-#include "acemq/error.hpp"
-#include "acemq/json_codec.hpp"
-#include "acemq/msgpack_codec.hpp"
+#include <acemq/error.hpp>
+#include <acemq/json_codec.hpp>
+#include <acemq/msgpack_codec.hpp>
 
 namespace acemq {
 

@@ -1,12 +1,12 @@
-#include "acemq/consumer.hpp"
+#include <acemq/consumer.hpp>
 
 #include <algorithm>
 #include <limits>
 #include <random>
 #include <system_error>
 
-#include "acemq/log.hpp"
-#include "acemq/naming.hpp"
+#include <acemq/log.hpp>
+#include <acemq/naming.hpp>
 #include "consumer_core.hpp"
 #include "interceptor_chain.hpp"
 

@@ -10,9 +10,9 @@
 #include <thread>
 #include <vector>
 
-#include "acemq/consumer.hpp"
-#include "acemq/settlement.hpp"
-#include "acemq/transport.hpp"
+#include <acemq/consumer.hpp>
+#include <acemq/settlement.hpp>
+#include <acemq/transport.hpp>
 #include "bus_core.hpp"
 
 namespace acemq::detail {

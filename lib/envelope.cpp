@@ -1,9 +1,9 @@
-#include "acemq/envelope.hpp"
+#include <acemq/envelope.hpp>
 
 #include <limits>
 
-#include "acemq/error.hpp"
-#include "acemq/uuid.hpp"
+#include <acemq/error.hpp>
+#include <acemq/uuid.hpp>
 
 namespace acemq {
 

@@ -1,4 +1,4 @@
-#include "acemq/error.hpp"
+#include <acemq/error.hpp>
 
 namespace acemq {
 

@@ -1,4 +1,4 @@
-#include "acemq/field.hpp"
+#include <acemq/field.hpp>
 
 #include <charconv>
 #include <cmath>

@@ -1,9 +1,9 @@
-#include "acemq/health.hpp"
+#include <acemq/health.hpp>
 
 #include <cstdio>
 #include <ctime>
 
-#include "acemq/json_codec.hpp"
+#include <acemq/json_codec.hpp>
 
 namespace acemq {
 

@@ -1,9 +1,9 @@
-#include "acemq/idempotency.hpp"
+#include <acemq/idempotency.hpp>
 
 #include <exception>
 #include <new>
 
-#include "acemq/log.hpp"
+#include <acemq/log.hpp>
 
 namespace acemq {
 

@@ -1,4 +1,4 @@
-#include "acemq/json_codec.hpp"
+#include <acemq/json_codec.hpp>
 
 // Boost.JSON, header-only: this is the one translation unit that compiles it.
 #include <boost/json/src.hpp>
@@ -10,7 +10,7 @@
 #include <string>
 #include <utility>
 
-#include "acemq/error.hpp"
+#include <acemq/error.hpp>
 
 namespace acemq {
 

@@ -1,4 +1,4 @@
-#include "acemq/log.hpp"
+#include <acemq/log.hpp>
 
 #include <cstdio>
 #include <mutex>

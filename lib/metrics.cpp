@@ -1,4 +1,4 @@
-#include "acemq/metrics.hpp"
+#include <acemq/metrics.hpp>
 
 #include <algorithm>
 #include <cstdio>

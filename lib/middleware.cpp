@@ -1,10 +1,10 @@
-#include "acemq/middleware.hpp"
+#include <acemq/middleware.hpp>
 
 #include <condition_variable>
 #include <mutex>
 #include <thread>
 
-#include "acemq/settlement.hpp"
+#include <acemq/settlement.hpp>
 
 namespace acemq {
 

@@ -1,4 +1,4 @@
-#include "acemq/msgpack_codec.hpp"
+#include <acemq/msgpack_codec.hpp>
 
 #include <algorithm>
 #include <bit>
@@ -10,7 +10,7 @@
 #include <msgpack.hpp>
 #include <string>
 
-#include "acemq/error.hpp"
+#include <acemq/error.hpp>
 
 namespace acemq {
 

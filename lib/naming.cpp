@@ -1,4 +1,4 @@
-#include "acemq/naming.hpp"
+#include <acemq/naming.hpp>
 
 #include <cstdint>
 

@@ -1,12 +1,12 @@
-#include "acemq/outbox.hpp"
+#include <acemq/outbox.hpp>
 
 #include <algorithm>
 #include <exception>
 #include <typeinfo>
 
-#include "acemq/log.hpp"
-#include "acemq/publisher.hpp"
-#include "acemq/uuid.hpp"
+#include <acemq/log.hpp>
+#include <acemq/publisher.hpp>
+#include <acemq/uuid.hpp>
 #include "publish_failure.hpp"
 
 namespace acemq {

@@ -7,8 +7,8 @@
 #include <string>
 #include <string_view>
 
-#include "acemq/publisher.hpp"
-#include "acemq/transport.hpp"
+#include <acemq/publisher.hpp>
+#include <acemq/transport.hpp>
 
 namespace acemq::detail {
 

@@ -1,9 +1,9 @@
-#include "acemq/publisher.hpp"
+#include <acemq/publisher.hpp>
 
 #include <algorithm>
 
-#include "acemq/bus.hpp"
-#include "acemq/uuid.hpp"
+#include <acemq/bus.hpp>
+#include <acemq/uuid.hpp>
 #include "bus_core.hpp"
 #include "interceptor_chain.hpp"
 #include "publish_failure.hpp"

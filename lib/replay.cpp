@@ -1,11 +1,11 @@
-#include "acemq/replay.hpp"
+#include <acemq/replay.hpp>
 
 #include <cstdio>
 #include <deque>
 #include <limits>
 
-#include "acemq/log.hpp"
-#include "acemq/naming.hpp"
+#include <acemq/log.hpp>
+#include <acemq/naming.hpp>
 #include "publish_failure.hpp"
 
 namespace acemq {

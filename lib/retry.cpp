@@ -1,11 +1,11 @@
-#include "acemq/retry.hpp"
+#include <acemq/retry.hpp>
 
 #include <algorithm>
 #include <cmath>
 #include <random>
 #include <string>
 
-#include "acemq/error.hpp"
+#include <acemq/error.hpp>
 
 namespace acemq {
 

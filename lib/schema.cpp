@@ -1,4 +1,4 @@
-#include "acemq/schema.hpp"
+#include <acemq/schema.hpp>
 
 #include <algorithm>
 #include <set>

@@ -1,4 +1,4 @@
-#include "acemq/settlement.hpp"
+#include <acemq/settlement.hpp>
 
 namespace acemq {
 

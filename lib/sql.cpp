@@ -1,9 +1,9 @@
-#include "acemq/sql.hpp"
+#include <acemq/sql.hpp>
 
 #include <algorithm>
 #include <iterator>
 
-#include "acemq/log.hpp"
+#include <acemq/log.hpp>
 
 namespace acemq::sql {
 

@@ -1,4 +1,4 @@
-#include "acemq/testing.hpp"
+#include <acemq/testing.hpp>
 
 #include <algorithm>
 #include <condition_variable>

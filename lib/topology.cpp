@@ -1,10 +1,10 @@
-#include "acemq/topology.hpp"
+#include <acemq/topology.hpp>
 
 #include <algorithm>
 #include <ostream>
 
-#include "acemq/error.hpp"
-#include "acemq/naming.hpp"
+#include <acemq/error.hpp>
+#include <acemq/naming.hpp>
 
 namespace acemq {
 

@@ -1,10 +1,11 @@
-#include "acemq/transport.hpp"
+#include <acemq/transport.hpp>
 
 #include <map>
 #include <mutex>
 
-#include "acemq/error.hpp"
-#include "acemq/url.hpp"
+#include <acemq/error.hpp>
+#include <acemq/url.hpp>
+#include "builtin_transports.hpp"
 
 namespace acemq {
 
@@ -38,7 +39,12 @@ std::vector<PublishResult> Transport::publish_batch(std::vector<OutboundMessage>
 
 namespace {
 
+// Starts with the transports built into the library; register_transport adds more.
 struct Registry {
+    Registry() {
+        for (auto& [scheme, factory] : detail::builtin_transports()) factories.emplace(scheme, std::move(factory));
+    }
+
     std::mutex lock;
     std::map<std::string, TransportFactory, std::less<>> factories;
 };

@@ -1,4 +1,4 @@
-#include "acemq/url.hpp"
+#include <acemq/url.hpp>
 
 namespace acemq {
 

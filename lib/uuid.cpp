@@ -1,4 +1,4 @@
-#include "acemq/uuid.hpp"
+#include <acemq/uuid.hpp>
 
 #include <pthread.h>
 #include <sys/random.h>

@@ -1,4 +1,4 @@
-#include "acemq/value.hpp"
+#include <acemq/value.hpp>
 
 #include <cmath>
 #include <cstdlib>
@@ -6,9 +6,9 @@
 #include <limits>
 #include <memory>
 
-#include "acemq/error.hpp"
-#include "acemq/reflect.hpp"
-#include "acemq/value_writer.hpp"
+#include <acemq/error.hpp>
+#include <acemq/reflect.hpp>
+#include <acemq/value_writer.hpp>
 
 namespace acemq {
 

@@ -1,38 +1,42 @@
-// The whole public API of acemq-cpp's library in one include. Stores and drivers have their
-// own: <sqlite/database.hpp>, <postgres/database.hpp>, <memory/idempotency_store.hpp>,
-// <memory/outbox_store.hpp>, <sql/idempotency_store.hpp>, <sql/outbox_store.hpp>.
+// The engine's whole public API in one include. The rest have their own:
+// <acemq/inproc.hpp> (the embedded broker itself), <acemq/amqp.hpp> (RabbitMQ options a URL
+// does not carry), <acemq/config.hpp> (what this build holds), and the stores:
+// <acemq/stores/memory_idempotency_store.hpp>, <acemq/stores/memory_outbox_store.hpp>,
+// <acemq/stores/sql_idempotency_store.hpp>, <acemq/stores/sql_outbox_store.hpp>, and the SQL
+// drivers <acemq/stores/sqlite.hpp> (libacemq-sqlite) and <acemq/stores/postgres.hpp>
+// (libacemq-postgres).
 #pragma once
 
-#include "acemq/ack.hpp"
-#include "acemq/bus.hpp"
-#include "acemq/clock.hpp"
-#include "acemq/codec.hpp"
-#include "acemq/consumer.hpp"
-#include "acemq/envelope.hpp"
-#include "acemq/error.hpp"
-#include "acemq/field.hpp"
-#include "acemq/health.hpp"
-#include "acemq/idempotency.hpp"
-#include "acemq/interceptor.hpp"
-#include "acemq/json_codec.hpp"
-#include "acemq/log.hpp"
-#include "acemq/message.hpp"
-#include "acemq/metrics.hpp"
-#include "acemq/middleware.hpp"
-#include "acemq/msgpack_codec.hpp"
-#include "acemq/naming.hpp"
-#include "acemq/observer.hpp"
-#include "acemq/outbox.hpp"
-#include "acemq/publisher.hpp"
-#include "acemq/reflect.hpp"
-#include "acemq/replay.hpp"
-#include "acemq/retry.hpp"
-#include "acemq/schema.hpp"
-#include "acemq/settlement.hpp"
-#include "acemq/sql.hpp"
-#include "acemq/testing.hpp"
-#include "acemq/topology.hpp"
-#include "acemq/transport.hpp"
-#include "acemq/url.hpp"
-#include "acemq/uuid.hpp"
-#include "acemq/value.hpp"
+#include <acemq/ack.hpp>
+#include <acemq/bus.hpp>
+#include <acemq/clock.hpp>
+#include <acemq/codec.hpp>
+#include <acemq/consumer.hpp>
+#include <acemq/envelope.hpp>
+#include <acemq/error.hpp>
+#include <acemq/field.hpp>
+#include <acemq/health.hpp>
+#include <acemq/idempotency.hpp>
+#include <acemq/interceptor.hpp>
+#include <acemq/json_codec.hpp>
+#include <acemq/log.hpp>
+#include <acemq/message.hpp>
+#include <acemq/metrics.hpp>
+#include <acemq/middleware.hpp>
+#include <acemq/msgpack_codec.hpp>
+#include <acemq/naming.hpp>
+#include <acemq/observer.hpp>
+#include <acemq/outbox.hpp>
+#include <acemq/publisher.hpp>
+#include <acemq/reflect.hpp>
+#include <acemq/replay.hpp>
+#include <acemq/retry.hpp>
+#include <acemq/schema.hpp>
+#include <acemq/settlement.hpp>
+#include <acemq/sql.hpp>
+#include <acemq/testing.hpp>
+#include <acemq/topology.hpp>
+#include <acemq/transport.hpp>
+#include <acemq/url.hpp>
+#include <acemq/uuid.hpp>
+#include <acemq/value.hpp>

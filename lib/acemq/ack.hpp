@@ -17,7 +17,7 @@
 #include <string>
 #include <string_view>
 
-#include "acemq/error.hpp"
+#include <acemq/error.hpp>
 
 namespace acemq {
 

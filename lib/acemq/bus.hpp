@@ -20,15 +20,15 @@
 #include <string_view>
 #include <vector>
 
-#include "acemq/clock.hpp"
-#include "acemq/codec.hpp"
-#include "acemq/consumer.hpp"
-#include "acemq/interceptor.hpp"
-#include "acemq/observer.hpp"
-#include "acemq/publisher.hpp"
-#include "acemq/retry.hpp"
-#include "acemq/topology.hpp"
-#include "acemq/transport.hpp"
+#include <acemq/clock.hpp>
+#include <acemq/codec.hpp>
+#include <acemq/consumer.hpp>
+#include <acemq/interceptor.hpp>
+#include <acemq/observer.hpp>
+#include <acemq/publisher.hpp>
+#include <acemq/retry.hpp>
+#include <acemq/topology.hpp>
+#include <acemq/transport.hpp>
 
 namespace acemq {
 

@@ -17,9 +17,9 @@
 #include <type_traits>
 #include <vector>
 
-#include "acemq/reflect.hpp"
-#include "acemq/value.hpp"
-#include "acemq/value_writer.hpp"
+#include <acemq/reflect.hpp>
+#include <acemq/value.hpp>
+#include <acemq/value_writer.hpp>
 
 namespace acemq {
 

@@ -32,10 +32,10 @@
 #include <optional>
 #include <string>
 
-#include "acemq/codec.hpp"
-#include "acemq/interceptor.hpp"
-#include "acemq/message.hpp"
-#include "acemq/retry.hpp"
+#include <acemq/codec.hpp>
+#include <acemq/interceptor.hpp>
+#include <acemq/message.hpp>
+#include <acemq/retry.hpp>
 
 namespace acemq {
 

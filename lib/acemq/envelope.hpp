@@ -12,7 +12,7 @@
 #include <string_view>
 #include <vector>
 
-#include "acemq/field.hpp"
+#include <acemq/field.hpp>
 
 namespace acemq {
 

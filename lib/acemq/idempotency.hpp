@@ -5,7 +5,7 @@
 // x-acemq-id) to a handler again. idempotent() remembers, in a store, which messages were
 // handled and answers a repeat with accept() without running the handler:
 //
-//   acemq::InMemoryIdempotencyStore seen;                        // <memory/idempotency_store.hpp>
+//   acemq::InMemoryIdempotencyStore seen;                        // <acemq/stores/memory_idempotency_store.hpp>
 //   acemq::Consumer consumer = bus.consume<Payment>("payments.new", acemq::idempotent(seen, take_payment),
 //                                                   {.retry = acemq::fixed_retry(3, 200ms)});
 //
@@ -18,7 +18,7 @@
 //
 // It is a guard, not exactly-once: a crash after the handler's work and before the confirm
 // lets a redelivery run the handler again. To close that gap, claim and confirm with the
-// SQL store inside the transaction that does the work (<sql/idempotency_store.hpp>).
+// SQL store inside the transaction that does the work (<acemq/stores/sql_idempotency_store.hpp>).
 #pragma once
 
 #include <chrono>
@@ -28,10 +28,10 @@
 #include <type_traits>
 #include <utility>
 
-#include "acemq/ack.hpp"
-#include "acemq/consumer.hpp"
-#include "acemq/middleware.hpp"
-#include "acemq/message.hpp"
+#include <acemq/ack.hpp>
+#include <acemq/consumer.hpp>
+#include <acemq/middleware.hpp>
+#include <acemq/message.hpp>
 
 namespace acemq {
 

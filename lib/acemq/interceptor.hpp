@@ -10,8 +10,8 @@
 #include <string>
 #include <string_view>
 
-#include "acemq/ack.hpp"
-#include "acemq/envelope.hpp"
+#include <acemq/ack.hpp>
+#include <acemq/envelope.hpp>
 
 namespace acemq {
 

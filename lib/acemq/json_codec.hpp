@@ -19,7 +19,7 @@
 #include <string>
 #include <string_view>
 
-#include "acemq/codec.hpp"
+#include <acemq/codec.hpp>
 
 namespace acemq {
 

@@ -3,8 +3,8 @@
 
 #include <string>
 
-#include "acemq/envelope.hpp"
-#include "acemq/field.hpp"
+#include <acemq/envelope.hpp>
+#include <acemq/field.hpp>
 
 namespace acemq {
 

@@ -25,11 +25,11 @@
 #include <type_traits>
 #include <utility>
 
-#include "acemq/ack.hpp"
-#include "acemq/consumer.hpp"
-#include "acemq/log.hpp"
-#include "acemq/message.hpp"
-#include "acemq/publisher.hpp"
+#include <acemq/ack.hpp>
+#include <acemq/consumer.hpp>
+#include <acemq/log.hpp>
+#include <acemq/message.hpp>
+#include <acemq/publisher.hpp>
 
 namespace acemq {
 

@@ -18,7 +18,7 @@
 
 #include <cstddef>
 
-#include "acemq/codec.hpp"
+#include <acemq/codec.hpp>
 
 namespace acemq {
 

@@ -9,7 +9,7 @@
 #include <string>
 #include <string_view>
 
-#include "acemq/field.hpp"
+#include <acemq/field.hpp>
 
 namespace acemq {
 

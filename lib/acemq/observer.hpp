@@ -8,11 +8,11 @@
 #include <optional>
 #include <string_view>
 
-#include "acemq/envelope.hpp"
-#include "acemq/metrics.hpp"
-#include "acemq/retry.hpp"
-#include "acemq/settlement.hpp"
-#include "acemq/transport.hpp"
+#include <acemq/envelope.hpp>
+#include <acemq/metrics.hpp>
+#include <acemq/retry.hpp>
+#include <acemq/settlement.hpp>
+#include <acemq/transport.hpp>
 
 namespace acemq {
 

@@ -14,8 +14,8 @@
 //   acemq::OutboxRelay relay{bus, outbox, {.interval = 1s}};
 //   relay.start();                                    // twice is a no-op
 //
-// Stores: InMemoryOutboxStore (<memory/outbox_store.hpp>, tests only) and SqlOutboxStore
-// (<sql/outbox_store.hpp>, SQLite and PostgreSQL). Adding is store-specific, because the
+// Stores: InMemoryOutboxStore (<acemq/stores/memory_outbox_store.hpp>, tests only) and SqlOutboxStore
+// (<acemq/stores/sql_outbox_store.hpp>, SQLite and PostgreSQL). Adding is store-specific, because the
 // SQL store must be handed the caller's transaction and the in-memory one has none; the
 // relay needs only what OutboxStore below declares.
 #pragma once
@@ -33,11 +33,11 @@
 #include <thread>
 #include <vector>
 
-#include "acemq/bus.hpp"
-#include "acemq/codec.hpp"
-#include "acemq/envelope.hpp"
-#include "acemq/error.hpp"
-#include "acemq/metrics.hpp"
+#include <acemq/bus.hpp>
+#include <acemq/codec.hpp>
+#include <acemq/envelope.hpp>
+#include <acemq/error.hpp>
+#include <acemq/metrics.hpp>
 
 namespace acemq {
 

@@ -15,9 +15,9 @@
 #include <string>
 #include <vector>
 
-#include "acemq/codec.hpp"
-#include "acemq/envelope.hpp"
-#include "acemq/error.hpp"
+#include <acemq/codec.hpp>
+#include <acemq/envelope.hpp>
+#include <acemq/error.hpp>
 
 namespace acemq {
 

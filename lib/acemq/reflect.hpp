@@ -38,9 +38,9 @@
 #include <utility>
 #include <vector>
 
-#include "acemq/error.hpp"
-#include "acemq/value.hpp"
-#include "acemq/value_writer.hpp"
+#include <acemq/error.hpp>
+#include <acemq/value.hpp>
+#include <acemq/value_writer.hpp>
 
 namespace acemq {
 

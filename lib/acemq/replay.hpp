@@ -32,9 +32,9 @@
 #include <string>
 #include <string_view>
 
-#include "acemq/bus.hpp"
-#include "acemq/envelope.hpp"
-#include "acemq/error.hpp"
+#include <acemq/bus.hpp>
+#include <acemq/envelope.hpp>
+#include <acemq/error.hpp>
 
 namespace acemq {
 

@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "acemq/sql.hpp"
+#include <acemq/sql.hpp>
 
 namespace acemq {
 

@@ -8,9 +8,9 @@
 #include <string>
 #include <string_view>
 
-#include "acemq/ack.hpp"
-#include "acemq/envelope.hpp"
-#include "acemq/retry.hpp"
+#include <acemq/ack.hpp>
+#include <acemq/envelope.hpp>
+#include <acemq/retry.hpp>
 
 namespace acemq {
 

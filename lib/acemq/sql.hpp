@@ -27,8 +27,8 @@
 #include <variant>
 #include <vector>
 
-#include "acemq/error.hpp"
-#include "acemq/field.hpp"
+#include <acemq/error.hpp>
+#include <acemq/field.hpp>
 
 namespace acemq::sql {
 

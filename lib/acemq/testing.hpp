@@ -16,8 +16,8 @@
 #include <string_view>
 #include <vector>
 
-#include "acemq/bus.hpp"
-#include "acemq/settlement.hpp"
+#include <acemq/bus.hpp>
+#include <acemq/settlement.hpp>
 
 namespace acemq::testing {
 

@@ -24,8 +24,8 @@
 #include <string_view>
 #include <vector>
 
-#include "acemq/field.hpp"
-#include "acemq/retry.hpp"
+#include <acemq/field.hpp>
+#include <acemq/retry.hpp>
 
 namespace acemq {
 

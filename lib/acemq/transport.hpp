@@ -23,10 +23,10 @@
 #include <string_view>
 #include <vector>
 
-#include "acemq/envelope.hpp"
-#include "acemq/field.hpp"
-#include "acemq/health.hpp"
-#include "acemq/topology.hpp"
+#include <acemq/envelope.hpp>
+#include <acemq/field.hpp>
+#include <acemq/health.hpp>
+#include <acemq/topology.hpp>
 
 namespace acemq {
 

@@ -21,7 +21,7 @@
 #include <utility>
 #include <vector>
 
-#include "acemq/value.hpp"
+#include <acemq/value.hpp>
 
 namespace acemq {
 

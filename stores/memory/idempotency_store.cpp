@@ -1,4 +1,4 @@
-#include "memory/idempotency_store.hpp"
+#include <acemq/stores/memory_idempotency_store.hpp>
 
 #include <acemq/error.hpp>
 

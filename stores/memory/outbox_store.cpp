@@ -1,4 +1,4 @@
-#include "memory/outbox_store.hpp"
+#include <acemq/stores/memory_outbox_store.hpp>
 
 #include <algorithm>
 #include <string>

@@ -1,4 +1,4 @@
-#include "postgres/database.hpp"
+#include <acemq/stores/postgres.hpp>
 
 #include <libpq-fe.h>
 
@@ -6,7 +6,7 @@
 #include <charconv>
 #include <cstring>
 
-#include "acemq/log.hpp"
+#include <acemq/log.hpp>
 #include "postgres/placeholders.hpp"
 
 namespace acemq::postgres {

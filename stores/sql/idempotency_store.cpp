@@ -1,4 +1,4 @@
-#include "sql/idempotency_store.hpp"
+#include <acemq/stores/sql_idempotency_store.hpp>
 
 #include <algorithm>
 #include <cstdint>

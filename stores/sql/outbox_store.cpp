@@ -1,10 +1,10 @@
-#include "sql/outbox_store.hpp"
+#include <acemq/stores/sql_outbox_store.hpp>
 
 #include <algorithm>
 
-#include "acemq/json_codec.hpp"
-#include "acemq/schema.hpp"
-#include "acemq/uuid.hpp"
+#include <acemq/json_codec.hpp>
+#include <acemq/schema.hpp>
+#include <acemq/uuid.hpp>
 
 namespace acemq {
 

@@ -1,10 +1,10 @@
-#include "sqlite/database.hpp"
+#include <acemq/stores/sqlite.hpp>
 
 #include <sqlite3.h>
 
 #include <climits>
 
-#include "acemq/log.hpp"
+#include <acemq/log.hpp>
 
 namespace acemq::sqlite {
 

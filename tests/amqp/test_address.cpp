@@ -10,7 +10,7 @@
 #include <acemq/acemq.hpp>
 
 #include "amqp/address.hpp"
-#include "amqp/amqp.hpp"
+#include <acemq/amqp.hpp>
 
 #include <cstdlib>
 #include <filesystem>

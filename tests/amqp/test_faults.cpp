@@ -16,7 +16,7 @@
 #include <acemq/acemq.hpp>
 
 #include "amqp/address.hpp"
-#include "amqp/amqp.hpp"
+#include <acemq/amqp.hpp>
 
 #include <algorithm>
 #include <atomic>

@@ -11,7 +11,7 @@
 #include <acemq/acemq.hpp>
 
 #include "amqp/address.hpp"
-#include "amqp/amqp.hpp"
+#include <acemq/amqp.hpp>
 
 #include <amqp.h>
 #include <amqp_tcp_socket.h>

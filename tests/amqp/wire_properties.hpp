@@ -14,8 +14,8 @@
 #include <variant>
 #include <vector>
 
-#include "acemq/error.hpp"
-#include "acemq/field.hpp"
+#include <acemq/error.hpp>
+#include <acemq/field.hpp>
 #include "amqp/wire.hpp"
 
 namespace wire_properties {

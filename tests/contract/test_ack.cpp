@@ -1,6 +1,6 @@
 #include <catch2/catch.hpp>
 
-#include "acemq/ack.hpp"
+#include <acemq/ack.hpp>
 
 using namespace acemq;
 

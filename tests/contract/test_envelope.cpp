@@ -8,9 +8,9 @@
 #include <thread>
 
 #include "../support/fixtures.hpp"
-#include "acemq/envelope.hpp"
-#include "acemq/error.hpp"
-#include "acemq/uuid.hpp"
+#include <acemq/envelope.hpp>
+#include <acemq/error.hpp>
+#include <acemq/uuid.hpp>
 
 using namespace acemq;
 

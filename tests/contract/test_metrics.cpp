@@ -1,6 +1,6 @@
 #include <catch2/catch.hpp>
 
-#include "acemq/metrics.hpp"
+#include <acemq/metrics.hpp>
 
 using namespace acemq;
 

@@ -1,7 +1,7 @@
 #include <catch2/catch.hpp>
 
 #include "../support/fixtures.hpp"
-#include "acemq/naming.hpp"
+#include <acemq/naming.hpp>
 
 using namespace acemq;
 using std::chrono::milliseconds;

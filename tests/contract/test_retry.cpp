@@ -3,8 +3,8 @@
 #include <regex>
 
 #include "../support/fixtures.hpp"
-#include "acemq/error.hpp"
-#include "acemq/retry.hpp"
+#include <acemq/error.hpp>
+#include <acemq/retry.hpp>
 
 using namespace acemq;
 using std::chrono::milliseconds;

@@ -1,6 +1,6 @@
 #include <catch2/catch.hpp>
 
-#include "acemq/settlement.hpp"
+#include <acemq/settlement.hpp>
 
 using namespace acemq;
 using namespace std::chrono_literals;

@@ -4,8 +4,8 @@
 #include <sstream>
 
 #include "../support/fixtures.hpp"
-#include "acemq/error.hpp"
-#include "acemq/topology.hpp"
+#include <acemq/error.hpp>
+#include <acemq/topology.hpp>
 
 using namespace acemq;
 using std::chrono::milliseconds;

@@ -26,12 +26,12 @@
 
 #include "../support/forwarding_transport.hpp"
 #include "../support/tally.hpp"
-#include "amqp/amqp.hpp"
+#include <acemq/amqp.hpp>
 #include "drill.hpp"
 
-#include <sql/idempotency_store.hpp>
-#include <sql/outbox_store.hpp>
-#include <sqlite/database.hpp>
+#include <acemq/stores/sql_idempotency_store.hpp>
+#include <acemq/stores/sql_outbox_store.hpp>
+#include <acemq/stores/sqlite.hpp>
 
 namespace {
 

@@ -38,7 +38,7 @@
 #include "drill.hpp"
 #include "harness.hpp"
 
-#include <sqlite/database.hpp>
+#include <acemq/stores/sqlite.hpp>
 
 extern char** environ;
 

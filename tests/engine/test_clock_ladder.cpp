@@ -4,7 +4,7 @@
 
 #include <acemq/acemq.hpp>
 
-#include <inproc/broker.hpp>
+#include <acemq/inproc.hpp>
 
 #include <mutex>
 

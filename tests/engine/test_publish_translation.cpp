@@ -7,7 +7,7 @@
 #include <acemq/acemq.hpp>
 #include <acemq/outbox.hpp>
 #include <acemq/replay.hpp>
-#include <memory/outbox_store.hpp>
+#include <acemq/stores/memory_outbox_store.hpp>
 
 #include <string>
 #include <vector>

@@ -11,9 +11,9 @@
 #include <optional>
 #include <string>
 
-#include "acemq/clock.hpp"
-#include "acemq/transport.hpp"
-#include "inproc/broker.hpp"
+#include <acemq/clock.hpp>
+#include <acemq/transport.hpp>
+#include <acemq/inproc.hpp>
 #include "inproc/inproc_transport.hpp"
 
 namespace inproc_test {

@@ -5,7 +5,7 @@
 
 #include <thread>
 
-#include "acemq/error.hpp"
+#include <acemq/error.hpp>
 #include "inbox.hpp"
 
 using namespace acemq;

@@ -3,8 +3,8 @@
 // before.
 #include <catch2/catch.hpp>
 
-#include "acemq/error.hpp"
-#include "acemq/naming.hpp"
+#include <acemq/error.hpp>
+#include <acemq/naming.hpp>
 #include "inbox.hpp"
 
 using namespace acemq;

@@ -7,9 +7,9 @@
 
 #include <acemq/acemq.hpp>
 
-#include <sql/idempotency_store.hpp>
-#include <sql/outbox_store.hpp>
-#include <sqlite/database.hpp>
+#include <acemq/stores/sql_idempotency_store.hpp>
+#include <acemq/stores/sql_outbox_store.hpp>
+#include <acemq/stores/sqlite.hpp>
 
 #include <chrono>
 #include <string>

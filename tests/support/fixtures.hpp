@@ -10,7 +10,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "acemq/field.hpp"
+#include <acemq/field.hpp>
 
 namespace fixtures {
 

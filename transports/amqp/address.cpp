@@ -2,8 +2,8 @@
 
 #include <charconv>
 
-#include "acemq/error.hpp"
-#include "acemq/url.hpp"
+#include <acemq/error.hpp>
+#include <acemq/url.hpp>
 
 namespace acemq::amqp {
 

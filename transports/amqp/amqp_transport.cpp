@@ -11,9 +11,9 @@
 #include <set>
 #include <thread>
 
-#include "acemq/error.hpp"
-#include "acemq/uuid.hpp"
-#include "amqp/amqp.hpp"
+#include <acemq/error.hpp>
+#include <acemq/uuid.hpp>
+#include <acemq/amqp.hpp>
 #include "amqp/connection.hpp"
 #include "amqp/wire.hpp"
 
@@ -1285,18 +1285,5 @@ std::shared_ptr<AmqpTransport> open(std::string_view url, Options options) {
     impl->start();
     return std::shared_ptr<AmqpTransport>(new AmqpTransport(std::move(impl)));
 }
-
-namespace {
-
-// Linked whole into every program that uses the bus (see transports/meson.build), so the
-// schemes are known before main() without anyone naming this file.
-const bool registered = [] {
-    auto factory = [](std::string_view url) -> std::shared_ptr<Transport> { return open(url); };
-    register_transport("amqp", factory);
-    register_transport("amqps", factory);
-    return true;
-}();
-
-}  // namespace
 
 }  // namespace acemq::amqp

@@ -10,7 +10,7 @@
 #include <string_view>
 
 #include "amqp/address.hpp"
-#include "amqp/amqp.hpp"
+#include <acemq/amqp.hpp>
 
 namespace acemq::amqp {
 

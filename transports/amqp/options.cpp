@@ -1,8 +1,8 @@
 #include <cstdlib>
 #include <fstream>
 
-#include "acemq/error.hpp"
-#include "amqp/amqp.hpp"
+#include <acemq/error.hpp>
+#include <acemq/amqp.hpp>
 
 namespace acemq::amqp {
 

@@ -1,6 +1,6 @@
 #include "amqp/wire.hpp"
 
-#include "acemq/error.hpp"
+#include <acemq/error.hpp>
 
 #include <algorithm>
 #include <limits>

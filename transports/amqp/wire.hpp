@@ -7,8 +7,8 @@
 
 #include <amqp.h>
 
-#include "acemq/field.hpp"
-#include "acemq/transport.hpp"
+#include <acemq/field.hpp>
+#include <acemq/transport.hpp>
 
 namespace acemq::amqp {
 

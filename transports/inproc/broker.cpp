@@ -1,4 +1,4 @@
-#include "inproc/broker.hpp"
+#include <acemq/inproc.hpp>
 
 #include <algorithm>
 #include <chrono>
@@ -8,8 +8,8 @@
 #include <utility>
 #include <vector>
 
-#include "acemq/error.hpp"
-#include "acemq/naming.hpp"
+#include <acemq/error.hpp>
+#include <acemq/naming.hpp>
 #include "inproc/ring.hpp"
 #include "inproc/topic_routes.hpp"
 

@@ -1,20 +1,13 @@
 #include "inproc/inproc_transport.hpp"
 
-#include "acemq/error.hpp"
-#include "acemq/url.hpp"
+#include <acemq/error.hpp>
+#include <acemq/url.hpp>
 
 namespace acemq::inproc {
 
 namespace {
 
 constexpr std::string_view scheme_prefix = "inproc://";
-
-// Linked whole into every program that uses the bus (see transports/meson.build), so the
-// scheme is known before main() without anyone naming this file.
-const bool registered = [] {
-    register_transport("inproc", [](std::string_view url) -> std::shared_ptr<Transport> { return InprocTransport::open(url); });
-    return true;
-}();
 
 }  // namespace
 

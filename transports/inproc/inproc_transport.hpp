@@ -1,6 +1,6 @@
 // The Transport over the embedded broker: one InprocTransport is one connection to a
-// Broker (see broker.hpp for what the broker does and where it differs from RabbitMQ).
-// The library registers it for the URL scheme `inproc`: open_transport("inproc://orders")
+// Broker (see <acemq/inproc.hpp> for what the broker does and where it differs from RabbitMQ).
+// connect() knows it by the URL scheme `inproc` (transports/builtin_transports.cpp): open_transport("inproc://orders")
 // connects to the broker named "orders", making it when no live one has that name, so two
 // parts of one process that name it share its queues.
 //
@@ -12,8 +12,8 @@
 #include <atomic>
 #include <memory>
 
-#include "acemq/transport.hpp"
-#include "inproc/broker.hpp"
+#include <acemq/transport.hpp>
+#include <acemq/inproc.hpp>
 
 namespace acemq::inproc {
 

@@ -15,9 +15,9 @@
 #include <vector>
 
 #include "../../support/databases.hpp"
-#include "acemq/sql.hpp"
-#include "postgres/database.hpp"
-#include "sqlite/database.hpp"
+#include <acemq/sql.hpp>
+#include <acemq/stores/postgres.hpp>
+#include <acemq/stores/sqlite.hpp>
 
 namespace drivers_test {
 

@@ -1,5 +1,5 @@
 // schema_ddl's statements for both dialects, and create_schema on both databases.
-#include "acemq/schema.hpp"
+#include <acemq/schema.hpp>
 #include "support.hpp"
 
 using namespace drivers_test;

@@ -12,8 +12,8 @@
 #include <acemq/schema.hpp>
 #include <acemq/sql.hpp>
 #include <acemq/uuid.hpp>
-#include <postgres/database.hpp>
-#include <sqlite/database.hpp>
+#include <acemq/stores/postgres.hpp>
+#include <acemq/stores/sqlite.hpp>
 
 #include <cstdlib>
 #include <filesystem>

@@ -9,7 +9,7 @@
 #include <acemq/acemq.hpp>
 #include <acemq/idempotency.hpp>
 #include <acemq/sql.hpp>
-#include <memory/idempotency_store.hpp>
+#include <acemq/stores/memory_idempotency_store.hpp>
 
 #include <atomic>
 #include <chrono>

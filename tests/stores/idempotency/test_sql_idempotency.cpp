@@ -7,7 +7,7 @@
 #include <catch2/catch.hpp>
 
 #include <acemq/idempotency.hpp>
-#include <sql/idempotency_store.hpp>
+#include <acemq/stores/sql_idempotency_store.hpp>
 
 #include <atomic>
 #include <chrono>

@@ -2,7 +2,7 @@
 // family's pinned behaviours (patterns §8, items 27-43) that need no database.
 #include "outbox_support.hpp"
 
-#include <memory/outbox_store.hpp>
+#include <acemq/stores/memory_outbox_store.hpp>
 
 #include <acemq/json_codec.hpp>
 

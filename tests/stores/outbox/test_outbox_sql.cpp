@@ -6,9 +6,9 @@
 
 #include "../../support/databases.hpp"
 
-#include <postgres/database.hpp>
-#include <sql/outbox_store.hpp>
-#include <sqlite/database.hpp>
+#include <acemq/stores/postgres.hpp>
+#include <acemq/stores/sql_outbox_store.hpp>
+#include <acemq/stores/sqlite.hpp>
 
 #include <cstdio>
 #include <cstdlib>

@@ -4,7 +4,7 @@
 // Not for production: what it remembers is per process (two consumer processes, or two
 // Bus instances in different processes, each believe they are first) and is lost on
 // restart, so a redelivery after a crash runs the handler again. Use SqlIdempotencyStore
-// (<sql/idempotency_store.hpp>) when several processes consume one queue or a repeat costs
+// (<acemq/stores/sql_idempotency_store.hpp>) when several processes consume one queue or a repeat costs
 // money.
 //
 // One window, `ttl`, is both the claim's lease and how long a confirmed key is remembered:

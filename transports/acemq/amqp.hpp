@@ -45,8 +45,8 @@
 #include <string>
 #include <string_view>
 
-#include "acemq/error.hpp"
-#include "acemq/transport.hpp"
+#include <acemq/error.hpp>
+#include <acemq/transport.hpp>
 
 namespace acemq::amqp {
 

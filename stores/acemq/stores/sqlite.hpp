@@ -25,7 +25,7 @@
 #include <string_view>
 #include <unordered_map>
 
-#include "acemq/sql.hpp"
+#include <acemq/sql.hpp>
 
 struct sqlite3;
 struct sqlite3_stmt;

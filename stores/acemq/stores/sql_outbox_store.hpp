@@ -50,8 +50,8 @@
 #include <string_view>
 #include <vector>
 
-#include "acemq/outbox.hpp"
-#include "acemq/sql.hpp"
+#include <acemq/outbox.hpp>
+#include <acemq/sql.hpp>
 
 namespace acemq {
 

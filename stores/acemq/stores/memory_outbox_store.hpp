@@ -15,7 +15,7 @@
 #include <string_view>
 #include <vector>
 
-#include "acemq/outbox.hpp"
+#include <acemq/outbox.hpp>
 
 namespace acemq {
 

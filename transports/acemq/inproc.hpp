@@ -47,9 +47,9 @@
 #include <string>
 #include <string_view>
 
-#include "acemq/clock.hpp"
-#include "acemq/topology.hpp"
-#include "acemq/transport.hpp"
+#include <acemq/clock.hpp>
+#include <acemq/topology.hpp>
+#include <acemq/transport.hpp>
 
 namespace acemq::inproc {
 

@@ -7,7 +7,7 @@
 // The connection string may carry a password, so it never appears in an exception or a
 // log line: a failed connect names host, port and database only.
 //
-// Parameters: `?` placeholders are rewritten to $1, $2, ... (postgres/placeholders.hpp).
+// Parameters: `?` placeholders are rewritten to $1, $2, ... (stores/postgres/placeholders.hpp).
 // Integers are sent as int8, real numbers as float8, blobs as bytea in binary, text and
 // NULL untyped (the server infers the type from where they are used).
 // Columns: int2/int4/int8 -> integer, float4/float8 -> real, bytea -> blob, NULL -> null,
@@ -31,7 +31,7 @@
 #include <string>
 #include <string_view>
 
-#include "acemq/sql.hpp"
+#include <acemq/sql.hpp>
 
 struct pg_conn;
 struct pg_result;

@@ -1,0 +1,68 @@
+// A program of a user's own, built outside the repository against the installed files
+// only: it publishes one message in-process and consumes it, and checks that the
+// transports the build holds are reachable by URL (they are found by a table, not by
+// static initialisers the linker may drop).
+#include <acemq/acemq.hpp>
+#include <acemq/config.hpp>
+#include <acemq/inproc.hpp>
+#if ACEMQ_HAS_SQLITE
+#include <acemq/stores/sql_idempotency_store.hpp>
+#include <acemq/stores/sqlite.hpp>
+#else
+#include <acemq/stores/memory_idempotency_store.hpp>
+#endif
+#if ACEMQ_HAS_AMQP
+#include <acemq/amqp.hpp>
+#endif
+
+#include <chrono>
+#include <cstdint>
+#include <iostream>
+#include <string>
+
+struct OrderPlaced {
+    std::string order_id;
+    std::int64_t total_cents;
+};
+
+int main([[maybe_unused]] int argc, [[maybe_unused]] char** argv) {
+    using namespace std::chrono_literals;
+    try {
+        acemq::open_transport("nope://x");
+    } catch (const acemq::InvalidArgument& unknown) {
+        const std::string what = unknown.what();
+        const bool lists_amqp = what.find("amqp, amqps, inproc") != std::string::npos;
+        const bool lists_inproc = what.find("inproc") != std::string::npos;
+        if (!lists_inproc || lists_amqp != bool(ACEMQ_HAS_AMQP)) {
+            std::cerr << "install check: the transports known are wrong: " << what << '\n';
+            return 1;
+        }
+    }
+
+    acemq::Bus bus = acemq::connect("inproc://install-check", {.origin = "install-check@test"});
+    bus.declare(acemq::Topology{}.queue("orders.new", {.dead_letter = true}));
+    acemq::testing::Harness harness{bus};
+#if ACEMQ_HAS_SQLITE
+    if (argc != 2) {
+        std::cerr << "usage: consumer DATABASE_FILE (a new SQLite file for the idempotency store)\n";
+        return 2;
+    }
+    acemq::sqlite::Database db{argv[1]};
+    acemq::create_schema(db);
+    acemq::SqlIdempotencyStore seen{db};
+#else
+    acemq::InMemoryIdempotencyStore seen;
+#endif
+    acemq::Consumer consumer = bus.consume<OrderPlaced>("orders.new",
+        acemq::idempotent(seen, [](const acemq::Message<OrderPlaced>& m) {
+            std::cout << "consumed " << m.payload.order_id << ' ' << m.payload.total_cents << '\n';
+            return acemq::accept();
+        }));
+    bus.publisher("", "orders.new").send(OrderPlaced{"o-1", 4250});
+    if (!harness.wait_settled("orders.new", acemq::Outcome::acked, 1, 5s)) {
+        std::cerr << "install check: the message was not consumed within 5 s\n";
+        return 1;
+    }
+    std::cout << "acemq " << ACEMQ_VERSION << ": published and consumed in-process\n";
+    return 0;
+}
