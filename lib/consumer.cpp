@@ -237,8 +237,8 @@ bool ConsumerCore::set_aside(Delivery& delivery, const ConsumeContext& context, 
         }
         return settle(delivery, true);
     }
-    // Nowhere to put it: hand it back rather than lose it (wire contract §2.6), and slow down
-    // until a set-aside works again.
+    // Nowhere to put it: hand it back rather than lose it (docs/wire-contract.md §6.3), and
+    // slow down until a set-aside works again.
     std::chrono::milliseconds pause;
     {
         std::lock_guard guard(lock_);

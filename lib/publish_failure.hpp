@@ -1,6 +1,6 @@
 // The one translation of what a transport said about a publish into the family's errors
-// (wire contract §6), for every publish that must be taken by the broker: a Publisher's
-// sends, the outbox relay and replay. Internal: not installed.
+// (docs/wire-contract.md §7.2), for every publish that must be taken by the broker: a
+// Publisher's sends, the outbox relay and replay. Internal: not installed.
 #pragma once
 
 #include <optional>

@@ -1,5 +1,5 @@
-// What a handler says about a message it was given (wire contract §2.1, §2.7), and the
-// family's rule for describing a failure in words (patterns §6.2: `describe(error)`).
+// What a handler says about a message it was given, and the family's rule for describing
+// a failure in words, `describe` (docs/wire-contract.md §3).
 //
 //   return acemq::accept();                     // done, acknowledge it
 //   return acemq::retry(error);                 // try again, as the retry policy allows

@@ -23,7 +23,7 @@
 
 namespace acemq {
 
-// The content types the family writes (wire contract 7.2).
+// The content types the family writes (docs/wire-contract.md §8).
 namespace content_types {
 inline constexpr std::string_view json = "application/json";
 inline constexpr std::string_view text = "text/plain; charset=utf-8";

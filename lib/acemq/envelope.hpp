@@ -1,5 +1,5 @@
 // The envelope: what the AceMQ family knows about a message beyond its body, carried in
-// reserved "x-acemq-*" headers (wire contract §1). One value type for both directions:
+// reserved "x-acemq-*" headers (docs/wire-contract.md §2). One value type for both directions:
 // `render_headers` writes it onto a message, `read_envelope` reads one off a delivery.
 //
 // Envelope is a plain value: copy it, change it, hand it to another thread.
@@ -89,12 +89,13 @@ void set_header(Envelope& envelope, std::string name, FieldValue value);
 // position) and ReservedHeaderError for a reserved name among the application headers.
 Headers render_headers(const Envelope& envelope);
 
-// Reads a delivery's headers tolerantly (wire contract §1.2–1.4): unreadable values take
-// their defaults, never throw; the id falls back to the AMQP message-id property and then to
-// a fresh id; the type to the routing key; the correlation to the id. An AMQP timestamp is
-// no integer: as version, attempt or route position it takes the default; as first-seen it
-// is the instant it names (seconds, where the contract's integer is milliseconds). Every
-// "x-acemq-*" header is removed from the application headers, known or not.
+// Reads a delivery's headers tolerantly (docs/wire-contract.md §2.2–2.5): unreadable
+// values take their defaults, never throw; the id falls back to the AMQP message-id
+// property and then to a fresh id; the type to the routing key; the correlation to the id.
+// An AMQP timestamp is no integer: as version, attempt or route position it takes the
+// default; as first-seen it is the instant it names (seconds, where the contract's integer
+// is milliseconds). Every "x-acemq-*" header is removed from the application headers,
+// known or not.
 Envelope read_envelope(const Headers& headers, std::string_view routing_key,
                        std::string_view message_id_property = {});
 

@@ -1,4 +1,4 @@
-// Handling a message once when the broker delivers it more than once (patterns §1).
+// Handling a message once when the broker delivers it more than once (docs/patterns.md §1).
 //
 // A broker delivers at least once: a consumer that dies before its ack, a publisher that
 // resends after a lost confirm, a retry republish all hand the same message (the same
@@ -85,7 +85,7 @@ struct IdempotentOptions {
 
 namespace detail {
 
-// Steps 2-9 of patterns §1.5 for a message whose key is `key`; `handle` runs the handler.
+// Steps 2-9 of docs/patterns.md §1.5 for a message keyed `key`; `handle` runs the handler.
 Ack run_idempotently(IdempotencyStore& store, const std::string& key, const std::string& message_id,
                      std::chrono::milliseconds in_progress_delay, const std::function<Ack()>& handle);
 
@@ -147,7 +147,7 @@ std::chrono::milliseconds checked_in_progress_delay(std::chrono::milliseconds de
 
 }  // namespace detail
 
-// `handler` run at most once per key (patterns §1.5). For each message:
+// `handler` run at most once per key (docs/patterns.md §1.5). For each message:
 //   1. the key: options.key(message), or the envelope id;
 //   2. an empty key: reject(FatalError "acemq: message <id> produced an empty idempotency
 //      key"); the handler does not run (falling back to the id would dedupe nothing);
@@ -164,7 +164,7 @@ std::chrono::milliseconds checked_in_progress_delay(std::chrono::milliseconds de
 //      receipt service failed), so the retries answer in_progress instead of running the
 //      handler again, until the claim's lease runs out (the store's ttl or claim timeout);
 //      then the next delivery runs it. A handler that did nothing and wants to run again at
-//      once returns retry(...) instead of throwing. (The family's rule: DESIGN.md.)
+//      once returns retry(...) instead of throwing. (The family's rule: docs/design.md §3.)
 //
 // T is deduced from a handler taking `const Message<T>&`; name it for a generic lambda:
 // idempotent<Payment>(store, [](const auto& m) { ... }).

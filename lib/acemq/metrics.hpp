@@ -1,7 +1,7 @@
-// Metrics under the family's names (wire contract §8.1): a small seam any telemetry system
-// plugs into — count, observe (seconds), gauge — and an in-memory collector that can print
-// itself in the Prometheus text format. Parts of the library report through it; today the
-// outbox relay (outbox_metrics) and the consumers' set-aside failures and missing rungs
+// Metrics under the family's names (docs/wire-contract.md §10): a small seam any telemetry
+// system plugs into — count, observe (seconds), gauge — and an in-memory collector that can
+// print itself in the Prometheus text format. Parts of the library report through it; today
+// the outbox relay (outbox_metrics) and the consumers' set-aside failures and missing rungs
 // (bus_metrics, observer.hpp), with the rest of the publisher and consumer to follow.
 //
 //   auto metrics = std::make_shared<acemq::InMemoryMetrics>();

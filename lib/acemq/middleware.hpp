@@ -1,4 +1,4 @@
-// Handler middleware (patterns §4): code that wraps one handler, as opposed to an
+// Handler middleware (docs/patterns.md §4): code that wraps one handler, as opposed to an
 // interceptor, which wraps every delivery of a Bus. A middleware takes a Handler<T> and
 // returns the wrapped Handler<T>; chain() stacks them, first listed outermost:
 //

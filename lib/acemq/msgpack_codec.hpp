@@ -1,6 +1,6 @@
-// MessagePack, the default codec for C++ structs (DESIGN: compact, and positional so a
-// struct costs no field names on the wire). Content type application/msgpack; also reads
-// application/x-msgpack and any *+msgpack type.
+// MessagePack, the default codec for C++ structs (docs/design.md §3: compact, and
+// positional so a struct costs no field names on the wire). Content type
+// application/msgpack; also reads application/x-msgpack and any *+msgpack type.
 //
 // Mapping: a record (a C++ struct) is written as an array of its fields in declaration
 // order, and reads back as that array, which from_value matches to the struct by

@@ -1,5 +1,5 @@
 // The family's names for the queues and exchanges that failures travel through, and the
-// arguments of a retry rung (wire contract §2.4–2.5). Byte for byte what every AceMQ
+// arguments of a retry rung (docs/wire-contract.md §5.1–5.3). Byte for byte what every AceMQ
 // library declares, so a C++ consumer and a Java one share one set of queues.
 #pragma once
 

@@ -43,8 +43,8 @@ public:
     virtual void set_aside_failed(std::string_view /*queue*/, std::string_view /*target*/) {}
 };
 
-// An observer that counts what the engine reports under the family's metric names (wire
-// contract §8.1): acemq.messages.set.aside.failed {queue, target} and
+// An observer that counts what the engine reports under the family's metric names
+// (docs/wire-contract.md §10): acemq.messages.set.aside.failed {queue, target} and
 // acemq.retry.rung.missing {queue, rung}. Give it to the bus:
 //
 //   acemq::connect(url, {.observer = acemq::bus_metrics(metrics)});

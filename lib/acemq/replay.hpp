@@ -1,4 +1,4 @@
-// Replay (patterns §5.4, wire contract §10.3): moving messages that were set aside
+// Replay (docs/wire-contract.md §9): moving messages that were set aside
 // ({queue}.dlq, {queue}.parked) back to where they can be handled again, once the cause
 // is fixed.
 //
@@ -15,10 +15,11 @@
 // "{q}.dlq" or "{q}.parked" back to "{q}", else the message's own routing key. The middle
 // rule is this library's: the family's rule ("the message's own key") was written for
 // copies that kept their original key, but every member's set-aside copy travels with the
-// set-aside queue's name as its key (wire contract §2.6, and x-dead-letter-routing-key for
-// the broker's own dead letters), so "its own key" would only put it back where it was.
-// A message whose own key would lead straight back into the queue being replayed stops
-// the replay with ReplayError instead of circling forever: give routing_key.
+// set-aside queue's name as its key (docs/wire-contract.md §6.1, and
+// x-dead-letter-routing-key for the broker's own dead letters), so "its own key" would only
+// put it back where it was. A message whose own key would lead straight back into the queue
+// being replayed stops the replay with ReplayError instead of circling forever: give
+// routing_key.
 //
 // replay() is a one-off, synchronous pass on the calling thread. Two replays of one queue
 // at once are safe (each message is pulled by one of them) but pointless.

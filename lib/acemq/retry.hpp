@@ -1,5 +1,5 @@
 // Retry policies: how many times a failed message is tried, how long it waits between
-// tries, and where it waits (wire contract §2.2–2.4). The arithmetic is the family's, to
+// tries, and where it waits (docs/wire-contract.md §4). The arithmetic is the family's, to
 // the millisecond; only the jitter draw is random.
 //
 //   acemq::no_retry()                                   // the default: one delivery, then the .dlq

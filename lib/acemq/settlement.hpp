@@ -1,6 +1,7 @@
-// What the engine does with a delivery once its handler has answered (wire contract §2.6,
-// patterns §6.2): the decision is a pure function of the answer, the envelope and the
-// retry policy, so it is tested without any broker. The consumer then carries it out.
+// What the engine does with a delivery once its handler has answered
+// (docs/wire-contract.md §6, docs/patterns.md §6.2): the decision is a pure function of the
+// answer, the envelope and the retry policy, so it is tested without any broker. The
+// consumer then carries it out.
 #pragma once
 
 #include <chrono>

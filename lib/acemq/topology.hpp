@@ -1,5 +1,5 @@
 // A description of exchanges, queues and bindings to declare, built as a value and
-// printable so a person can read it before it is applied (wire contract §3).
+// printable so a person can read it before it is applied (docs/wire-contract.md §5).
 //
 //   acemq::Topology topology = acemq::Topology{}
 //       .exchange("orders", acemq::ExchangeKind::topic)

@@ -1,7 +1,8 @@
-// The seam between the one engine and the brokers underneath (DESIGN: "a transport is
-// small"). A transport declares topology, publishes bytes + headers and says whether the
-// broker routed and confirmed them, hands out deliveries with a prefetch, and settles
-// them. It never decides what a failure means: that is the engine's job.
+// The seam between the one engine and the brokers underneath (docs/wire-contract.md §12,
+// docs/design.md §2: "a transport is small"). A transport declares topology, publishes
+// bytes + headers and says whether the broker routed and confirmed them, hands out
+// deliveries with a prefetch, and settles them. It never decides what a failure means: that
+// is the engine's job.
 //
 // Implementations: transports/inproc (the embedded broker), transports/zmq (that broker
 // over ZeroMQ), transports/amqp (RabbitMQ). Register one per URL scheme with

@@ -13,7 +13,7 @@ namespace acemq {
 
 namespace {
 
-// The width of the message_id column (patterns §3.3).
+// The width of the message_id column (docs/patterns.md §3.3).
 constexpr std::size_t max_key_bytes = 255;
 
 std::chrono::milliseconds positive(std::chrono::milliseconds value, const char* what, const char* default_text) {

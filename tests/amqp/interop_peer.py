@@ -220,11 +220,11 @@ def connect():
     return pika.BlockingConnection(parameters)
 
 
-# Integer headers by the width the family writes them (wire contract 1.3): epoch-millisecond
-# stamps as signed 64 ('l'), counters and positions as signed 32 ('I'). pika picks the width
-# of a plain int by its magnitude ('I' when it fits in 32 bits, else 'l'), so the 64-bit ones
-# are wrapped in pika.compat.long, pika's marker for "always 'l'", and the 32-bit ones are
-# checked to fit rather than left to silently widen.
+# Integer headers by the width the family writes them (docs/wire-contract.md §2.2):
+# epoch-millisecond stamps as signed 64 ('l'), counters and positions as signed 32 ('I').
+# pika picks the width of a plain int by its magnitude ('I' when it fits in 32 bits, else
+# 'l'), so the 64-bit ones are wrapped in pika.compat.long, pika's marker for "always 'l'",
+# and the 32-bit ones are checked to fit rather than left to silently widen.
 WIDE_INTEGER_HEADERS = {'x-acemq-first-seen', 'acemq-replayed-at'}
 
 

@@ -223,8 +223,9 @@ std::vector<Case> published_cases() {
     return cases;
 }
 
-// The AMQP type letter the family writes a header with (wire contract 1.3): strings as long
-// strings, epoch-millisecond stamps as signed 64, every other integer as signed 32.
+// The AMQP type letter the family writes a header with (docs/wire-contract.md §2.2):
+// strings as long strings, epoch-millisecond stamps as signed 64, every other integer as
+// signed 32.
 char family_type_letter(std::string_view name, const json::value& value) {
     if (value.is_string()) return 'S';
     if (name == acemq::header::first_seen || name == acemq::header::replayed_at) return 'l';
@@ -246,7 +247,8 @@ std::string text_or_empty(const json::object& headers, std::string_view name) {
 }
 
 // The envelope a reader must make of a case: built field by field from the fixture's
-// headers by the wire contract's rules, not by read_envelope, which is what is tested.
+// headers by the rules of docs/wire-contract.md §2.2, not by read_envelope, which is what
+// is tested.
 acemq::Envelope expected_envelope(const Case& c) {
     const json::object& h = c.headers;
     acemq::Envelope e;
@@ -339,7 +341,7 @@ void check_pika_agrees(const json::object& message) {
     }
 }
 
-// The properties the C++ publisher leaves unset, as Go does (wire contract 1.1): the
+// The properties the C++ publisher leaves unset, as Go does (docs/wire-contract.md §2.1): the
 // correlation travels only as a header.
 void check_unset_properties(const json::object& properties) {
     for (const char* unset : {"correlationId", "type", "timestamp", "appId", "userId", "expiration", "priority",

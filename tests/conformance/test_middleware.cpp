@@ -1,6 +1,7 @@
-// Handler middleware that publishes or consumes through a bus (patterns §4, §8 items 48–49):
-// then(), and the middleware of §4 composed under Bus::consume, on whichever transport the
-// suite runs against. The middleware's pure unit tests are in tests/engine/test_middleware.cpp.
+// Handler middleware that publishes or consumes through a bus (docs/patterns.md §4,
+// §8 items 48–49): then(), and that middleware composed under Bus::consume, on whichever
+// transport the suite runs against. The middleware's pure unit tests are in
+// tests/engine/test_middleware.cpp.
 #include "../support/handmade.hpp"
 #include "conformance.hpp"
 

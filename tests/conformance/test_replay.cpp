@@ -1,5 +1,5 @@
-// Replay (patterns §5.4, §8 items 52–56; wire contract §10.3), through the Bus on whichever
-// transport the suite runs against.
+// Replay (docs/wire-contract.md §9; docs/patterns.md §8 items 52–56), through the Bus on
+// whichever transport the suite runs against.
 //
 // A broker settles and requeues asynchronously: every count of a queue is waited for
 // (f.wait_depth), and every message read back is pulled with f.pull's bounded wait.

@@ -1,5 +1,5 @@
 // Settlement, end to end through a broker: what happens to a message after each answer
-// of its handler (spec patterns §8 items 62-76, wire contract §2.6).
+// of its handler (docs/patterns.md §8 items 62-76, docs/wire-contract.md §6).
 #include "conformance.hpp"
 
 #include "../support/tally.hpp"

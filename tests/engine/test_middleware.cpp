@@ -1,7 +1,7 @@
-// Handler middleware (patterns §4, §8 items 46–48): chain order, with_timeout, with_logging.
-// Pure unit tests: they call the wrapped handlers directly with hand-made messages, no bus.
-// then() and middleware under Bus::consume need a bus and are in the conformance suite
-// (tests/conformance/test_middleware.cpp), run against every transport.
+// Handler middleware (docs/patterns.md §4, §8 items 46–48): chain order, with_timeout,
+// with_logging. Pure unit tests: they call the wrapped handlers directly with hand-made
+// messages, no bus. then() and middleware under Bus::consume need a bus and are in the
+// conformance suite (tests/conformance/test_middleware.cpp), run against every transport.
 #include "../support/handmade.hpp"
 #include <catch2/catch.hpp>
 

@@ -122,7 +122,7 @@ TEST_CASE("a set-aside the broker refuses hands the message back, counted, inste
     auto metrics = std::make_shared<acemq::InMemoryMetrics>();
     bus.add_observer(acemq::bus_metrics(metrics));
     // Both the source queue and its .dlq carry ".refused": the engine's copy to the .dlq is
-    // nacked, so the original goes back to its queue (wire contract §2.6, Go 0.9.2).
+    // nacked, so the original goes back to its queue (docs/wire-contract.md §6.3).
     bus.declare(acemq::Topology{}.queue("orders.refused", {.dead_letter = true}));
     const acemq::Labels labels{{"queue", "orders.refused"}, {"target", "orders.refused.dlq"}};
     auto consumer = bus.consume<Order>(

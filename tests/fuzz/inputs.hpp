@@ -139,8 +139,9 @@ inline void mutate(acemq::FieldTable& table, Choices& in) {
     }
 }
 
-// The envelope reader never throws, whatever the headers (wire contract 1.2-1.4), and what
-// it reads can always be written back: retrying, dead-lettering and parking republish it.
+// The envelope reader never throws, whatever the headers (docs/wire-contract.md §2.2–2.4),
+// and what it reads can always be written back: retrying, dead-lettering and parking
+// republish it.
 inline void read_headers(const acemq::FieldTable& headers, Choices& in) {
     const std::string routing_key = in.text();
     const std::string message_id = in.text();

@@ -1,5 +1,6 @@
-// Reads the family's fixture files (tests/fixtures, copied byte for byte from
-// ../shared/contract) and turns their JSON into the library's types.
+// Reads the family's fixture files (tests/fixtures, byte for byte as every AceMQ library
+// carries them: docs/wire-contract.md §2.7, §4.5, §5.7) and turns their JSON into the
+// library's types.
 #pragma once
 
 #include <boost/json.hpp>

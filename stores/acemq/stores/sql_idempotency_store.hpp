@@ -1,5 +1,5 @@
-// An idempotency store in a SQL table (patterns §1.4), shared by every process that uses
-// the same database: the table's primary key makes a claim atomic across all of them.
+// An idempotency store in a SQL table (docs/patterns.md §1.4), shared by every process that
+// uses the same database: the table's primary key makes a claim atomic across all of them.
 // SQLite and PostgreSQL run the same statements; create the table with create_schema (or
 // copy schema_ddl into your migrations).
 //

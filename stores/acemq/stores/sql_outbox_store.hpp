@@ -24,7 +24,7 @@
 // relay's host: keep the relays' clocks within a small fraction of the lease of each other.
 // Needs RETURNING: SQLite 3.35 or later (Debian 12 has 3.40), any supported PostgreSQL.
 //
-// The table is the one of schema_ddl (patterns §3.3) plus two columns for the lease:
+// The table is the one of schema_ddl (docs/patterns.md §3.3) plus two columns for the lease:
 //   claimed_by VARCHAR(64) NULL, claim_expires_at BIGINT NULL
 // No index is needed for them: the claim finds rows by created_at and the primary key.
 //

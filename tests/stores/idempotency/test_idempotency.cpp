@@ -1,7 +1,7 @@
-// The idempotent wrapper, with_idempotency and the in-memory store (patterns §1.1-§1.3,
-// §1.5; §8 items 1-14), with the family's rule that a throwing handler keeps its claim
-// (DESIGN.md). Handlers are called directly with hand-made messages, except the
-// last test, which runs a consumer on the embedded broker.
+// The idempotent wrapper, with_idempotency and the in-memory store (docs/patterns.md
+// §1.1-§1.3, §1.5; §8 items 1-14), with the family's rule that a throwing handler keeps its
+// claim (docs/patterns.md §1.5). Handlers are called directly with hand-made messages,
+// except the last test, which runs a consumer on the embedded broker.
 #include "../../support/gate.hpp"
 #include "../../support/handmade.hpp"
 #include <catch2/catch.hpp>

@@ -1,6 +1,6 @@
-// SqlIdempotencyStore (patterns §1.4; §8 items 15-24) on SQLite and PostgreSQL: every test
-// runs on both, with several stores (each its own node) and several connections on one
-// database, as separate consumer processes would share it.
+// SqlIdempotencyStore (docs/patterns.md §1.4; §8 items 15-24) on SQLite and PostgreSQL:
+// every test runs on both, with several stores (each its own node) and several connections
+// on one database, as separate consumer processes would share it.
 #include "../../support/handmade.hpp"
 #include "sql_targets.hpp"
 

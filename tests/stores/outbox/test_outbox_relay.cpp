@@ -1,5 +1,5 @@
 // The outbox record, the in-memory store and the relay on the embedded broker: the
-// family's pinned behaviours (patterns §8, items 27-43) that need no database.
+// family's pinned behaviours (docs/patterns.md §8, items 27-43) that need no database.
 #include "outbox_support.hpp"
 
 #include <acemq/stores/memory_outbox_store.hpp>

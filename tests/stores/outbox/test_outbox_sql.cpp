@@ -1,6 +1,6 @@
-// The SQL outbox on SQLite (temporary files) and PostgreSQL (ACEMQ_TEST_POSTGRES_URL,
-// which scripts/test sets after starting a throw-away server): the family's pinned
-// behaviours (patterns §8, items 25-30 and 39) and what this store adds, leases that make
+// The SQL outbox on SQLite (temporary files) and PostgreSQL (ACEMQ_TEST_POSTGRES_URL, which
+// scripts/test sets after starting a throw-away server): the family's pinned behaviours
+// (docs/patterns.md §8, items 25-30 and 39) and what this store adds, leases that make
 // several relays on one table safe. Every test runs on both databases.
 #include "outbox_support.hpp"
 
@@ -24,7 +24,7 @@ namespace sql = acemq::sql;
 
 namespace {
 
-// The outbox table of patterns §3.3 with the two lease columns this store needs.
+// The outbox table of docs/patterns.md §3.3 with the two lease columns this store needs.
 void create_outbox(sql::Connection& connection, const std::string& table, const std::string& extra = "") {
     const std::string blob = connection.dialect() == sql::Dialect::postgres ? "BYTEA" : "BLOB";
     connection.execute("CREATE TABLE " + table +
