@@ -101,7 +101,7 @@ public:
     const InboundMessage& message() const noexcept { return message_; }
     bool settled() const noexcept { return settler_ == nullptr; }
 
-    // Each throws acemq::Error when the delivery was already settled.
+    // Each throws UsageError when the delivery was already settled.
     void ack();
     void nack(bool requeue);
 
