@@ -30,14 +30,16 @@
 
 namespace acemq {
 
+// This struct and PublishResult give every field a default, so that a designated
+// initialiser names only the fields it sets.
 struct OutboundMessage {
-    std::string exchange;     // "" = the default exchange: routing_key names the queue
-    std::string routing_key;
-    Bytes body;
-    std::string content_type;
-    std::string message_id;
-    Headers headers;
-    std::string reply_to;
+    std::string exchange{};  // "" = the default exchange: routing_key names the queue
+    std::string routing_key{};
+    Bytes body{};
+    std::string content_type{};
+    std::string message_id{};
+    Headers headers{};
+    std::string reply_to{};
     bool persistent = true;
     bool mandatory = false;  // report a message that reached no queue instead of dropping it
 };
@@ -55,7 +57,7 @@ struct PublishResult {
 
     bool confirmed = false;     // the broker took responsibility for it
     bool routed = true;         // false only for a mandatory message that reached no queue
-    std::string return_reason;  // when not routed, e.g. "312 NO_ROUTE"; when not confirmed, why
+    std::string return_reason{};  // when not routed, e.g. "312 NO_ROUTE"; when not confirmed, why
     Unconfirmed why = Unconfirmed::refused;  // meaningful only when not confirmed
 };
 
