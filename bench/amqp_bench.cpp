@@ -466,8 +466,12 @@ void run_batches(Setup& setup, const std::string& queue, acemq::Publisher& publi
              std::vector<acemq::OutboundMessage> messages;
              messages.reserve(batch_size);
              for (int i = 0; i < batch_size; ++i)
-                 messages.push_back(acemq::OutboundMessage{"", to, setup.encoded.body, setup.encoded.content_type,
-                                                           setup.message_id, setup.headers, {}, true, true});
+                 messages.push_back(acemq::OutboundMessage{.routing_key = to,
+                                                           .body = setup.encoded.body,
+                                                           .content_type = setup.encoded.content_type,
+                                                           .message_id = setup.message_id,
+                                                           .headers = setup.headers,
+                                                           .mandatory = true});
              for (const auto& result : setup.bus.transport().publish_batch(std::move(messages)))
                  if (!result.confirmed || !result.routed) throw std::runtime_error("batch: " + result.return_reason);
          }},

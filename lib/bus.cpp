@@ -139,7 +139,7 @@ bool BusCore::closed() const {
 
 void BusCore::track(const std::shared_ptr<ConsumerCore>& consumer) {
     std::lock_guard guard(lock_);
-    if (closed_) throw Error("acemq: this bus is closed; connect again to consume");
+    if (closed_) throw UsageError("acemq: this bus is closed; connect again to consume");
     std::erase_if(consumers_, [](const auto& weak) { return weak.expired(); });
     consumers_.push_back(consumer);
 }

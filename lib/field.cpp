@@ -92,7 +92,9 @@ FieldTable::FieldTable(std::initializer_list<value_type> entries) {
 
 FieldValue& FieldTable::at(std::string_view name) {
     auto found = find(name);
-    if (found == end()) throw std::out_of_range("acemq: the table has no field \"" + std::string(name) + "\"");
+    if (found == end())
+        throw InvalidArgument("acemq: the table has no field \"" + std::string(name) +
+                              "\"; look it up with find or contains when it may be absent");
     return found->second;
 }
 
@@ -111,8 +113,8 @@ std::pair<FieldTable::iterator, bool> FieldTable::insert_or_assign(std::string n
 
 void FieldTable::append(std::string name, FieldValue value) {
     if (!entries_.empty() && !(entries_.back().first < name))
-        throw std::logic_error("acemq: FieldTable::append was given \"" + name + "\" after \"" +
-                               entries_.back().first + "\"; names must come in increasing order");
+        throw UsageError("acemq: FieldTable::append was given \"" + name + "\" after \"" + entries_.back().first +
+                         "\"; names must come in increasing order (insert_or_assign takes them in any order)");
     entries_.emplace_back(std::move(name), std::move(value));
 }
 

@@ -62,7 +62,7 @@ OutboxRelay::~OutboxRelay() { close(); }
 
 void OutboxRelay::start() {
     std::lock_guard guard(control_);
-    if (closed_) throw Error("acemq: this outbox relay was closed; make a new one to start relaying again");
+    if (closed_) throw UsageError("acemq: this outbox relay was closed; make a new one to start relaying again");
     if (loop_.joinable()) return;
     loop_ = std::jthread([this](std::stop_token stop) { run(std::move(stop)); });
 }

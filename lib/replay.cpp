@@ -171,9 +171,14 @@ ReplayResult replay(Bus& bus, std::string_view queue, ReplayOptions options) {
 
         PublishResult published;
         try {
-            published = transport.publish(OutboundMessage{options.exchange, key, original.body, original.content_type,
-                                                          envelope.id, render_headers(envelope), original.reply_to,
-                                                          true, true});
+            published = transport.publish(OutboundMessage{.exchange = options.exchange,
+                                                          .routing_key = key,
+                                                          .body = original.body,
+                                                          .content_type = original.content_type,
+                                                          .message_id = envelope.id,
+                                                          .headers = render_headers(envelope),
+                                                          .reply_to = original.reply_to,
+                                                          .mandatory = true});
         } catch (const std::exception& error) {
             throw cannot_republish(error.what());
         }

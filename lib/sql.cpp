@@ -62,13 +62,13 @@ Transaction::~Transaction() {
 }
 
 void Transaction::commit() {
-    if (!open_) throw Error("acemq: this transaction is already over; begin a new one");
+    if (!open_) throw UsageError("acemq: this transaction is already over; begin a new one");
     open_ = false;
     connection_->commit();
 }
 
 void Transaction::rollback() {
-    if (!open_) throw Error("acemq: this transaction is already over; begin a new one");
+    if (!open_) throw UsageError("acemq: this transaction is already over; begin a new one");
     open_ = false;
     connection_->rollback();
 }

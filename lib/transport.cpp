@@ -21,8 +21,8 @@ Delivery& Delivery::operator=(Delivery&& other) noexcept {
 
 DeliverySettler& Delivery::take_settler(std::string_view action) {
     if (settler_ == nullptr)
-        throw Error("acemq: cannot " + std::string(action) + " message " + message_.message_id +
-                    ": it was already settled; settle each delivery exactly once");
+        throw UsageError("acemq: cannot " + std::string(action) + " message " + message_.message_id +
+                         ": it was already settled; settle each delivery exactly once");
     return *std::exchange(settler_, nullptr);
 }
 

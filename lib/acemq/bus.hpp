@@ -62,7 +62,7 @@ public:
     Publisher publisher(std::string exchange, std::string routing_key, PublisherOptions options = {});
 
     // Starts consuming `queue`, decoding each body into T with the codec. The handler
-    // answers with an Ack; an exception from it means retry.
+    // answers with an Ack; an exception from it means retry. UsageError once the bus is closed.
     template <class T, class H>
         requires std::invocable<H&, const Message<T>&>
     Consumer consume(std::string_view queue, H handler, ConsumerOptions options = {}) {

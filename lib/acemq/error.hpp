@@ -20,6 +20,24 @@ public:
     using Error::Error;
 };
 
+// The calling code used the API in a way it cannot be used, whatever the values: settled a
+// delivery twice, used a closed bus, consumer, publisher or relay or a finished transaction,
+// or called something from a thread or in a state where it is not allowed. Fix the calling
+// code; trying again does the same.
+class UsageError : public Error {
+public:
+    using Error::Error;
+};
+
+// A connection to a broker or a database could not be made or was lost. Worth retrying
+// later: nothing is wrong with the request itself. The transports and the SQL drivers throw
+// their own subclasses (amqp::ConnectionError, sql::ConnectionError), so one catch of this
+// class handles both.
+class ConnectionError : public Error {
+public:
+    using Error::Error;
+};
+
 // An application header used a name in the reserved "x-acemq-" namespace, which the
 // library owns and strips on consume.
 class ReservedHeaderError : public InvalidArgument {

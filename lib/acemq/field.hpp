@@ -9,12 +9,13 @@
 #include <cstdint>
 #include <initializer_list>
 #include <optional>
-#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <variant>
 #include <vector>
+
+#include <acemq/error.hpp>
 
 namespace acemq {
 
@@ -54,7 +55,8 @@ public:
     iterator find(std::string_view name);
     const_iterator find(std::string_view name) const;
     bool contains(std::string_view name) const;
-    // Throw std::out_of_range naming the missing field.
+    // Throw InvalidArgument naming the missing field: the name given is not one of the
+    // table's (use find or contains when the field may be absent).
     FieldValue& at(std::string_view name);
     const FieldValue& at(std::string_view name) const;
     // Inserts a void value when the name is absent.
@@ -67,7 +69,7 @@ public:
     std::pair<iterator, bool> try_emplace(std::string name, Args&&... args);
     std::pair<iterator, bool> insert_or_assign(std::string name, FieldValue value);
     // Adds an entry whose name sorts after every name already here: the cheap way to build
-    // a table in order. Throws std::logic_error when the name is out of order or repeated.
+    // a table in order. Throws UsageError when the name is out of order or repeated.
     void append(std::string name, FieldValue value);
     std::size_t erase(std::string_view name);
     iterator erase(const_iterator position);

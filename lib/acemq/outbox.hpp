@@ -183,7 +183,7 @@ public:
     // Starts sweeping every interval (on the bus's clock, BusOptions.clock), on a thread of
     // the relay's own, the first sweep one interval from now. A sweep that throws is logged
     // and the next one comes an interval later. Calling it again while running does
-    // nothing; after close() it throws Error (make a new relay).
+    // nothing; after close() it throws UsageError (make a new relay).
     void start();
     // Publishes one batch now and returns how many records went out. Throws what stopped
     // it (PublishError, a store's DatabaseError, ...) with the records still in the outbox.

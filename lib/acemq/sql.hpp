@@ -77,10 +77,12 @@ private:
     std::string code_;
 };
 
-// The database could not be reached or the connection broke. Retry later.
-class ConnectionError : public Error {
+// The database could not be reached or the connection broke. Retry later. A subclass of
+// its own, not an alias, so that a caller holding a database and a broker connection can
+// tell which one went away.
+class ConnectionError : public acemq::ConnectionError {
 public:
-    using Error::Error;
+    using acemq::ConnectionError::ConnectionError;
 };
 
 class Connection {
@@ -121,7 +123,7 @@ public:
     Connection& connection() noexcept { return *connection_; }
     operator Connection&() noexcept { return *connection_; }
 
-    // Each throws Error when the transaction is already over.
+    // Each throws UsageError when the transaction is already over.
     void commit();
     void rollback();
 

@@ -31,14 +31,16 @@
 
 namespace acemq {
 
+// This struct and PublishResult give every field a default, so that a designated
+// initialiser names only the fields it sets.
 struct OutboundMessage {
-    std::string exchange;     // "" = the default exchange: routing_key names the queue
-    std::string routing_key;
-    Bytes body;
-    std::string content_type;
-    std::string message_id;
-    Headers headers;
-    std::string reply_to;
+    std::string exchange{};  // "" = the default exchange: routing_key names the queue
+    std::string routing_key{};
+    Bytes body{};
+    std::string content_type{};
+    std::string message_id{};
+    Headers headers{};
+    std::string reply_to{};
     bool persistent = true;
     bool mandatory = false;  // report a message that reached no queue instead of dropping it
 };
@@ -56,7 +58,7 @@ struct PublishResult {
 
     bool confirmed = false;     // the broker took responsibility for it
     bool routed = true;         // false only for a mandatory message that reached no queue
-    std::string return_reason;  // when not routed, e.g. "312 NO_ROUTE"; when not confirmed, why
+    std::string return_reason{};  // when not routed, e.g. "312 NO_ROUTE"; when not confirmed, why
     Unconfirmed why = Unconfirmed::refused;  // meaningful only when not confirmed
 };
 
@@ -102,7 +104,7 @@ public:
     const InboundMessage& message() const noexcept { return message_; }
     bool settled() const noexcept { return settler_ == nullptr; }
 
-    // Each throws acemq::Error when the delivery was already settled.
+    // Each throws UsageError when the delivery was already settled.
     void ack();
     void nack(bool requeue);
 

@@ -8,7 +8,8 @@
 
 namespace acemq {
 
-// A fresh id from the operating system's cryptographically secure source (getrandom).
+// A fresh id from the operating system's cryptographically secure source (getrandom);
+// Error when that source fails.
 std::string new_uuid();
 
 // True for the canonical lowercase 8-4-4-4-12 hexadecimal form of any version.

@@ -248,14 +248,15 @@ bool Connection::in_transaction() const noexcept {
 
 void Connection::begin() {
     if (began_ || in_transaction())
-        throw Error("acemq: a transaction is already open on this PostgreSQL connection; commit or roll it "
-                    "back before beginning another (transactions do not nest)");
+        throw UsageError("acemq: a transaction is already open on this PostgreSQL connection; commit or roll it "
+                         "back before beginning another (transactions do not nest)");
     run("BEGIN", {});
     began_ = true;
 }
 
 void Connection::commit() {
-    if (!began_) throw Error("acemq: commit without a transaction on this PostgreSQL connection; begin one first");
+    if (!began_)
+        throw UsageError("acemq: commit without a transaction on this PostgreSQL connection; begin one first");
     began_ = false;
     const ResultPtr result = run("COMMIT", {});
     // COMMIT of a transaction in which a statement failed succeeds as a ROLLBACK.
@@ -266,7 +267,8 @@ void Connection::commit() {
 }
 
 void Connection::rollback() {
-    if (!began_) throw Error("acemq: rollback without a transaction on this PostgreSQL connection; begin one first");
+    if (!began_)
+        throw UsageError("acemq: rollback without a transaction on this PostgreSQL connection; begin one first");
     began_ = false;
     // A broken connection has nothing to roll back: the server ends the transaction of a
     // connection that went away, and the statement that found it broken already said so.

@@ -172,9 +172,10 @@ auto SqlOutboxStore::with_connection(Work&& work) {
 void SqlOutboxStore::add(const OutboxRecord& record, sql::Connection& caller_transaction) {
     check_outbox_id(record.id);
     if (!caller_transaction.in_transaction())
-        throw Error("acemq: the outbox has no transactional connection to write into: this connection is not in a "
-                    "transaction. Begin one (db.begin() or sql::Transaction) and add the record inside it; written "
-                    "outside your transaction, the message would go out even when your business rows roll back");
+        throw UsageError("acemq: the outbox has no transactional connection to write into: this connection is not "
+                         "in a transaction. Begin one (db.begin() or sql::Transaction) and add the record inside it; "
+                         "written outside your transaction, the message would go out even when your business rows "
+                         "roll back");
     caller_transaction.execute(insert_, {record.id, record.exchange, record.routing_key, record.body,
                                            record.content_type, headers_to_json(record.headers),
                                            epoch_ms(record.created_at)});

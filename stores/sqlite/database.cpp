@@ -254,14 +254,15 @@ bool Connection::in_transaction() const noexcept { return sqlite3_get_autocommit
 
 void Connection::begin() {
     if (began_ || in_transaction())
-        throw Error("acemq: a transaction is already open on this SQLite connection; commit or roll it back "
-                    "before beginning another (transactions do not nest)");
+        throw UsageError("acemq: a transaction is already open on this SQLite connection; commit or roll it back "
+                         "before beginning another (transactions do not nest)");
     execute("BEGIN IMMEDIATE");
     began_ = true;
 }
 
 void Connection::commit() {
-    if (!began_) throw Error("acemq: commit without a transaction on this SQLite connection; begin one first");
+    if (!began_)
+        throw UsageError("acemq: commit without a transaction on this SQLite connection; begin one first");
     began_ = false;
     if (!in_transaction())
         throw sql::DatabaseError("acemq: SQLite rolled this transaction back itself after an earlier error "
@@ -278,7 +279,8 @@ void Connection::commit() {
 }
 
 void Connection::rollback() {
-    if (!began_) throw Error("acemq: rollback without a transaction on this SQLite connection; begin one first");
+    if (!began_)
+        throw UsageError("acemq: rollback without a transaction on this SQLite connection; begin one first");
     began_ = false;
     // After some errors (disk full, I/O) SQLite has already rolled back; nothing is left to do.
     if (in_transaction()) execute("ROLLBACK");

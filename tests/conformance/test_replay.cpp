@@ -31,8 +31,12 @@ struct Shop {
         if (envelope.error.empty()) envelope.error = "the handler rejected it: std::invalid_argument: no sku";
         const acemq::Encoded body = acemq::encode(*acemq::default_codec(), Order{std::string(payload_id), 100});
         const acemq::PublishResult result = f.transport().publish(
-            acemq::OutboundMessage{"", target, body.body, body.content_type, envelope.id,
-                                   acemq::render_headers(envelope), "", true, true});
+            acemq::OutboundMessage{.routing_key = target,
+                                   .body = body.body,
+                                   .content_type = body.content_type,
+                                   .message_id = envelope.id,
+                                   .headers = acemq::render_headers(envelope),
+                                   .mandatory = true});
         REQUIRE(result.confirmed);
         REQUIRE(result.routed);
         return envelope;

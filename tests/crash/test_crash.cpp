@@ -57,14 +57,16 @@ public:
     void declare(const acemq::Topology&) override {}
     acemq::PublishResult publish(acemq::OutboundMessage message) override {
         const int file = ::open(path_.c_str(), O_WRONLY | O_APPEND | O_CREAT, 0644);
-        if (file < 0) return acemq::PublishResult{false, false, "cannot open the log"};
+        if (file < 0)
+            return acemq::PublishResult{.confirmed = false, .routed = false, .return_reason = "cannot open the log"};
         const std::string line = message.message_id + "\n";
         const bool written = ::write(file, line.data(), line.size()) == static_cast<ssize_t>(line.size()) &&
                              ::fsync(file) == 0;
         ::close(file);
-        if (!written) return acemq::PublishResult{false, false, "cannot write the log"};
+        if (!written)
+            return acemq::PublishResult{.confirmed = false, .routed = false, .return_reason = "cannot write the log"};
         crash_if_at("relay-after-publish");  // the broker has it; mark_published has not run
-        return acemq::PublishResult{true, true, ""};
+        return acemq::PublishResult{.confirmed = true};
     }
     std::unique_ptr<acemq::Subscription> consume(std::string_view, const acemq::ConsumeSpec&, acemq::DeliverFn) override {
         throw acemq::Error("the append log cannot be consumed");

@@ -25,7 +25,8 @@ class RefusingTransport final : public testing_support::ForwardingTransport {
 public:
     using ForwardingTransport::ForwardingTransport;
     acemq::PublishResult publish(acemq::OutboundMessage message) override {
-        if (message.routing_key.find(".refused") != std::string::npos) return acemq::PublishResult{false, true, "the broker said no"};
+        if (message.routing_key.find(".refused") != std::string::npos)
+            return acemq::PublishResult{.confirmed = false, .return_reason = "the broker said no"};
         return ForwardingTransport::publish(std::move(message));
     }
 };
@@ -42,9 +43,13 @@ acemq::Bus refusing_bus(const std::string& name = "failures-" + acemq::new_uuid(
 // Puts a message on `queue` through the broker itself, past the refusals.
 void seed(const std::string& broker, const std::string& queue) {
     auto direct = acemq::open_transport("inproc://" + broker);
-    const auto result = direct->publish(acemq::OutboundMessage{
-        "", queue, acemq::encode(*acemq::default_codec(), Order{"o-9", 9}).body, "application/msgpack", "m-1",
-        acemq::render_headers(acemq::Envelope::for_new_message(queue)), {}, true, true});
+    const auto result = direct->publish(
+        acemq::OutboundMessage{.routing_key = queue,
+                               .body = acemq::encode(*acemq::default_codec(), Order{"o-9", 9}).body,
+                               .content_type = "application/msgpack",
+                               .message_id = "m-1",
+                               .headers = acemq::render_headers(acemq::Envelope::for_new_message(queue)),
+                               .mandatory = true});
     REQUIRE(result.confirmed);
     REQUIRE(result.routed);
 }

@@ -31,9 +31,11 @@ public:
     using ForwardingTransport::ForwardingTransport;
     acemq::PublishResult publish(acemq::OutboundMessage message) override {
         const auto has = [&](const char* part) { return message.routing_key.find(part) != std::string::npos; };
-        if (has(".paused")) return acemq::PublishResult{false, true, "low on memory", Unconfirmed::paused};
-        if (has(".lost")) return acemq::PublishResult{false, true, "", Unconfirmed::lost};
-        if (has(".nacked")) return acemq::PublishResult{false, true, "", Unconfirmed::refused};
+        if (has(".paused"))
+            return acemq::PublishResult{
+                .confirmed = false, .return_reason = "low on memory", .why = Unconfirmed::paused};
+        if (has(".lost")) return acemq::PublishResult{.confirmed = false, .why = Unconfirmed::lost};
+        if (has(".nacked")) return acemq::PublishResult{.confirmed = false, .why = Unconfirmed::refused};
         return ForwardingTransport::publish(std::move(message));
     }
 };
@@ -112,9 +114,13 @@ TEST_CASE("replay reports paused, lost and refused republishes each as what they
         const std::string dlq = answer.queue + ".dlq";
         bus.declare(acemq::Topology{}.queue(answer.queue).queue(dlq));
         const acemq::Envelope envelope = acemq::Envelope::for_new_message(answer.queue);
-        const acemq::PublishResult seeded = direct->publish(acemq::OutboundMessage{
-            "", dlq, acemq::encode(*acemq::default_codec(), Order{"o-9", 9}).body, "application/msgpack", envelope.id,
-            acemq::render_headers(envelope), {}, true, true});
+        const acemq::PublishResult seeded = direct->publish(
+            acemq::OutboundMessage{.routing_key = dlq,
+                                   .body = acemq::encode(*acemq::default_codec(), Order{"o-9", 9}).body,
+                                   .content_type = "application/msgpack",
+                                   .message_id = envelope.id,
+                                   .headers = acemq::render_headers(envelope),
+                                   .mandatory = true});
         REQUIRE(seeded.confirmed);
         try {
             acemq::replay(bus, dlq);

@@ -7,11 +7,15 @@
 
 #include <acemq/acemq.hpp>
 
+#include <acemq/amqp.hpp>
+#include <acemq/stores/postgres.hpp>
 #include <acemq/stores/sql_idempotency_store.hpp>
 #include <acemq/stores/sql_outbox_store.hpp>
 #include <acemq/stores/sqlite.hpp>
 
 #include <chrono>
+#include <functional>
+#include <optional>
 #include <string>
 
 namespace {
@@ -29,6 +33,22 @@ std::string refusal_of_connect(const std::string& url) {
         return error.what();
     }
     return {};
+}
+
+// Runs `action`, which must throw an acemq::Error that is also each of Classes; fails the
+// test when it throws nothing, something from outside the library's hierarchy
+// (std::out_of_range, std::logic_error), or an acemq::Error of another class.
+template <class... Classes>
+void check_throws_library_error(const std::function<void()>& action) {
+    try {
+        action();
+        FAIL("nothing was thrown");
+    } catch (const acemq::Error& error) {
+        INFO(acemq::describe(acemq::Failure::of(std::current_exception())));
+        CHECK((... && (dynamic_cast<const Classes*>(&error) != nullptr)));
+    } catch (const std::exception&) {
+        FAIL("not an acemq::Error: " << acemq::describe(acemq::Failure::of(std::current_exception())));
+    }
 }
 
 }  // namespace
@@ -175,4 +195,58 @@ TEST_CASE("the SQL outbox refuses a timestamp header instead of storing it as a 
     CHECK_THROWS_WITH(store.add(record, transaction),
                       Catch::Contains("\"sent-at\" holds an AMQP timestamp") &&
                           Catch::Contains("send it as an integer of epoch milliseconds"));
+}
+
+// Issue 10: one catch of acemq::Error gets whatever the library throws, and the class says
+// what kind of failure it was without reading the text.
+TEST_CASE("every kind of error is an acemq::Error of its precise class") {
+    SECTION("a FieldTable lookup of a missing field is an InvalidArgument naming it") {
+        const acemq::FieldTable table{{"x-tenant", "shop"}};
+        check_throws_library_error<acemq::InvalidArgument>([&] { (void)table.at("x-region"); });
+        CHECK_THROWS_WITH(table.at("x-region"), Catch::Contains("\"x-region\""));
+        acemq::FieldTable built;
+        built.append("b", 1);
+        check_throws_library_error<acemq::UsageError>([&] { built.append("a", 2); });
+    }
+    SECTION("a delivery settled twice is a UsageError") {
+        auto transport = acemq::open_transport("inproc://errors-" + acemq::new_uuid().substr(0, 8));
+        transport->declare(acemq::Topology{}.queue("payments"));
+        REQUIRE(transport->publish(acemq::OutboundMessage{.routing_key = "payments", .message_id = "m-1"}).confirmed);
+        std::optional<acemq::Delivery> delivery = transport->pull("payments");
+        REQUIRE(delivery.has_value());
+        delivery->ack();
+        check_throws_library_error<acemq::UsageError>([&] { delivery->ack(); });
+        check_throws_library_error<acemq::UsageError>([&] { delivery->nack(true); });
+    }
+    SECTION("a bus, a transaction or an outbox used when it can no longer be is a UsageError") {
+        acemq::Bus bus = acemq::connect("inproc://errors-" + acemq::new_uuid().substr(0, 8));
+        bus.close();
+        // Without declaring, so that the bus answers rather than its closed transport.
+        check_throws_library_error<acemq::UsageError>([&] {
+            (void)bus.consume_raw(
+                "payments", [](const acemq::Message<acemq::Bytes>&) { return acemq::accept(); }, {.declare = false});
+        });
+
+        acemq::sqlite::Database database(":memory:");
+        acemq::sql::Transaction transaction = database.begin();
+        transaction.commit();
+        check_throws_library_error<acemq::UsageError>([&] { transaction.commit(); });
+        check_throws_library_error<acemq::UsageError>([&] { transaction.rollback(); });
+
+        acemq::SqlOutboxStore outbox(database);
+        auto connection = database.connect();
+        acemq::OutboxRecord record;
+        record.id = "o-1";
+        record.routing_key = "payments";
+        check_throws_library_error<acemq::UsageError>([&] { outbox.add(record, *connection); });
+    }
+    SECTION("a database or a broker that cannot be reached is an acemq::ConnectionError") {
+        // One catch of acemq::ConnectionError handles all three; the subclass still says which.
+        check_throws_library_error<acemq::ConnectionError, acemq::sql::ConnectionError>(
+            [] { (void)acemq::sqlite::Database("/nonexistent-acemq-dir/sub/test.db").connect(); });
+        check_throws_library_error<acemq::ConnectionError, acemq::sql::ConnectionError>(
+            [] { (void)acemq::postgres::Database("postgresql://acemq@127.0.0.1:1/acemq?connect_timeout=5").connect(); });
+        check_throws_library_error<acemq::ConnectionError, acemq::amqp::ConnectionError>(
+            [] { (void)acemq::connect("amqp://127.0.0.1:1/"); });
+    }
 }

@@ -155,10 +155,11 @@ class AmqpTransport;
 std::shared_ptr<AmqpTransport> open(std::string_view url, Options options = {});
 
 // The broker could not be reached, refused the login, or the connection is gone. The
-// text names the host and port and never the credentials.
-class ConnectionError : public Error {
+// text names the host and port and never the credentials. A catch of acemq::ConnectionError
+// catches it too.
+class ConnectionError : public acemq::ConnectionError {
 public:
-    using Error::Error;
+    using acemq::ConnectionError::ConnectionError;
 };
 
 class AmqpTransport final : public Transport {

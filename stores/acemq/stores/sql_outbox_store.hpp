@@ -72,8 +72,8 @@ public:
 
     // One INSERT ... ON CONFLICT (id) DO NOTHING on `caller_transaction`: the same id twice
     // keeps the first. Throws InvalidArgument for an empty id, a byte-array or timestamp header,
-    // EncodeError for a header JSON cannot carry (text that is not UTF-8, NaN), Error when the
-    // connection is not in a transaction, DatabaseError as the database says it.
+    // EncodeError for a header JSON cannot carry (text that is not UTF-8, NaN), UsageError when
+    // the connection is not in a transaction, DatabaseError as the database says it.
     void add(const OutboxRecord& record, sql::Connection& caller_transaction);
 
     // Claims up to `limit` due rows (0 = all) for this caller and returns them, oldest first.

@@ -41,7 +41,7 @@ public:
             changed_.wait_for(guard, 30s, [&] { return !hold_; });  // bounded: a failed test never hangs here
         }
         if (message.routing_key.find(".nacked") != std::string::npos)
-            return acemq::PublishResult{false, true, "the broker said no"};
+            return acemq::PublishResult{.confirmed = false, .return_reason = "the broker said no"};
         if (message.routing_key.find(".broken") != std::string::npos)
             throw acemq::Error("acemq: the connection to the broker was lost");
         return ForwardingTransport::publish(std::move(message));
