@@ -20,6 +20,16 @@ timeval timeval_of(std::chrono::milliseconds duration) {
 
 std::string library_error(int status) { return amqp_error_string2(status); }
 
+const char* kind_name(ExchangeKind kind) {
+    switch (kind) {
+    case ExchangeKind::direct: return "direct";
+    case ExchangeKind::topic: return "topic";
+    case ExchangeKind::fanout: return "fanout";
+    case ExchangeKind::headers: return "headers";
+    }
+    return "direct";
+}
+
 // Sets up TLS on a fresh SSL socket: versions, trust, client certificate, host check.
 void configure_tls(amqp_socket_t* socket, const Address& address, const Tls& tls, const std::string& printable) {
     auto refuse = [&](const std::string& why) {
@@ -141,6 +151,10 @@ void Connection::close() noexcept {
     (void)amqp_connection_close(state_, AMQP_REPLY_SUCCESS);
 }
 
+int Connection::socket_fd() const noexcept { return amqp_get_sockfd(state_); }
+
+std::size_t Connection::frame_max() const noexcept { return static_cast<std::size_t>(amqp_get_frame_max(state_)); }
+
 void Connection::check_status(int status, std::string_view what) {
     if (status >= 0) return;
     open_ = false;
@@ -189,6 +203,135 @@ void Connection::check_reopening(amqp_rpc_reply_t reply, std::string_view what, 
 void Connection::open_channel(amqp_channel_t channel) {
     amqp_channel_open(state_, channel);
     check(amqp_get_rpc_reply(state_), "open channel " + std::to_string(channel), channel);
+}
+
+bool Connection::has_buffered_input() const noexcept {
+    return amqp_frames_enqueued(state_) || amqp_data_in_buffer(state_);
+}
+
+std::optional<amqp_frame_t> Connection::next_frame() {
+    amqp_frame_t frame;
+    timeval no_wait{0, 0};
+    const int status = amqp_simple_wait_frame_noblock(state_, &frame, &no_wait);
+    if (status == AMQP_STATUS_TIMEOUT) return std::nullopt;
+    check_status(status, "read from the broker");
+    return frame;
+}
+
+void Connection::release_buffers() noexcept { amqp_maybe_release_buffers(state_); }
+
+void Connection::select_confirms(amqp_channel_t channel) {
+    amqp_confirm_select(state_, channel);
+    check(amqp_get_rpc_reply(state_), "turn on publisher confirms", channel);
+}
+
+void Connection::publish(amqp_channel_t channel, const OutboundMessage& message) {
+    TableView headers(message.headers);
+    amqp_basic_properties_t properties{};
+    properties._flags = AMQP_BASIC_CONTENT_TYPE_FLAG | AMQP_BASIC_DELIVERY_MODE_FLAG | AMQP_BASIC_HEADERS_FLAG;
+    properties.content_type = bytes_of(message.content_type);
+    properties.delivery_mode = message.persistent ? 2 : 1;
+    properties.headers = headers.get();
+    if (!message.message_id.empty()) {
+        properties._flags |= AMQP_BASIC_MESSAGE_ID_FLAG;
+        properties.message_id = bytes_of(message.message_id);
+    }
+    if (!message.reply_to.empty()) {
+        properties._flags |= AMQP_BASIC_REPLY_TO_FLAG;
+        properties.reply_to = bytes_of(message.reply_to);
+    }
+    const int status = amqp_basic_publish(state_, channel, bytes_of(message.exchange), bytes_of(message.routing_key),
+                                          message.mandatory ? 1 : 0, 0, &properties,
+                                          amqp_bytes_t{message.body.size(), const_cast<std::byte*>(message.body.data())});
+    check_status(status, "publish to exchange " + in_quotes(message.exchange));
+}
+
+void Connection::set_prefetch(amqp_channel_t channel, std::uint16_t prefetch, std::string_view what) {
+    amqp_basic_qos(state_, channel, 0, prefetch, 0);
+    check(amqp_get_rpc_reply(state_), what, channel);
+}
+
+void Connection::consume(amqp_channel_t channel, const std::string& queue, const ConsumeSpec& spec,
+                         std::string_view what) {
+    TableView arguments(spec.arguments);
+    amqp_basic_consume(state_, channel, bytes_of(queue), bytes_of(spec.tag), 0, 0, 0, arguments.get());
+    check(amqp_get_rpc_reply(state_), what, channel);
+}
+
+void Connection::cancel(amqp_channel_t channel, const std::string& consumer_tag) {
+    amqp_basic_cancel(state_, channel, bytes_of(consumer_tag));
+    check(amqp_get_rpc_reply(state_), "cancel consumer " + consumer_tag, channel);
+}
+
+void Connection::ack(amqp_channel_t channel, std::uint64_t delivery_tag) {
+    check_status(amqp_basic_ack(state_, channel, delivery_tag, 0), "ack a delivery");
+}
+
+void Connection::nack(amqp_channel_t channel, std::uint64_t delivery_tag, bool requeue) {
+    check_status(amqp_basic_nack(state_, channel, delivery_tag, 0, requeue ? 1 : 0), "nack a delivery");
+}
+
+void Connection::give_back(amqp_channel_t channel, std::uint64_t delivery_tag) {
+    check_status(amqp_basic_nack(state_, channel, delivery_tag, 0, 1), "give back a delivery");
+}
+
+std::optional<Connection::Pulled> Connection::get(amqp_channel_t channel, const std::string& queue) {
+    const amqp_rpc_reply_t reply = amqp_basic_get(state_, channel, bytes_of(queue), 0);
+    check_reopening(reply, "pull from queue " + in_quotes(queue), channel);
+    if (reply.reply.id == AMQP_BASIC_GET_EMPTY_METHOD) return std::nullopt;
+    const auto* ok = static_cast<const amqp_basic_get_ok_t*>(reply.reply.decoded);
+    Pulled pulled;
+    pulled.message.exchange = string_of(ok->exchange);
+    pulled.message.routing_key = string_of(ok->routing_key);
+    pulled.message.redelivered = ok->redelivered != 0;
+    pulled.delivery_tag = ok->delivery_tag;
+    amqp_message_t message;
+    check(amqp_read_message(state_, channel, &message, 0), "read a pulled message", channel);
+    read_properties(pulled.message, message.properties);
+    const auto* body = static_cast<const std::byte*>(message.body.bytes);
+    pulled.message.body.assign(body, body + message.body.len);
+    amqp_destroy_message(&message);
+    return pulled;
+}
+
+void Connection::declare_exchange(amqp_channel_t channel, const ExchangeDeclaration& exchange) {
+    TableView arguments(exchange.arguments);
+    amqp_exchange_declare(state_, channel, bytes_of(exchange.name), amqp_cstring_bytes(kind_name(exchange.kind)), 0,
+                          exchange.durable ? 1 : 0, exchange.auto_delete ? 1 : 0, 0, arguments.get());
+    check_reopening(amqp_get_rpc_reply(state_), "declare exchange " + in_quotes(exchange.name), channel);
+}
+
+void Connection::declare_queue(amqp_channel_t channel, const QueueDeclaration& queue) {
+    TableView arguments(queue.arguments);
+    amqp_queue_declare(state_, channel, bytes_of(queue.name), 0, queue.durable ? 1 : 0, queue.exclusive ? 1 : 0,
+                       queue.auto_delete ? 1 : 0, arguments.get());
+    check_reopening(amqp_get_rpc_reply(state_), "declare queue " + in_quotes(queue.name), channel);
+}
+
+void Connection::bind_queue(amqp_channel_t channel, const BindingDeclaration& binding) {
+    TableView arguments(binding.arguments);
+    amqp_queue_bind(state_, channel, bytes_of(binding.queue), bytes_of(binding.exchange), bytes_of(binding.routing_key),
+                    arguments.get());
+    check_reopening(amqp_get_rpc_reply(state_),
+                    "bind queue " + in_quotes(binding.queue) + " to exchange " + in_quotes(binding.exchange) + " on " +
+                        in_quotes(binding.routing_key),
+                    channel);
+}
+
+void Connection::delete_queue(amqp_channel_t channel, const std::string& queue) {
+    amqp_queue_delete(state_, channel, bytes_of(queue), 0, 0);
+    check_reopening(amqp_get_rpc_reply(state_), "delete queue " + in_quotes(queue), channel);
+}
+
+std::optional<std::uint64_t> Connection::message_count(amqp_channel_t channel, const std::string& queue) {
+    const amqp_queue_declare_ok_t* ok = amqp_queue_declare(state_, channel, bytes_of(queue), 1, 0, 0, 0, amqp_empty_table);
+    try {
+        check_reopening(amqp_get_rpc_reply(state_), "ask about queue " + in_quotes(queue), channel);
+    } catch (const ChannelClosed& closed) {
+        if (closed.code() == AMQP_NOT_FOUND) return std::nullopt;
+        throw;
+    }
+    return ok->message_count;
 }
 
 void Connection::close_channel(amqp_channel_t channel) noexcept {

@@ -239,6 +239,22 @@ std::string encoding_refusal(const OutboundMessage& message, std::size_t frame_m
     return {};
 }
 
+void read_properties(InboundMessage& message, const amqp_basic_properties_t& properties) {
+    if (properties._flags & AMQP_BASIC_CONTENT_TYPE_FLAG) message.content_type = string_of(properties.content_type);
+    if (properties._flags & AMQP_BASIC_MESSAGE_ID_FLAG) message.message_id = string_of(properties.message_id);
+    if (properties._flags & AMQP_BASIC_REPLY_TO_FLAG) message.reply_to = string_of(properties.reply_to);
+    if (properties._flags & AMQP_BASIC_HEADERS_FLAG) {
+        try {
+            message.headers = table_of(properties.headers);
+        } catch (const DecodeError& error) {
+            // Handed on without headers for the engine to park: dropping the delivery
+            // here would lose it, and throwing would cost the connection.
+            message.headers.clear();
+            message.decode_failure = error.what();
+        }
+    }
+}
+
 std::string reply_text(std::uint16_t code, amqp_bytes_t text) {
     std::string out = string_of(text);
     // RabbitMQ's text already starts with the constant's name ("NOT_FOUND - ..."): put the number first.

@@ -66,6 +66,14 @@ TableSize encoded_size(const FieldTable& table);
 // encode, and a half-sent publish costs the connection. `frame_max` is the connection's.
 std::string encoding_refusal(const OutboundMessage& message, std::size_t frame_max);
 
+// A delivery's properties (content type, message id, reply-to, headers) read into
+// `message`. Headers nested past max_table_depth are not read: the message gets none and
+// decode_failure says why, for the engine to park it.
+void read_properties(InboundMessage& message, const amqp_basic_properties_t& properties);
+
+// `"orders"`: a name as error messages quote it.
+inline std::string in_quotes(std::string_view text) { return "\"" + std::string(text) + "\""; }
+
 // "404 NOT_FOUND - no queue 'x' in vhost '/'" from a channel.close or connection.close.
 std::string reply_text(std::uint16_t code, amqp_bytes_t text);
 

@@ -1,0 +1,52 @@
+// The publishes written on the publish channel and not yet confirmed, by their sequence
+// number on that channel: where the broker's basic.ack / basic.nack and basic.return land,
+// and what fails when the channel or the connection goes. I/O side only (the I/O thread, or
+// a publisher holding the I/O lock); internal.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+
+#include <acemq/transport.hpp>
+#include "amqp/answer.hpp"
+#include "amqp/publish_window.hpp"
+
+namespace acemq::amqp {
+
+// One publish, from the caller that waits for it to the confirm that answers it.
+struct PendingPublish {
+    OutboundMessage message;
+    Answer<PublishResult> answer;
+    std::atomic<bool> abandoned{false};  // the caller stopped waiting: do not write it late
+    bool returned = false;
+    std::string return_reason;
+};
+
+class Confirms {
+public:
+    explicit Confirms(PublishWindow& window) : window_(window) {}
+
+    // Numbering starts again: confirm mode was just turned on for a new publish channel.
+    void restart() { next_sequence_ = 1; }
+    // `pending` is about to be written: the next sequence number is its.
+    void track(std::shared_ptr<PendingPublish> pending);
+    bool empty() const noexcept { return unconfirmed_.empty(); }
+
+    // basic.ack (ok) or basic.nack for `sequence`, or for everything up to it (multiple).
+    void confirm(std::uint64_t sequence, bool multiple, bool ok);
+    // A basic.return: RabbitMQ sends it before the confirm of the same message, so it is
+    // filed with the oldest unconfirmed mandatory publish of that message id.
+    void file_return(const std::string& message_id, const std::string& reason);
+    // No confirm will come for any of them: whether each arrived is unknown.
+    void fail_all(const std::string& why);
+
+private:
+    PublishWindow& window_;
+    std::uint64_t next_sequence_ = 1;
+    std::map<std::uint64_t, std::shared_ptr<PendingPublish>> unconfirmed_;
+};
+
+}  // namespace acemq::amqp
