@@ -41,9 +41,9 @@ void InprocTransport::declare(const Topology& topology) { broker_->declare(conne
 
 PublishResult InprocTransport::publish(OutboundMessage message) {
     if (closed_.load(std::memory_order_relaxed))
-        return PublishResult{false, true,
-                             "the transport to inproc broker \"" + broker_->name() + "\" is closed; open a new one",
-                             PublishResult::Unconfirmed::unsent};
+        return PublishResult{.return_reason = "the transport to inproc broker \"" + broker_->name() +
+                                              "\" is closed; open a new one",
+                             .why = PublishResult::Unconfirmed::unsent};
     return broker_->publish(std::move(message));
 }
 
