@@ -8,8 +8,9 @@
 //   dispatch.cpp  consuming, pulling, handing out and settling deliveries
 //   expiry.cpp    TTL: expiring a queue's head and keeping its timer armed
 //
-// Threads: every public member takes the broker's lock (Guard) and refuses a call from
-// inside a DeliverFn; the private ones expect it held. Internal to the inproc broker.
+// Threads: name() and clock() never change; every other public member takes the broker's
+// lock (Guard) and refuses a call from inside a DeliverFn; the private ones expect it held.
+// Internal to the inproc broker.
 #pragma once
 
 #include <cstdint>
