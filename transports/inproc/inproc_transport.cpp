@@ -34,8 +34,7 @@ void InprocTransport::declare(const Topology& topology) { broker_->declare(conne
 
 PublishResult InprocTransport::publish(OutboundMessage message) {
     if (closed_.load(std::memory_order_relaxed))
-        return PublishResult{.confirmed = false,
-                             .return_reason = "the transport to inproc broker \"" + broker_->name() +
+        return PublishResult{.return_reason = "the transport to inproc broker \"" + broker_->name() +
                                               "\" is closed; open a new one",
                              .why = PublishResult::Unconfirmed::unsent};
     return broker_->publish(std::move(message));

@@ -1,0 +1,112 @@
+#include "inproc/declarations.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <string_view>
+#include <vector>
+
+#include <acemq/error.hpp>
+#include <acemq/naming.hpp>
+#include "inproc/quoted.hpp"
+
+namespace acemq::inproc::detail {
+
+namespace {
+
+bool is_integer(const FieldValue& value) {
+    return value.holds<std::int32_t>() || value.holds<std::int64_t>() || value.holds<std::uint64_t>();
+}
+
+bool equivalent(const FieldValue& a, const FieldValue& b) {
+    if (is_integer(a) && is_integer(b)) {
+        const auto left = a.as_integer(), right = b.as_integer();
+        if (left && right) return *left == *right;
+    }
+    return a == b;
+}
+
+std::string shown(const FieldValue* value) { return value == nullptr ? "(absent)" : value->to_string(); }
+std::string shown(bool flag) { return flag ? "true" : "false"; }
+
+void compare_arguments(const FieldTable& existing, const FieldTable& asked, std::vector<std::string>& differences) {
+    std::vector<std::string> names;
+    for (const auto& [name, value] : existing) names.push_back(name);
+    for (const auto& [name, value] : asked)
+        if (!existing.contains(name)) names.push_back(name);
+    for (const std::string& name : names) {
+        const auto had = existing.find(name), wants = asked.find(name);
+        const FieldValue* had_value = had == existing.end() ? nullptr : &had->second;
+        const FieldValue* wanted_value = wants == asked.end() ? nullptr : &wants->second;
+        if (had_value && wanted_value && equivalent(*had_value, *wanted_value)) continue;
+        differences.push_back(name + ": existing " + shown(had_value) + ", asked " + shown(wanted_value));
+    }
+}
+
+void compare_flag(std::string_view name, bool existing, bool asked, std::vector<std::string>& differences) {
+    if (existing != asked)
+        differences.push_back(std::string(name) + ": existing " + shown(existing) + ", asked " + shown(asked));
+}
+
+void refuse_differences(std::string_view what, std::string_view name, std::vector<std::string> differences) {
+    if (differences.empty()) return;
+    std::sort(differences.begin(), differences.end());
+    std::string text = "acemq: cannot declare " + std::string(what) + " " + quoted(name) + ": PRECONDITION_FAILED - ";
+    for (std::size_t i = 0; i < differences.size(); ++i) text += (i == 0 ? "" : "; ") + differences[i];
+    text += "; it exists with other settings: declare it as it is, or delete it first";
+    throw TopologyError(text);
+}
+
+}  // namespace
+
+QueuePolicy read_policy(const QueueDeclaration& queue) {
+    const FieldTable& arguments = queue.arguments;
+    auto invalid = [&](std::string_view argument, const FieldValue& value, std::string_view must) {
+        return TopologyError("acemq: cannot declare queue " + quoted(queue.name) + ": PRECONDITION_FAILED - invalid " +
+                             std::string(argument) + " " + value.to_string() + ": it must be " + std::string(must));
+    };
+    QueuePolicy policy;
+    if (const auto ttl = arguments.find(argument::message_ttl); ttl != arguments.end()) {
+        const auto milliseconds = ttl->second.as_integer();
+        if (!is_integer(ttl->second) || !milliseconds || *milliseconds < 0)
+            throw invalid(argument::message_ttl, ttl->second, "a non-negative integer of milliseconds");
+        policy.ttl = std::chrono::milliseconds(*milliseconds);
+    }
+    if (const auto exchange = arguments.find(argument::dead_letter_exchange); exchange != arguments.end()) {
+        const auto* text = std::get_if<std::string>(&exchange->second.get());
+        if (text == nullptr) throw invalid(argument::dead_letter_exchange, exchange->second, "an exchange name");
+        policy.dead_letter_exchange = *text;
+    }
+    if (const auto key = arguments.find(argument::dead_letter_routing_key); key != arguments.end()) {
+        const auto* text = std::get_if<std::string>(&key->second.get());
+        if (text == nullptr) throw invalid(argument::dead_letter_routing_key, key->second, "a routing key");
+        if (!policy.dead_letter_exchange)
+            throw invalid(argument::dead_letter_routing_key, key->second, "given together with x-dead-letter-exchange");
+        policy.dead_letter_routing_key = *text;
+    }
+    return policy;
+}
+
+void check_redeclaration(const ExchangeDeclaration& existing, const ExchangeDeclaration& asked) {
+    std::vector<std::string> differences;
+    if (existing.kind != asked.kind)
+        differences.push_back("type: existing " + std::string(to_string(existing.kind)) + ", asked " +
+                              std::string(to_string(asked.kind)));
+    compare_flag("durable", existing.durable, asked.durable, differences);
+    compare_flag("auto-delete", existing.auto_delete, asked.auto_delete, differences);
+    compare_arguments(existing.arguments, asked.arguments, differences);
+    refuse_differences("exchange", asked.name, std::move(differences));
+}
+
+void check_redeclaration(const QueueDeclaration& existing, const QueueDeclaration& asked) {
+    std::vector<std::string> differences;
+    if (existing.type != asked.type)
+        differences.push_back("queue type: existing " + std::string(to_string(existing.type)) + ", asked " +
+                              std::string(to_string(asked.type)));
+    compare_flag("durable", existing.durable, asked.durable, differences);
+    compare_flag("exclusive", existing.exclusive, asked.exclusive, differences);
+    compare_flag("auto-delete", existing.auto_delete, asked.auto_delete, differences);
+    compare_arguments(existing.arguments, asked.arguments, differences);
+    refuse_differences("queue", asked.name, std::move(differences));
+}
+
+}  // namespace acemq::inproc::detail

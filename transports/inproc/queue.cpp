@@ -1,0 +1,58 @@
+#include "inproc/queue.hpp"
+
+#include <algorithm>
+
+#include "inproc/consumer.hpp"
+
+namespace acemq::inproc::detail {
+
+Queue::Queue(QueueDeclaration declaration, Broker::ConnectionId owner)
+    : declaration_(std::move(declaration)), owner_(owner), policy_(read_policy(declaration_)) {}
+
+void Queue::requeue(StoredMessage&& message) {
+    message.message.redelivered = true;
+    ready_.push_front(std::move(message));
+}
+
+std::optional<Clock::time_point> Queue::head_deadline() noexcept {
+    if (!policy_.ttl || ready_.empty()) return std::nullopt;
+    return ready_.front().enqueued + *policy_.ttl;
+}
+
+void Queue::add_consumer(Consumer& consumer) {
+    consumers_.push_back(&consumer);
+    had_consumer_ = true;
+}
+
+bool Queue::remove_consumer(Consumer& consumer) {
+    std::erase(consumers_, &consumer);
+    next_consumer_ = 0;
+    return declaration_.auto_delete && had_consumer_ && consumers_.empty() && !deleted_;
+}
+
+Consumer* Queue::next_with_room() {
+    const std::size_t count = consumers_.size();
+    for (std::size_t step = 0; step < count; ++step) {
+        const std::size_t at = (next_consumer_ + step) % count;
+        if (consumers_[at]->has_room()) {
+            next_consumer_ = (at + 1) % count;
+            return consumers_[at];
+        }
+    }
+    return nullptr;
+}
+
+void Queue::mark_deleted() {
+    deleted_ = true;
+    for (Consumer* consumer : consumers_) consumer->deactivate();
+    consumers_.clear();
+    ready_.clear();
+}
+
+bool Queue::first_route(std::uint64_t mark) noexcept {
+    if (route_mark_ == mark) return false;
+    route_mark_ = mark;
+    return true;
+}
+
+}  // namespace acemq::inproc::detail

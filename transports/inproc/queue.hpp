@@ -1,0 +1,88 @@
+// One queue of the embedded broker: its declaration and the arguments it enforces, the
+// messages ready in it (where the broker stores a message between publish and delivery),
+// the consumers it serves in turn, and its expiry timer. What happens to a message that
+// leaves it (delivery, expiry, dead-lettering) is the broker's (Broker::Impl).
+//
+// Ownership: the broker holds each queue by name; the deliveries handed out from it share
+// it, so a requeue or a late settlement still finds it once it is deleted (and then drops
+// the message). It points at its consumers, which the broker owns; a consumer leaves the
+// queue's list (remove_consumer) before it is destroyed.
+//
+// Internal to the inproc broker. Not thread-safe: the broker's lock guards every member.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <acemq/topology.hpp>
+#include <acemq/inproc.hpp>
+#include "inproc/declarations.hpp"
+#include "inproc/expiry_timer.hpp"
+#include "inproc/ring.hpp"
+#include "inproc/stored_message.hpp"
+
+namespace acemq::inproc::detail {
+
+class Consumer;
+
+class Queue : public std::enable_shared_from_this<Queue> {
+public:
+    // `owner`: the connection an exclusive queue belongs to, 0 for any other. Throws
+    // TopologyError for arguments RabbitMQ would refuse (read_policy).
+    Queue(QueueDeclaration declaration, Broker::ConnectionId owner);
+    Queue(const Queue&) = delete;
+    Queue& operator=(const Queue&) = delete;
+
+    const QueueDeclaration& declaration() const noexcept { return declaration_; }
+    const std::string& name() const noexcept { return declaration_.name; }
+    // Exclusive to another connection than `connection`.
+    bool locked_for(Broker::ConnectionId connection) const noexcept { return owner_ != 0 && owner_ != connection; }
+    bool owned_by(Broker::ConnectionId connection) const noexcept { return owner_ == connection; }
+    const QueuePolicy& policy() const noexcept { return policy_; }
+    bool deleted() const noexcept { return deleted_; }
+
+    // Its ready messages, oldest first.
+    bool empty() const noexcept { return ready_.empty(); }
+    std::size_t depth() const noexcept { return ready_.size(); }
+    void append(StoredMessage&& message) { ready_.push_back(std::move(message)); }
+    // Back to the head, marked redelivered: a requeued or handed-back delivery.
+    void requeue(StoredMessage&& message);
+    StoredMessage take_head() { return ready_.pop_front(); }
+    // When the head expires: nullopt without a TTL or a head.
+    std::optional<Clock::time_point> head_deadline() noexcept;
+
+    // Its active consumers, served round-robin.
+    void add_consumer(Consumer& consumer);
+    // True when that was the last consumer of an auto-delete queue: then it must go.
+    bool remove_consumer(Consumer& consumer);
+    bool has_consumers() const noexcept { return !consumers_.empty(); }
+    // The next consumer in turn with room for a delivery, which then counts as served;
+    // nullptr when none has room.
+    Consumer* next_with_room();
+
+    // Drops its messages and deactivates its consumers; the broker has unlisted it.
+    void mark_deleted();
+
+    // True the first time publish `mark` reaches this queue, so it is routed there once
+    // however many bindings match.
+    bool first_route(std::uint64_t mark) noexcept;
+
+    ExpiryTimer& expiry_timer() noexcept { return timer_; }
+
+private:
+    QueueDeclaration declaration_;
+    Broker::ConnectionId owner_;
+    QueuePolicy policy_;
+    Ring<StoredMessage> ready_;
+    std::vector<Consumer*> consumers_;
+    std::size_t next_consumer_ = 0;
+    bool had_consumer_ = false;
+    bool deleted_ = false;
+    ExpiryTimer timer_;
+    std::uint64_t route_mark_ = 0;
+};
+
+}  // namespace acemq::inproc::detail

@@ -1,0 +1,11 @@
+// How the inproc broker's errors show a name: in double quotes, so an empty one is visible.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+namespace acemq::inproc::detail {
+
+inline std::string quoted(std::string_view name) { return "\"" + std::string(name) + "\""; }
+
+}  // namespace acemq::inproc::detail

@@ -1,0 +1,99 @@
+// Broker::Impl: publishing, routing a message to its queues, and dead-lettering (a
+// message republished through its queue's dead-letter exchange).
+#include "inproc/broker_impl.hpp"
+#include "inproc/dead_letter.hpp"
+
+namespace acemq::inproc {
+
+using detail::Exchange;
+using detail::Queue;
+using detail::StoredMessage;
+
+namespace {
+
+InboundMessage inbound(OutboundMessage&& message) {
+    return InboundMessage{.body = std::move(message.body),
+                          .content_type = std::move(message.content_type),
+                          .exchange = std::move(message.exchange),
+                          .routing_key = std::move(message.routing_key),
+                          .message_id = std::move(message.message_id),
+                          .reply_to = std::move(message.reply_to),
+                          .headers = std::move(message.headers)};
+}
+
+PublishResult confirmed() { return PublishResult{.confirmed = true}; }
+
+PublishResult not_routed(bool mandatory) {
+    if (mandatory) return PublishResult{.confirmed = true, .routed = false, .return_reason = "312 NO_ROUTE"};
+    return confirmed();  // RabbitMQ drops it and confirms: no return without mandatory
+}
+
+}  // namespace
+
+PublishResult Broker::Impl::publish(OutboundMessage message) {
+    Guard guard(*this, "publish");
+    if (message.exchange.empty()) {  // the default exchange: the hot path, one lookup
+        const auto found = queues_.find(message.routing_key);
+        if (found == queues_.end()) return not_routed(message.mandatory);
+        enqueue(*found->second, StoredMessage{inbound(std::move(message))});
+        return confirmed();
+    }
+    const auto exchange = exchanges_.find(message.exchange);
+    // RabbitMQ closes the channel with 404 and confirms nothing, so the publisher reports a
+    // PublishError carrying the broker's sentence; the embedded broker says the same (a
+    // refusal: here it is certain that nothing arrived), and its connection goes on.
+    if (exchange == exchanges_.end())
+        return PublishResult{.return_reason = "404 NOT_FOUND - no exchange '" + message.exchange + "' on inproc broker '" +
+                                              name_ + "'; declare the exchange first",
+                             .why = PublishResult::Unconfirmed::refused};
+    routed_.clear();
+    route(*exchange->second, message.routing_key, routed_);
+    if (routed_.empty()) return not_routed(message.mandatory);
+    StoredMessage stored{inbound(std::move(message))};
+    // Enqueueing cannot route again into routed_: dead-lettering routes into its own list.
+    for (std::size_t i = 0; i + 1 < routed_.size(); ++i) enqueue(*routed_[i], StoredMessage(stored));
+    enqueue(*routed_.back(), std::move(stored));
+    return confirmed();
+}
+
+void Broker::Impl::route(const Exchange& exchange, std::string_view key, std::vector<Queue*>& into) {
+    exchange.route(key, ++route_epoch_, into);
+}
+
+void Broker::Impl::enqueue(Queue& queue, StoredMessage&& stored) {
+    if (queue.deleted()) return;
+    const bool expires = queue.policy().ttl.has_value();
+    if (expires) stored.enqueued = clock_->now();
+    queue.append(std::move(stored));
+    if (queue.has_consumers()) dispatch(queue);
+    // After dispatch: a message with TTL 0 still goes to a consumer that has room.
+    if (expires) {
+        expire_due(queue);
+        sync_timer(queue);
+    }
+}
+
+// Republishes through the queue's dead-letter exchange, or drops without one.
+void Broker::Impl::dead_letter(Queue& from, StoredMessage&& stored, std::string_view reason) {
+    const detail::QueuePolicy& policy = from.policy();
+    if (!policy.dead_letter_exchange) return;
+    InboundMessage& message = stored.message;
+    detail::record_death(message, from.name(), reason);
+    message.exchange = *policy.dead_letter_exchange;
+    if (policy.dead_letter_routing_key) message.routing_key = *policy.dead_letter_routing_key;
+    message.redelivered = false;
+    std::vector<Queue*> targets;
+    if (message.exchange.empty()) {
+        if (const auto found = queues_.find(message.routing_key); found != queues_.end())
+            targets.push_back(found->second.get());
+    } else if (const auto exchange = exchanges_.find(message.exchange); exchange != exchanges_.end()) {
+        route(*exchange->second, message.routing_key, targets);
+    }  // a dead-letter exchange that does not exist drops the message, as in RabbitMQ
+    if (reason != "rejected")
+        std::erase_if(targets, [&](Queue* target) { return detail::dead_letter_cycle(message, target->name()); });
+    if (targets.empty()) return;
+    for (std::size_t i = 0; i + 1 < targets.size(); ++i) enqueue(*targets[i], StoredMessage(stored));
+    enqueue(*targets.back(), std::move(stored));
+}
+
+}  // namespace acemq::inproc

@@ -1,0 +1,136 @@
+// Broker::Impl: declaring, binding, inspecting and deleting exchanges and queues, and the
+// checks every call naming a queue makes (open connection, exclusive owner).
+#include <acemq/error.hpp>
+#include "inproc/broker_impl.hpp"
+#include "inproc/declarations.hpp"
+#include "inproc/quoted.hpp"
+
+namespace acemq::inproc {
+
+using detail::Exchange;
+using detail::quoted;
+using detail::Queue;
+
+void Broker::Impl::declare(ConnectionId connection, const Topology& topology) {
+    {
+        Guard guard(*this, "declare a topology");
+        require_open(connection, "declare a topology");
+    }
+    for (const ExchangeDeclaration& exchange : topology.exchanges()) declare_exchange(exchange);
+    for (const QueueDeclaration& queue : topology.queues()) declare_queue(connection, queue);
+    for (const BindingDeclaration& binding : topology.bindings()) bind(connection, binding);
+}
+
+void Broker::Impl::declare_exchange(const ExchangeDeclaration& asked) {
+    Guard guard(*this, "declare an exchange");
+    if (asked.name.empty())
+        throw TopologyError("acemq: cannot declare the default exchange \"\": ACCESS_REFUSED - it always exists; "
+                            "publish to it with exchange \"\" and the queue's name as routing key");
+    if (asked.kind == ExchangeKind::headers)
+        throw TopologyError("acemq: cannot declare exchange " + quoted(asked.name) +
+                            " (headers): the inproc broker does not route headers exchanges; use a direct, "
+                            "topic or fanout exchange, or run against RabbitMQ");
+    if (auto found = exchanges_.find(asked.name); found != exchanges_.end()) {
+        detail::check_redeclaration(found->second->declaration(), asked);
+        return;
+    }
+    exchanges_.emplace(asked.name, std::make_unique<Exchange>(asked));
+}
+
+void Broker::Impl::declare_queue(ConnectionId connection, const QueueDeclaration& asked) {
+    Guard guard(*this, "declare a queue");
+    require_open(connection, "declare queue " + quoted(asked.name));
+    if (asked.name.empty())
+        throw TopologyError("acemq: cannot declare a queue without a name on the inproc broker: it does not "
+                            "generate names; give the queue one");
+    if (auto found = queues_.find(asked.name); found != queues_.end()) {
+        require_access(*found->second, connection, "declare");
+        detail::check_redeclaration(found->second->declaration(), asked);
+        return;
+    }
+    queues_.emplace(asked.name, std::make_shared<Queue>(asked, asked.exclusive ? connection : 0));
+}
+
+void Broker::Impl::bind(ConnectionId connection, const BindingDeclaration& asked) {
+    Guard guard(*this, "bind a queue");
+    const std::string what = "bind queue " + quoted(asked.queue) + " to exchange " + quoted(asked.exchange);
+    require_open(connection, what);
+    if (asked.exchange.empty())
+        throw TopologyError("acemq: cannot " + what +
+                            ": ACCESS_REFUSED - the default exchange cannot be bound; every queue is reachable "
+                            "through it by its own name already");
+    const auto exchange = exchanges_.find(asked.exchange);
+    if (exchange == exchanges_.end())
+        throw TopologyError("acemq: cannot " + what + ": NOT_FOUND - no exchange " + quoted(asked.exchange) +
+                            " on inproc broker " + quoted(name_) + "; declare the exchange first");
+    const auto queue = queues_.find(asked.queue);
+    if (queue == queues_.end())
+        throw TopologyError("acemq: cannot " + what + ": NOT_FOUND - no queue " + quoted(asked.queue) +
+                            " on inproc broker " + quoted(name_) + "; declare the queue first");
+    require_access(*queue->second, connection, "bind");
+    exchange->second->bind(*queue->second, asked.routing_key, asked.arguments);
+}
+
+std::uint64_t Broker::Impl::queue_depth(ConnectionId connection, std::string_view queue_name) {
+    Guard guard(*this, "ask a queue's depth");
+    return existing_queue(connection, queue_name, "ask the depth of")->depth();
+}
+
+bool Broker::Impl::queue_exists(ConnectionId connection, std::string_view queue_name) {
+    Guard guard(*this, "ask whether a queue exists");
+    require_open(connection, "ask whether queue " + quoted(queue_name) + " exists");
+    const auto found = queues_.find(queue_name);
+    if (found == queues_.end()) return false;
+    require_access(*found->second, connection, "inspect");
+    return true;
+}
+
+void Broker::Impl::delete_queue(ConnectionId connection, std::string_view queue_name) {
+    Guard guard(*this, "delete a queue");
+    require_open(connection, "delete queue " + quoted(queue_name));
+    const auto found = queues_.find(queue_name);
+    if (found == queues_.end()) return;
+    require_access(*found->second, connection, "delete");
+    remove_queue(std::shared_ptr<Queue>(found->second));
+}
+
+void Broker::Impl::require_open(ConnectionId connection, const std::string& what) const {
+    if (!connections_.contains(connection))
+        throw Error("acemq: cannot " + what + ": the connection to inproc broker " + quoted(name_) +
+                    " is closed; open a new transport");
+}
+
+void Broker::Impl::require_access(const Queue& queue, ConnectionId connection, std::string_view action) const {
+    if (queue.locked_for(connection))
+        throw Error("acemq: cannot " + std::string(action) + " queue " + quoted(queue.name()) +
+                    ": RESOURCE_LOCKED - it is exclusive to the connection that declared it; use that "
+                    "connection, or declare a queue that is not exclusive");
+}
+
+const std::shared_ptr<Queue>& Broker::Impl::existing_queue(ConnectionId connection, std::string_view name,
+                                                           std::string_view action) {
+    require_open(connection, std::string(action) + " queue " + quoted(name));
+    const auto found = queues_.find(name);
+    if (found == queues_.end())
+        throw Error("acemq: cannot " + std::string(action) + " queue " + quoted(name) +
+                    ": NOT_FOUND - no such queue on inproc broker " + quoted(name_) + "; declare it first");
+    require_access(*found->second, connection, action);
+    return found->second;
+}
+
+// Unlists the queue, drops its messages, stops its consumers and unbinds it; the
+// deliveries it handed out keep it alive until they are settled, into nowhere.
+void Broker::Impl::remove_queue(std::shared_ptr<Queue> queue) {
+    queues_.erase(queue->name());
+    queue->mark_deleted();
+    retire_timer(*queue);
+    for (auto exchange = exchanges_.begin(); exchange != exchanges_.end();) {
+        Exchange& from = *exchange->second;
+        const std::size_t removed = from.unbind(*queue);
+        // RabbitMQ deletes an auto-delete exchange when its last binding goes.
+        if (removed > 0 && !from.has_bindings() && from.declaration().auto_delete) exchange = exchanges_.erase(exchange);
+        else ++exchange;
+    }
+}
+
+}  // namespace acemq::inproc
