@@ -1,6 +1,7 @@
 // The contract layer's hot paths, side by side with the raw library underneath:
 // msgpack encode/decode of a struct through acemq's codec against msgpack-c packing the
-// same struct directly, plus the envelope work every publish and every delivery does.
+// same struct directly, the same struct through JsonCodec (what talking to the other
+// languages costs), plus the envelope work every publish and every delivery does.
 //
 //   build/bench/contract_bench
 #include <acemq/acemq.hpp>
@@ -60,6 +61,15 @@ int main() {
     bench::report("acemq decode<Payment>", ours_decode);
     bench::report("msgpack-c unpack + convert", raw_decode);
     bench::report_ratio("decode", ours_decode, raw_decode);
+
+    std::puts("JSON, the same Payment:");
+    const acemq::JsonCodec json_codec;
+    const double json_encode = bench::ns_per_op([&] { bench::keep(acemq::encode(json_codec, payment)); });
+    const acemq::Encoded json_encoded = acemq::encode(json_codec, payment);
+    const double json_decode = bench::ns_per_op(
+        [&] { bench::keep(acemq::decode<Payment>(json_codec, json_encoded.body, json_encoded.content_type)); });
+    bench::report("acemq JsonCodec encode<Payment>", json_encode);
+    bench::report("acemq JsonCodec decode<Payment>", json_decode);
 
     std::puts("envelope:");
     const double build = bench::ns_per_op([] {

@@ -255,6 +255,11 @@ Value CompositeCodec::decode(std::span<const std::byte> body, std::string_view c
     throw DecodeError("acemq: no codec could read this message. Tried " + tried);
 }
 
+FieldNames CompositeCodec::field_names(std::string_view content_type) const noexcept {
+    const Codec* reader = claimant(content_type);
+    return reader != nullptr ? reader->field_names(content_type) : FieldNames::as_is;
+}
+
 std::shared_ptr<const Codec> default_codec() {
     static const std::shared_ptr<const Codec> codec =
         std::make_shared<const CompositeCodec>(std::vector<std::shared_ptr<const Codec>>{

@@ -63,7 +63,7 @@ void write_quoted(std::string_view text, Put put) {
 // round-trip form. Records and maps are objects; inside a map, events alternate key, value.
 class JsonWriter final : public ValueWriter {
 public:
-    explicit JsonWriter(std::vector<std::byte>& body) : body_(body) {}
+    JsonWriter(std::vector<std::byte>& body, FieldNames names) : body_(body), names_(names) {}
 
     void null() override {
         value_or_refuse_key(Value::Kind::null);
@@ -104,6 +104,7 @@ public:
     void begin_record(std::size_t) override { open(Value::Kind::record, '{'); }
     void field(std::string_view name) override { key(name); }
     void end_record() override { close('}'); }
+    FieldNames field_names() const noexcept override { return names_; }
 
 private:
     struct Open {
@@ -207,6 +208,7 @@ private:
     }
 
     std::vector<std::byte>& body_;
+    FieldNames names_;
     std::vector<Open> open_;
     // The keys of the open objects, innermost last, as (offset, size) in key_text_.
     std::vector<std::pair<std::size_t, std::size_t>> keys_;
@@ -358,13 +360,15 @@ bool JsonCodec::can_decode(std::string_view content_type) const noexcept {
 std::vector<std::byte> JsonCodec::encode(ValueSource source) const {
     std::vector<std::byte> body;
     body.reserve(256);  // as in MsgpackCodec: one allocation for a typical message
-    JsonWriter writer(body);
+    JsonWriter writer(body, names_);
     source.write_to(writer);
     return body;
 }
 
-JsonCodec::JsonCodec(std::size_t max_values) : max_values_(max_values) {
-    if (max_values == 0)
+JsonCodec::JsonCodec(std::size_t max_values) : JsonCodec(Options{.max_values = max_values}) {}
+
+JsonCodec::JsonCodec(Options options) : names_(options.names), max_values_(options.max_values) {
+    if (max_values_ == 0)
         throw InvalidArgument("acemq: a JsonCodec must read at least one value (max_values 0)");
 }
 

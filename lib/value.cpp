@@ -393,6 +393,16 @@ void throw_wrong_kind(const Path& where, std::string_view wanted, std::string_vi
                                   "), found " + with_article(found.kind()));
 }
 
+std::string key_clash_message(std::string_view type, FieldNames names, std::string_view first,
+                              std::string_view second, std::string_view key) {
+    const std::string_view policy =
+        names == FieldNames::camel_case ? "FieldNames::camel_case" : "FieldNames::as_is";
+    return "acemq: the " + std::string(type) + " fields " + std::string(first) + " and " +
+           std::string(second) + " both have the key \"" + std::string(key) + "\" under " +
+           std::string(policy) + "; give one another key with acemq::field_keys<" +
+           std::string(type) + ">, or rename it";
+}
+
 std::string demangle(const char* mangled) {
     int status = 0;
     std::unique_ptr<char, decltype(&std::free)> plain(

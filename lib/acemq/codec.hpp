@@ -71,6 +71,9 @@ public:
     virtual std::vector<std::byte> encode(const Value& value) const = 0;
     // Throws DecodeError. Does not re-check can_decode: the caller already chose.
     virtual Value decode(std::span<const std::byte> body, std::string_view content_type) const = 0;
+    // How the struct fields in what decode() gives for this content type are keyed, so
+    // decode<T> finds them; the same spelling this codec's encode() writes them with.
+    virtual FieldNames field_names(std::string_view) const noexcept { return FieldNames::as_is; }
 
 protected:
     Codec() = default;
@@ -127,6 +130,8 @@ public:
     // When nothing can read the message the DecodeError lists every codec asked and why:
     // "acemq: no codec could read this message. Tried MsgpackCodec: ...; JsonCodec: ...".
     Value decode(std::span<const std::byte> body, std::string_view content_type) const override;
+    // The claimant's.
+    FieldNames field_names(std::string_view content_type) const noexcept override;
 
     // The codec that reads a message of this content type, or nullptr when none claims it.
     const Codec* claimant(std::string_view content_type) const noexcept;
@@ -171,7 +176,7 @@ Encoded encode(const Codec& codec, const T& value) {
 template <class T>
 T decode(const Codec& codec, std::span<const std::byte> body, std::string_view content_type) {
     try {
-        return from_value<T>(codec.decode(body, content_type));
+        return from_value<T>(codec.decode(body, content_type), codec.field_names(content_type));
     } catch (...) {  // translated (or passed on, for bad_alloc) by the helper, never swallowed
         detail::rethrow_as_decode_error(detail::type_name<T>(), content_type, codec);
     }

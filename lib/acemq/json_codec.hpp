@@ -2,8 +2,15 @@
 // application/json; reads an untyped message (the family rule), application/json*,
 // text/json* and any +json type, case-insensitively.
 //
-// Mapping: a record (a C++ struct) is an object keyed by field name, in declaration
-// order (e.g. {"payment_id":"p-1","amount_cents":4250}); bytes are base64 text; int64 and
+// Mapping: a record (a C++ struct) is an object keyed by field, in declaration order, at
+// every depth. The keys are camelCase by default, as the other AceMQ languages write them:
+// struct Payment { std::string payment_id; std::int64_t amount_cents; } is
+// {"paymentId":"p-1","amountCents":4250}; JsonCodec{{.names = FieldNames::as_is}} writes
+// the C++ names ({"payment_id":...}) instead, and field_keys<T> renames the odd field under
+// either (field_keys.hpp has the conversion rules). Reading, a key that matches no field is
+// ignored; under camel_case a field whose camelCase key is absent is read from its C++ name
+// (so what an as_is codec wrote still reads), the camelCase key winning when both are
+// there; under as_is only the C++ name reads. Bytes are base64 text; int64 and
 // uint64 are exact. Map keys must be strings or integers (written as decimal text, as Go
 // does). NaN and infinities have no JSON form and are refused when encoding. Reading
 // gives maps with string keys, int64 (uint64 past INT64_MAX) for integers, double for
@@ -31,8 +38,14 @@ public:
     // once: a million values are about 40 MB as a Value tree.
     static constexpr std::size_t default_max_values = 1'000'000;
 
-    // Throws InvalidArgument for 0.
+    struct Options {
+        FieldNames names = FieldNames::camel_case;
+        std::size_t max_values = default_max_values;
+    };
+
+    // Both throw InvalidArgument for a max_values of 0.
     explicit JsonCodec(std::size_t max_values = default_max_values);
+    explicit JsonCodec(Options options);
 
     std::string_view name() const noexcept override { return "JsonCodec"; }
     std::string_view content_type() const noexcept override { return content_types::json; }
@@ -42,8 +55,10 @@ public:
         return encode(ValueSource(value));
     }
     Value decode(std::span<const std::byte> body, std::string_view content_type) const override;
+    FieldNames field_names(std::string_view) const noexcept override { return names_; }
 
 private:
+    FieldNames names_;
     std::size_t max_values_;
 };
 

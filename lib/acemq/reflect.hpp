@@ -6,13 +6,17 @@
 // double, std::string, std::vector<std::byte> (bytes), std::vector<T>, std::array<T, N>,
 // std::optional<T> (nullopt is null), std::map<K, T>, acemq::Value itself, and plain
 // aggregate structs of those, reflected with Boost.PFR so user types need no macros.
-// A struct becomes a record carrying its field names, so JSON can key objects by them.
+// A struct becomes a record carrying its field keys, so JSON can key objects by them: the
+// writer's field_names() spells them, field_keys<T> renames the odd one (field_keys.hpp).
 //
 // from_value is tolerant of how formats lose type information and strict about
 // everything else:
-// - a struct reads from a record or a map (by field name: unknown keys are ignored, a
+// - a struct reads from a record or a map (by field key: unknown keys are ignored, a
 //   missing field is an error unless it is a std::optional) or from an array (by
-//   position, which is how msgpack carries it; the length must match);
+//   position, which is how msgpack carries it; the length must match). Under
+//   FieldNames::camel_case a field whose camelCase key is absent is read from its C++
+//   name, so JSON written with FieldNames::as_is still reads; the camelCase key wins
+//   when a document has both;
 // - an integer reads from int64 or uint64 and must fit the target type;
 // - bytes read from bytes or from base64 text (JSON has no bytes);
 // - an integer map key reads from decimal text (JSON keys are always strings).
@@ -39,6 +43,7 @@
 #include <vector>
 
 #include <acemq/error.hpp>
+#include <acemq/field_keys.hpp>
 #include <acemq/value.hpp>
 #include <acemq/value_writer.hpp>
 
@@ -52,8 +57,10 @@ void write_value(const T& value, ValueWriter& out);
 template <class T>
 Value to_value(const T& value);
 
+// `names` says how the keys of records and maps were spelled: as to_value writes them by
+// default, or as a JsonCodec of that policy did.
 template <class T>
-T from_value(const Value& value);
+T from_value(const Value& value, FieldNames names = FieldNames::as_is);
 
 namespace detail {
 
@@ -138,6 +145,105 @@ inline constexpr auto field_names = []<std::size_t... I>(std::index_sequence<I..
     return std::array<std::string_view, sizeof...(I)>{field_name<T, I>()...};
 }(std::make_index_sequence<boost::pfr::tuple_size_v<T>>{});
 
+// ---- the keys of a struct's fields -----------------------------------------------------
+
+// A struct's field keys under one FieldNames policy, worked out by the compiler.
+template <std::size_t N>
+struct RecordKeys {
+    std::array<std::string_view, N> key;       // written, and looked up first
+    std::array<std::string_view, N> fallback;  // looked up when `key` is absent; empty: none
+    std::size_t clash = N;                     // < N: fields clash and clash_with share a key
+    std::size_t clash_with = N;
+};
+
+// The key field_keys<T> gives the field, or empty.
+template <class T>
+constexpr std::string_view renamed_key(std::string_view field) {
+    for (const FieldKey& rename : field_keys<T>::renamed)
+        if (rename.field == field) return rename.key;
+    return {};
+}
+
+template <class T>
+consteval bool renames_are_valid() {
+    const auto& fields = field_names<T>;
+    for (const FieldKey& rename : field_keys<T>::renamed) {
+        std::size_t named = 0;
+        for (const std::string_view field : fields) named += field == rename.field ? 1 : 0;
+        std::size_t renamed = 0;
+        for (const FieldKey& other : field_keys<T>::renamed) renamed += other.field == rename.field ? 1 : 0;
+        if (named != 1 || renamed != 1 || rename.key.empty()) return false;
+    }
+    return true;
+}
+
+// The camelCase keys of T's fields that are not renamed, one after another: the storage
+// camel_case_keys<T> points into.
+template <class T>
+inline constexpr auto camel_case_text = [] {
+    constexpr std::size_t size = [] {
+        std::size_t chars = 0;
+        for (const std::string_view field : field_names<T>)
+            if (renamed_key<T>(field).empty()) put_camel_case(field, [&chars](char) { ++chars; });
+        return chars;
+    }();
+    std::array<char, size> text{};
+    std::size_t at = 0;
+    for (const std::string_view field : field_names<T>)
+        if (renamed_key<T>(field).empty()) put_camel_case(field, [&](char c) { text[at++] = c; });
+    return text;
+}();
+
+template <class T>
+constexpr auto make_record_keys(FieldNames names) {
+    static_assert(renames_are_valid<T>(),
+                  "acemq: acemq::field_keys<T>::renamed must name fields of T, each once, each "
+                  "with a key that is not empty");
+    constexpr std::size_t n = boost::pfr::tuple_size_v<T>;
+    const auto& fields = field_names<T>;
+    RecordKeys<n> keys{};
+    std::size_t camel_at = 0;
+    for (std::size_t i = 0; i < n; ++i) {
+        const std::string_view renamed = renamed_key<T>(fields[i]);
+        keys.key[i] = renamed.empty() ? fields[i] : renamed;
+        if (names != FieldNames::camel_case || !renamed.empty()) continue;
+        std::size_t size = 0;
+        put_camel_case(fields[i], [&size](char) { ++size; });
+        keys.key[i] = std::string_view(camel_case_text<T>.data() + camel_at, size);
+        camel_at += size;
+        if (keys.key[i] != fields[i]) keys.fallback[i] = fields[i];
+    }
+    for (std::size_t i = 0; i < n; ++i) {
+        for (std::size_t j = 0; j < n; ++j) {
+            // A fallback that is another field's key would read that field's value twice.
+            if (keys.fallback[i] == keys.key[j]) keys.fallback[i] = {};
+            if (i < j && keys.key[i] == keys.key[j] && keys.clash == n) {
+                keys.clash = i;
+                keys.clash_with = j;
+            }
+        }
+    }
+    return keys;
+}
+
+template <class T>
+inline constexpr auto as_is_keys = make_record_keys<T>(FieldNames::as_is);
+template <class T>
+inline constexpr auto camel_case_keys = make_record_keys<T>(FieldNames::camel_case);
+
+std::string key_clash_message(std::string_view type, FieldNames names, std::string_view first,
+                              std::string_view second, std::string_view key);
+
+// T's keys under `names`; throws Refusal (EncodeError or DecodeError) when two fields share one.
+template <class T, class Refusal>
+const auto& record_keys(FieldNames names) {
+    const auto& keys = names == FieldNames::camel_case ? camel_case_keys<T> : as_is_keys<T>;
+    if (keys.clash < keys.key.size())
+        throw Refusal(key_clash_message(type_name<T>(), names, field_names<T>[keys.clash],
+                                        field_names<T>[keys.clash_with], keys.key[keys.clash]));
+    return keys;
+}
+
 // ---- classification -------------------------------------------------------------------
 
 template <class T> struct is_vector : std::false_type {};
@@ -192,9 +298,10 @@ void write(const T& v, ValueWriter& out) {
         }
         out.end_map();
     } else if constexpr (is_reflected_struct<T>) {
+        const auto& keys = record_keys<T, EncodeError>(out.field_names());
         out.begin_record(boost::pfr::tuple_size_v<T>);
         [&]<std::size_t... I>(std::index_sequence<I...>) {
-            ((out.field(field_names<T>[I]), write(boost::pfr::get<I>(v), out)), ...);
+            ((out.field(keys.key[I]), write(boost::pfr::get<I>(v), out)), ...);
         }(std::make_index_sequence<boost::pfr::tuple_size_v<T>>{});
         out.end_record();
     } else {
@@ -209,7 +316,7 @@ void write(const T& v, ValueWriter& out) {
 // ---- decoding -------------------------------------------------------------------------
 
 template <class T>
-T decode(const Value& v, const Path& at);
+T decode(const Value& v, const Path& at, FieldNames names);
 
 template <class T>
 T decode_integer(const Value& v, const Path& at) {
@@ -234,7 +341,7 @@ T decode_integer(const Value& v, const Path& at) {
 
 // JSON object keys are text; an integer-keyed std::map travels with decimal keys.
 template <class K>
-K decode_map_key(const Value& key, const Path& at) {
+K decode_map_key(const Value& key, const Path& at, FieldNames names) {
     if constexpr (std::is_integral_v<K> && !std::is_same_v<K, bool>) {
         if (key.kind() == Value::Kind::string) {
             const std::string& text = key.as_string();
@@ -245,30 +352,36 @@ K decode_map_key(const Value& key, const Path& at) {
             return number;
         }
     }
-    return decode<K>(key, at);
+    return decode<K>(key, at, names);
 }
 
-template <class T, std::size_t I>
-auto decode_field(const Value& v, const Path& at) {
+// `keys` is null when `v` is an array: its fields are read by position.
+template <class T, std::size_t I, class Keys>
+auto decode_field(const Value& v, const Path& at, FieldNames names, const Keys* keys) {
     using Field = boost::pfr::tuple_element_t<I, T>;
     constexpr std::string_view name = field_names<T>[I];
     const Path here{Path::Step::field, &at, name, 0, nullptr};
-    if (v.kind() == Value::Kind::array) return decode<Field>(v.as_array()[I], here);
-    if (const Value* field = v.find(name)) return decode<Field>(*field, here);
+    if (keys == nullptr) return decode<Field>(v.as_array()[I], here, names);
+    const std::string_view key = keys->key[I];
+    const Value* field = v.find(key);
+    if (field == nullptr && !keys->fallback[I].empty()) field = v.find(keys->fallback[I]);
+    if (field != nullptr) return decode<Field>(*field, here, names);
     if constexpr (is_optional<Field>::value) {
         return Field{};
     } else {
-        throw_decode_error(at, "the " + type_name<T>() + " has no field \"" + std::string(name) +
-                                   "\" (send it, or declare the field std::optional)");
+        const std::string cpp_name = key == name ? "" : std::string(name) + " in C++; ";
+        throw_decode_error(at, "the " + type_name<T>() + " has no field \"" + std::string(key) +
+                                   "\" (" + cpp_name + "send it, or declare the field std::optional)");
     }
 }
 
 template <class T>
-T decode_struct(const Value& v, const Path& at) {
+T decode_struct(const Value& v, const Path& at, FieldNames names) {
     constexpr std::size_t fields = boost::pfr::tuple_size_v<T>;
+    const decltype(as_is_keys<T>)* keys = nullptr;
     switch (v.kind()) {
         case Value::Kind::record:
-        case Value::Kind::map: break;
+        case Value::Kind::map: keys = &record_keys<T, DecodeError>(names); break;
         case Value::Kind::array:
             if (v.as_array().size() != fields)
                 throw_decode_error(at, "expected " + std::to_string(fields) + " fields for " +
@@ -278,12 +391,12 @@ T decode_struct(const Value& v, const Path& at) {
         default: throw_wrong_kind(at, "a record, map or array", type_name<T>(), v);
     }
     return [&]<std::size_t... I>(std::index_sequence<I...>) {
-        return T{decode_field<T, I>(v, at)...};
+        return T{decode_field<T, I>(v, at, names, keys)...};
     }(std::make_index_sequence<fields>{});
 }
 
 template <class T>
-T decode(const Value& v, const Path& at) {
+T decode(const Value& v, const Path& at, FieldNames names) {
     if constexpr (std::is_same_v<T, Value>) {
         return v;
     } else if constexpr (std::is_same_v<T, bool>) {
@@ -315,7 +428,7 @@ T decode(const Value& v, const Path& at) {
         const auto& elements = v.as_array();
         using Element = typename T::value_type;
         const auto element_at = [&](std::size_t i) {
-            return decode<Element>(elements[i], Path{Path::Step::index, &at, {}, i, nullptr});
+            return decode<Element>(elements[i], Path{Path::Step::index, &at, {}, i, nullptr}, names);
         };
         if constexpr (is_vector<T>::value) {
             T out;
@@ -332,14 +445,14 @@ T decode(const Value& v, const Path& at) {
         }
     } else if constexpr (is_optional<T>::value) {
         if (v.is_null()) return T{};
-        return T{decode<typename T::value_type>(v, at)};
+        return T{decode<typename T::value_type>(v, at, names)};
     } else if constexpr (is_std_map<T>::value) {
         T out;
         const auto add = [&](const Value& key, const Value& element) {
             const Path here{Path::Step::key, &at, {}, 0, &key};
             // The first of duplicate keys wins, as Value::find and struct fields do.
-            out.try_emplace(decode_map_key<typename T::key_type>(key, here),
-                            decode<typename T::mapped_type>(element, here));
+            out.try_emplace(decode_map_key<typename T::key_type>(key, here, names),
+                            decode<typename T::mapped_type>(element, here, names));
         };
         if (v.kind() == Value::Kind::map) {
             for (const auto& [key, element] : v.as_map()) add(key, element);
@@ -350,7 +463,7 @@ T decode(const Value& v, const Path& at) {
         }
         return out;
     } else if constexpr (is_reflected_struct<T>) {
-        return decode_struct<T>(v, at);
+        return decode_struct<T>(v, at, names);
     } else {
         static_assert(unsupported<T>,
                       "acemq: this type has no Value form. Use bool, integers, enums, float, "
@@ -375,11 +488,12 @@ Value to_value(const T& value) {
 }
 
 template <class T>
-T from_value(const Value& value) {
+T from_value(const Value& value, FieldNames names) {
     // Demangling costs more than a small decode, so it is done once per type; the name is
     // only read when an error message needs it.
     static const std::string root = detail::type_name<T>();
-    return detail::decode<T>(value, detail::Path{detail::Path::Step::root, nullptr, root, 0, nullptr});
+    return detail::decode<T>(value, detail::Path{detail::Path::Step::root, nullptr, root, 0, nullptr},
+                             names);
 }
 
 }  // namespace acemq

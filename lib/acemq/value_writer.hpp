@@ -10,7 +10,8 @@
 //
 // Producers (write_value, Value::write_to) always send exactly that sequence; writers
 // may rely on it. A writer is one use, one thread; it throws EncodeError for a value its
-// format cannot carry.
+// format cannot carry. A writer also says how it wants struct fields named (field_names),
+// and write_value names them so in its field events.
 #pragma once
 
 #include <cstddef>
@@ -21,6 +22,7 @@
 #include <utility>
 #include <vector>
 
+#include <acemq/field_keys.hpp>
 #include <acemq/value.hpp>
 
 namespace acemq {
@@ -43,6 +45,9 @@ public:
     virtual void begin_record(std::size_t fields) = 0;
     virtual void field(std::string_view name) = 0;
     virtual void end_record() = 0;
+    // The spelling of the field names write_value sends. Names in a Value record are sent
+    // as they are: the Value already holds its keys.
+    virtual FieldNames field_names() const noexcept { return FieldNames::as_is; }
 
 protected:
     ValueWriter() = default;

@@ -12,6 +12,10 @@ read from ACEMQ_TEST_AMQP_URL, never from the command line.
       routing key, exactly as the Java member writes it. Prints, as JSON, the AMQP type
       letter of every header as pika encoded it.
 
+  interop_peer.py send --queue Q --content-type TYPE --message-id ID --body TEXT
+      Publishes one message with body TEXT (UTF-8) to Q through the default exchange, as
+      another member's service would send a document of its own. Prints {"sent": ID}.
+
   interop_peer.py get --queue Q --count N [--timeout SECONDS]
       Takes N messages off Q with basic.get (acking each), waiting up to SECONDS for them.
       Prints a JSON array, one object per message: properties, every header with the type
@@ -298,6 +302,21 @@ def publish(arguments):
     sys.stdout.write('\n')
 
 
+def send(arguments):
+    connection = connect()
+    try:
+        channel = connection.channel()
+        channel.confirm_delivery()
+        properties = pika.BasicProperties(content_type=arguments.content_type, message_id=arguments.message_id,
+                                          delivery_mode=2)
+        channel.basic_publish(exchange='', routing_key=arguments.queue, body=arguments.body.encode('utf-8'),
+                              properties=properties, mandatory=True)
+    finally:
+        connection.close()
+    json.dump({'sent': arguments.message_id}, sys.stdout)
+    sys.stdout.write('\n')
+
+
 def describe(method, properties, body):
     out = {
         'exchange': method.exchange,
@@ -361,6 +380,12 @@ def main():
     publish_command.add_argument('--exchange', required=True)
     publish_command.add_argument('--extra', action='store_true')
     publish_command.set_defaults(run=publish)
+    send_command = commands.add_parser('send')
+    send_command.add_argument('--queue', required=True)
+    send_command.add_argument('--content-type', required=True)
+    send_command.add_argument('--message-id', required=True)
+    send_command.add_argument('--body', required=True)
+    send_command.set_defaults(run=send)
     get_command = commands.add_parser('get')
     get_command.add_argument('--queue', required=True)
     get_command.add_argument('--count', type=int, required=True)

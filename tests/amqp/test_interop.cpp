@@ -472,6 +472,44 @@ TEST_CASE("pika publishes the Java member's envelopes; a typed C++ consumer read
     CHECK(ids.size() == cases.size());
 }
 
+// A document as another member's service writes it: camelCase keys at every depth.
+struct PlacedLine {
+    std::string sku_code;
+    std::int32_t unit_count = 0;
+};
+struct PlacedOrder {
+    std::string order_id;
+    std::int64_t total_cents = 0;
+    std::vector<PlacedLine> line_items;
+};
+
+TEST_CASE("a camelCase JSON document from pika reads into a snake_case C++ struct", "[interop][from-pika]") {
+    Interop t;
+    const std::string queue = t.queue("camel-from-pika", true);
+    Inbox<PlacedOrder> inbox;
+    acemq::Consumer consumer = t.bus().consume<PlacedOrder>(
+        queue, [&](const acemq::Message<PlacedOrder>& message) { return inbox.take(message); },
+        {.codec = std::make_shared<acemq::JsonCodec>()});
+    const std::string id = acemq::new_uuid();
+    run_peer({"send", "--queue", queue, "--content-type", "application/json", "--message-id", id, "--body",
+              R"({"orderId":"A-1","totalCents":4250,"lineItems":[{"skuCode":"x","unitCount":2},)"
+              R"({"skuCode":"y","unitCount":1}],"placedBy":"java"})"});
+    const auto received = inbox.wait_for(1, 20s);
+    const std::vector<acemq::testing::SettledRecord> settled = t.harness().settled(queue);
+    consumer.close();
+    INFO("settled: " << (settled.empty() ? std::string("nothing") : settled.front().settlement.reason));
+    REQUIRE(received.size() == 1);
+    const PlacedOrder& order = received[0].payload;
+    CHECK(received[0].envelope.id == id);
+    CHECK(order.order_id == "A-1");
+    CHECK(order.total_cents == 4250);
+    REQUIRE(order.line_items.size() == 2);
+    CHECK(order.line_items[0].sku_code == "x");
+    CHECK(order.line_items[0].unit_count == 2);
+    CHECK(order.line_items[1].sku_code == "y");
+    CHECK(order.line_items[1].unit_count == 1);
+}
+
 TEST_CASE("pika's header types reach C++ with their widths: 'I' as 32-bit, 'l' as 64-bit, 'S' as text",
           "[interop][from-pika]") {
     Interop t;
