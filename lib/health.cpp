@@ -3,7 +3,7 @@
 #include <cstdio>
 #include <ctime>
 
-#include <acemq/json_codec.hpp>
+#include "json_quoted.hpp"
 
 namespace acemq {
 

@@ -11,6 +11,7 @@
 #include <utility>
 
 #include <acemq/error.hpp>
+#include "json_quoted.hpp"
 
 namespace acemq {
 

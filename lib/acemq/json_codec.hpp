@@ -62,9 +62,4 @@ private:
     std::size_t max_values_;
 };
 
-namespace detail {
-// `text` as a JSON string, quoted and escaped as JsonCodec writes strings (no UTF-8 check).
-std::string json_quoted(std::string_view text);
-}  // namespace detail
-
 }  // namespace acemq

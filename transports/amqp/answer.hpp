@@ -43,6 +43,10 @@ public:
             fail(Kind::topology, error.what());
         } catch (const ConnectionError& error) {
             fail(Kind::connection, error.what());
+        } catch (const UsageError& error) {
+            fail(Kind::usage, error.what());
+        } catch (const InvalidArgument& error) {
+            fail(Kind::invalid_argument, error.what());
         } catch (const std::exception& error) {
             fail(Kind::error, error.what());
         }
@@ -55,6 +59,8 @@ public:
             switch (failure_->kind) {
             case Kind::topology: throw TopologyError(failure_->what);
             case Kind::connection: throw ConnectionError(failure_->what);
+            case Kind::usage: throw UsageError(failure_->what);
+            case Kind::invalid_argument: throw InvalidArgument(failure_->what);
             case Kind::error: throw Error(failure_->what);
             }
         }
@@ -62,7 +68,7 @@ public:
     }
 
 private:
-    enum class Kind { error, topology, connection };
+    enum class Kind { error, topology, connection, usage, invalid_argument };
     struct Failure {
         Kind kind;
         std::string what;

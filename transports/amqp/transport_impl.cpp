@@ -74,7 +74,7 @@ std::shared_ptr<SubscriptionState> AmqpTransport::Impl::subscribe(std::string_vi
 
 void AmqpTransport::Impl::stop(const std::shared_ptr<SubscriptionState>& state) {
     if (std::this_thread::get_id() == io_thread_id_)
-        throw Error("acemq: cannot stop a subscription from its own delivery callback");
+        throw UsageError("acemq: cannot stop a subscription from its own delivery callback");
     on_io_thread<bool>(
         "stop consuming from queue " + in_quotes(state->queue),
         [this, state](Connection* connection) {

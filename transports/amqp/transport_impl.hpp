@@ -48,7 +48,7 @@ public:
     template <class R>
     R on_io_thread(std::string_view what, std::function<R(Connection*)> work, std::chrono::milliseconds timeout) {
         if (std::this_thread::get_id() == io_thread_id_)
-            throw Error("acemq: cannot " + std::string(what) +
+            throw UsageError("acemq: cannot " + std::string(what) +
                         " from inside a delivery callback of the same AMQP transport: hand the delivery to "
                         "another thread first");
         auto answer = std::make_shared<Answer<R>>();

@@ -47,7 +47,7 @@ std::unique_ptr<Subscription> Broker::Impl::consume(ConnectionId connection, std
     if (!spec.tag.empty())
         for (const auto& [id, other] : consumers_)
             if (other->connection() == connection && other->tag() == spec.tag)
-                throw Error("acemq: cannot consume from queue " + quoted(queue_name) + ": NOT_ALLOWED - consumer tag " +
+                throw InvalidArgument("acemq: cannot consume from queue " + quoted(queue_name) + ": NOT_ALLOWED - consumer tag " +
                             quoted(spec.tag) + " is in use on this connection; pick another or leave it empty");
     const std::uint64_t id = next_id_++;
     auto consumer = std::make_unique<Consumer>(id, connection, queue, spec.tag, spec.prefetch, std::move(deliver));
@@ -114,7 +114,7 @@ void Broker::Impl::settle(std::uint64_t tag, Settlement settlement) {
     std::optional<detail::Unsettled> settled;
     if (found != consumers_.end()) settled = found->second->settle(tag);
     if (!settled)
-        throw Error("acemq: cannot " + std::string(settlement == Settlement::ack ? "ack" : "nack") + " delivery " +
+        throw UsageError("acemq: cannot " + std::string(settlement == Settlement::ack ? "ack" : "nack") + " delivery " +
                     std::to_string(tag) + " on inproc broker " + quoted(name_) +
                     ": PRECONDITION_FAILED - unknown delivery tag; its subscription or transport was closed, "
                     "which handed it back to its queue. Settle deliveries before closing what they came from");

@@ -96,7 +96,7 @@ void Broker::Impl::delete_queue(ConnectionId connection, std::string_view queue_
 
 void Broker::Impl::require_open(ConnectionId connection, const std::string& what) const {
     if (!connections_.contains(connection))
-        throw Error("acemq: cannot " + what + ": the connection to inproc broker " + quoted(name_) +
+        throw UsageError("acemq: cannot " + what + ": the connection to inproc broker " + quoted(name_) +
                     " is closed; open a new transport");
 }
 

@@ -1,0 +1,460 @@
+// Internal: how reflect.hpp's write_value, to_value and from_value are done (Boost.PFR for
+// aggregates, one overload set per kind of type). Included by <acemq/reflect.hpp>; do not
+// include it yourself, nothing in it is API.
+#pragma once
+
+#include <array>
+#include <boost/pfr.hpp>
+#include <charconv>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <typeinfo>
+#include <utility>
+#include <vector>
+
+#include <acemq/reflect.hpp>
+
+namespace acemq {
+
+namespace detail {
+
+// ---- type names for error messages -------------------------------------------------
+
+template <class T>
+std::string type_name() {
+    if constexpr (std::is_same_v<T, bool>) return "bool";
+    else if constexpr (std::is_same_v<T, char>) return "char";
+    else if constexpr (std::is_integral_v<T>)
+        return std::string(std::is_signed_v<T> ? "int" : "uint") +
+               std::to_string(sizeof(T) * 8) + "_t";
+    else if constexpr (std::is_same_v<T, std::string>) return "std::string";
+    else if constexpr (std::is_same_v<T, Value>) return "acemq::Value";
+    else return demangle(typeid(T).name());
+}
+
+// ---- where in the value a problem is ------------------------------------------------
+
+// A chain of stack frames, one per step into the value, turned into text such as
+// "Order.items[2].sku" only when an error needs it, so the happy path allocates nothing.
+struct Path {
+    enum class Step { root, field, index, key };
+    Step step;
+    const Path* parent;
+    std::string_view name;  // the root type or a field name
+    std::size_t index;      // an array element
+    const Value* key;       // a map entry
+};
+
+[[noreturn]] void throw_decode_error(const Path& where, std::string_view problem);
+[[noreturn]] void throw_wrong_kind(const Path& where, std::string_view wanted,
+                                   std::string_view cpp_type, const Value& found);
+
+// ---- field names of aggregates --------------------------------------------------------
+
+// PFR 1.81 has no field names, but g++ spells out a pointer-to-member template argument in
+// __PRETTY_FUNCTION__, e.g. "[with auto Ptr = (& fake<P>.wrapper<P>::value.P::amount_cents);
+// ...]". The object is only named, never defined or read, so this is pure compile time.
+template <class T>
+struct field_name_probe {
+    const T value;
+};
+template <class T>
+extern const field_name_probe<T> field_name_object;
+
+template <auto Ptr>
+consteval std::string_view pretty_function_of() {
+    return __PRETTY_FUNCTION__;
+}
+
+consteval std::string_view last_identifier_of_argument(std::string_view pretty) {
+    const auto start = pretty.find("Ptr = ");
+    if (start == std::string_view::npos) return {};
+    auto end = pretty.find(';', start);
+    if (end == std::string_view::npos) end = pretty.find(']', start);
+    if (end == std::string_view::npos) return {};
+    while (end > start && pretty[end - 1] == ')') --end;
+    auto begin = end;
+    const auto identifier_char = [](char c) {
+        return c == '_' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+               (c >= '0' && c <= '9');
+    };
+    while (begin > start && identifier_char(pretty[begin - 1])) --begin;
+    if (begin < start + 2 || pretty.substr(begin - 2, 2) != "::") return {};
+    return pretty.substr(begin, end - begin);
+}
+
+template <class T, std::size_t I>
+consteval std::string_view field_name() {
+    constexpr std::string_view name = last_identifier_of_argument(
+        pretty_function_of<&boost::pfr::detail::sequence_tuple::get<I>(
+            boost::pfr::detail::tie_as_tuple(field_name_object<T>.value))>());
+    static_assert(!name.empty(),
+                  "acemq: could not read a field name of this struct from the compiler; "
+                  "this technique needs g++ 12 or a compatible __PRETTY_FUNCTION__");
+    return name;
+}
+
+template <class T>
+inline constexpr auto field_names = []<std::size_t... I>(std::index_sequence<I...>) {
+    return std::array<std::string_view, sizeof...(I)>{field_name<T, I>()...};
+}(std::make_index_sequence<boost::pfr::tuple_size_v<T>>{});
+
+// ---- the keys of a struct's fields -----------------------------------------------------
+
+// A struct's field keys under one FieldNames policy, worked out by the compiler.
+template <std::size_t N>
+struct RecordKeys {
+    std::array<std::string_view, N> key;       // written, and looked up first
+    std::array<std::string_view, N> fallback;  // looked up when `key` is absent; empty: none
+    std::size_t clash = N;                     // < N: fields clash and clash_with share a key
+    std::size_t clash_with = N;
+};
+
+// The key field_keys<T> gives the field, or empty.
+template <class T>
+constexpr std::string_view renamed_key(std::string_view field) {
+    for (const FieldKey& rename : field_keys<T>::renamed)
+        if (rename.field == field) return rename.key;
+    return {};
+}
+
+template <class T>
+consteval bool renames_are_valid() {
+    const auto& fields = field_names<T>;
+    for (const FieldKey& rename : field_keys<T>::renamed) {
+        std::size_t named = 0;
+        for (const std::string_view field : fields) named += field == rename.field ? 1 : 0;
+        std::size_t renamed = 0;
+        for (const FieldKey& other : field_keys<T>::renamed) renamed += other.field == rename.field ? 1 : 0;
+        if (named != 1 || renamed != 1 || rename.key.empty()) return false;
+    }
+    return true;
+}
+
+// The camelCase keys of T's fields that are not renamed, one after another: the storage
+// camel_case_keys<T> points into.
+template <class T>
+inline constexpr auto camel_case_text = [] {
+    constexpr std::size_t size = [] {
+        std::size_t chars = 0;
+        for (const std::string_view field : field_names<T>)
+            if (renamed_key<T>(field).empty()) put_camel_case(field, [&chars](char) { ++chars; });
+        return chars;
+    }();
+    std::array<char, size> text{};
+    std::size_t at = 0;
+    for (const std::string_view field : field_names<T>)
+        if (renamed_key<T>(field).empty()) put_camel_case(field, [&](char c) { text[at++] = c; });
+    return text;
+}();
+
+template <class T>
+constexpr auto make_record_keys(FieldNames names) {
+    static_assert(renames_are_valid<T>(),
+                  "acemq: acemq::field_keys<T>::renamed must name fields of T, each once, each "
+                  "with a key that is not empty");
+    constexpr std::size_t n = boost::pfr::tuple_size_v<T>;
+    const auto& fields = field_names<T>;
+    RecordKeys<n> keys{};
+    std::size_t camel_at = 0;
+    for (std::size_t i = 0; i < n; ++i) {
+        const std::string_view renamed = renamed_key<T>(fields[i]);
+        keys.key[i] = renamed.empty() ? fields[i] : renamed;
+        if (names != FieldNames::camel_case || !renamed.empty()) continue;
+        std::size_t size = 0;
+        put_camel_case(fields[i], [&size](char) { ++size; });
+        keys.key[i] = std::string_view(camel_case_text<T>.data() + camel_at, size);
+        camel_at += size;
+        if (keys.key[i] != fields[i]) keys.fallback[i] = fields[i];
+    }
+    for (std::size_t i = 0; i < n; ++i) {
+        for (std::size_t j = 0; j < n; ++j) {
+            // A fallback that is another field's key would read that field's value twice.
+            if (keys.fallback[i] == keys.key[j]) keys.fallback[i] = {};
+            if (i < j && keys.key[i] == keys.key[j] && keys.clash == n) {
+                keys.clash = i;
+                keys.clash_with = j;
+            }
+        }
+    }
+    return keys;
+}
+
+template <class T>
+inline constexpr auto as_is_keys = make_record_keys<T>(FieldNames::as_is);
+template <class T>
+inline constexpr auto camel_case_keys = make_record_keys<T>(FieldNames::camel_case);
+
+std::string key_clash_message(std::string_view type, FieldNames names, std::string_view first,
+                              std::string_view second, std::string_view key);
+
+// T's keys under `names`; throws Refusal (EncodeError or DecodeError) when two fields share one.
+template <class T, class Refusal>
+const auto& record_keys(FieldNames names) {
+    const auto& keys = names == FieldNames::camel_case ? camel_case_keys<T> : as_is_keys<T>;
+    if (keys.clash < keys.key.size())
+        throw Refusal(key_clash_message(type_name<T>(), names, field_names<T>[keys.clash],
+                                        field_names<T>[keys.clash_with], keys.key[keys.clash]));
+    return keys;
+}
+
+// ---- classification -------------------------------------------------------------------
+
+template <class T> struct is_vector : std::false_type {};
+template <class T, class A> struct is_vector<std::vector<T, A>> : std::true_type {};
+template <class T> struct is_std_array : std::false_type {};
+template <class T, std::size_t N> struct is_std_array<std::array<T, N>> : std::true_type {};
+template <class T> struct is_optional : std::false_type {};
+template <class T> struct is_optional<std::optional<T>> : std::true_type {};
+template <class T> struct is_std_map : std::false_type {};
+template <class K, class V, class C, class A>
+struct is_std_map<std::map<K, V, C, A>> : std::true_type {};
+
+template <class T>
+inline constexpr bool is_reflected_struct =
+    std::is_class_v<T> && std::is_aggregate_v<T> && !is_std_array<T>::value;
+
+template <class T>
+inline constexpr bool unsupported = false;
+
+// ---- encoding ------------------------------------------------------------------------
+
+// The one mapping of C++ types to value events; to_value and every codec go through it.
+template <class T>
+void write(const T& v, ValueWriter& out) {
+    if constexpr (std::is_same_v<T, Value>) {
+        v.write_to(out);
+    } else if constexpr (std::is_same_v<T, bool>) {
+        out.boolean(v);
+    } else if constexpr (std::is_integral_v<T>) {
+        if constexpr (std::is_signed_v<T>) out.int64(static_cast<std::int64_t>(v));
+        else out.uint64(static_cast<std::uint64_t>(v));
+    } else if constexpr (std::is_enum_v<T>) {
+        write(static_cast<std::underlying_type_t<T>>(v), out);
+    } else if constexpr (std::is_floating_point_v<T>) {
+        out.float64(static_cast<double>(v));
+    } else if constexpr (std::is_same_v<T, std::string>) {
+        out.string(v);
+    } else if constexpr (std::is_same_v<T, Value::Bytes>) {
+        out.bytes(v);
+    } else if constexpr (is_vector<T>::value || is_std_array<T>::value) {
+        out.begin_array(v.size());
+        for (const auto& element : v) write(element, out);
+        out.end_array();
+    } else if constexpr (is_optional<T>::value) {
+        if (v) write(*v, out);
+        else out.null();
+    } else if constexpr (is_std_map<T>::value) {
+        out.begin_map(v.size());
+        for (const auto& [key, element] : v) {
+            write(key, out);
+            write(element, out);
+        }
+        out.end_map();
+    } else if constexpr (is_reflected_struct<T>) {
+        const auto& keys = record_keys<T, EncodeError>(out.field_names());
+        out.begin_record(boost::pfr::tuple_size_v<T>);
+        [&]<std::size_t... I>(std::index_sequence<I...>) {
+            ((out.field(keys.key[I]), write(boost::pfr::get<I>(v), out)), ...);
+        }(std::make_index_sequence<boost::pfr::tuple_size_v<T>>{});
+        out.end_record();
+    } else {
+        static_assert(unsupported<T>,
+                      "acemq: this type has no Value form. Use bool, integers, enums, float, "
+                      "double, std::string, std::vector, std::array, std::optional, std::map, "
+                      "acemq::Value, or an aggregate struct (no constructors, public fields) "
+                      "made of those.");
+    }
+}
+
+// ---- decoding -------------------------------------------------------------------------
+
+template <class T>
+T decode(const Value& v, const Path& at, FieldNames names);
+
+template <class T>
+T decode_integer(const Value& v, const Path& at) {
+    using limits = std::numeric_limits<T>;
+    const auto out_of_range = [&](const std::string& number) {
+        throw_decode_error(at, number + " does not fit in " + type_name<T>() + " (" +
+                                   std::to_string(limits::min()) + ".." +
+                                   std::to_string(limits::max()) + ")");
+    };
+    if (v.kind() == Value::Kind::int64) {
+        const std::int64_t i = v.as_int64();
+        if (std::in_range<T>(i)) return static_cast<T>(i);
+        out_of_range(std::to_string(i));
+    }
+    if (v.kind() == Value::Kind::uint64) {
+        const std::uint64_t u = v.as_uint64();
+        if (std::in_range<T>(u)) return static_cast<T>(u);
+        out_of_range(std::to_string(u));
+    }
+    throw_wrong_kind(at, "an integer", type_name<T>(), v);
+}
+
+// JSON object keys are text; an integer-keyed std::map travels with decimal keys.
+template <class K>
+K decode_map_key(const Value& key, const Path& at, FieldNames names) {
+    if constexpr (std::is_integral_v<K> && !std::is_same_v<K, bool>) {
+        if (key.kind() == Value::Kind::string) {
+            const std::string& text = key.as_string();
+            K number{};
+            const auto [end, err] = std::from_chars(text.data(), text.data() + text.size(), number);
+            if (err != std::errc() || end != text.data() + text.size() || text.empty())
+                throw_decode_error(at, "the key \"" + text + "\" is not a " + type_name<K>());
+            return number;
+        }
+    }
+    return decode<K>(key, at, names);
+}
+
+// `keys` is null when `v` is an array: its fields are read by position.
+template <class T, std::size_t I, class Keys>
+auto decode_field(const Value& v, const Path& at, FieldNames names, const Keys* keys) {
+    using Field = boost::pfr::tuple_element_t<I, T>;
+    constexpr std::string_view name = field_names<T>[I];
+    const Path here{Path::Step::field, &at, name, 0, nullptr};
+    if (keys == nullptr) return decode<Field>(v.as_array()[I], here, names);
+    const std::string_view key = keys->key[I];
+    const Value* field = v.find(key);
+    if (field == nullptr && !keys->fallback[I].empty()) field = v.find(keys->fallback[I]);
+    if (field != nullptr) return decode<Field>(*field, here, names);
+    if constexpr (is_optional<Field>::value) {
+        return Field{};
+    } else {
+        const std::string cpp_name = key == name ? "" : std::string(name) + " in C++; ";
+        throw_decode_error(at, "the " + type_name<T>() + " has no field \"" + std::string(key) +
+                                   "\" (" + cpp_name + "send it, or declare the field std::optional)");
+    }
+}
+
+template <class T>
+T decode_struct(const Value& v, const Path& at, FieldNames names) {
+    constexpr std::size_t fields = boost::pfr::tuple_size_v<T>;
+    const decltype(as_is_keys<T>)* keys = nullptr;
+    switch (v.kind()) {
+        case Value::Kind::record:
+        case Value::Kind::map: keys = &record_keys<T, DecodeError>(names); break;
+        case Value::Kind::array:
+            if (v.as_array().size() != fields)
+                throw_decode_error(at, "expected " + std::to_string(fields) + " fields for " +
+                                           type_name<T>() + ", found an array of " +
+                                           std::to_string(v.as_array().size()));
+            break;
+        default: throw_wrong_kind(at, "a record, map or array", type_name<T>(), v);
+    }
+    return [&]<std::size_t... I>(std::index_sequence<I...>) {
+        return T{decode_field<T, I>(v, at, names, keys)...};
+    }(std::make_index_sequence<fields>{});
+}
+
+template <class T>
+T decode(const Value& v, const Path& at, FieldNames names) {
+    if constexpr (std::is_same_v<T, Value>) {
+        return v;
+    } else if constexpr (std::is_same_v<T, bool>) {
+        if (v.kind() != Value::Kind::boolean) throw_wrong_kind(at, "a bool", "bool", v);
+        return v.as_bool();
+    } else if constexpr (std::is_integral_v<T>) {
+        return decode_integer<T>(v, at);
+    } else if constexpr (std::is_enum_v<T>) {
+        return static_cast<T>(decode_integer<std::underlying_type_t<T>>(v, at));
+    } else if constexpr (std::is_floating_point_v<T>) {
+        const auto k = v.kind();
+        if (k != Value::Kind::float64 && k != Value::Kind::int64 && k != Value::Kind::uint64)
+            throw_wrong_kind(at, "a number", type_name<T>(), v);
+        const double d = v.as_double();
+        if (std::isfinite(d) && std::abs(d) > static_cast<double>(std::numeric_limits<T>::max()))
+            throw_decode_error(at, std::to_string(d) + " does not fit in " + type_name<T>());
+        return static_cast<T>(d);
+    } else if constexpr (std::is_same_v<T, std::string>) {
+        if (v.kind() != Value::Kind::string) throw_wrong_kind(at, "a string", "std::string", v);
+        return v.as_string();
+    } else if constexpr (std::is_same_v<T, Value::Bytes>) {
+        if (v.kind() == Value::Kind::bytes) return v.as_bytes();
+        if (v.kind() != Value::Kind::string) throw_wrong_kind(at, "bytes", "bytes", v);
+        auto bytes = base64_decode(v.as_string());
+        if (!bytes) throw_decode_error(at, "expected bytes, found a string that is not base64");
+        return std::move(*bytes);
+    } else if constexpr (is_vector<T>::value || is_std_array<T>::value) {
+        if (v.kind() != Value::Kind::array) throw_wrong_kind(at, "an array", type_name<T>(), v);
+        const auto& elements = v.as_array();
+        using Element = typename T::value_type;
+        const auto element_at = [&](std::size_t i) {
+            return decode<Element>(elements[i], Path{Path::Step::index, &at, {}, i, nullptr}, names);
+        };
+        if constexpr (is_vector<T>::value) {
+            T out;
+            out.reserve(elements.size());
+            for (std::size_t i = 0; i < elements.size(); ++i) out.push_back(element_at(i));
+            return out;
+        } else {
+            if (elements.size() != std::tuple_size_v<T>)
+                throw_decode_error(at, "expected " + std::to_string(std::tuple_size_v<T>) +
+                                           " elements, found " + std::to_string(elements.size()));
+            return [&]<std::size_t... I>(std::index_sequence<I...>) {
+                return T{element_at(I)...};
+            }(std::make_index_sequence<std::tuple_size_v<T>>{});
+        }
+    } else if constexpr (is_optional<T>::value) {
+        if (v.is_null()) return T{};
+        return T{decode<typename T::value_type>(v, at, names)};
+    } else if constexpr (is_std_map<T>::value) {
+        T out;
+        const auto add = [&](const Value& key, const Value& element) {
+            const Path here{Path::Step::key, &at, {}, 0, &key};
+            // The first of duplicate keys wins, as Value::find and struct fields do.
+            out.try_emplace(decode_map_key<typename T::key_type>(key, here, names),
+                            decode<typename T::mapped_type>(element, here, names));
+        };
+        if (v.kind() == Value::Kind::map) {
+            for (const auto& [key, element] : v.as_map()) add(key, element);
+        } else if (v.kind() == Value::Kind::record) {
+            for (const auto& [name, element] : v.as_record()) add(Value(name), element);
+        } else {
+            throw_wrong_kind(at, "a map", type_name<T>(), v);
+        }
+        return out;
+    } else if constexpr (is_reflected_struct<T>) {
+        return decode_struct<T>(v, at, names);
+    } else {
+        static_assert(unsupported<T>,
+                      "acemq: this type has no Value form. Use bool, integers, enums, float, "
+                      "double, std::string, std::vector, std::array, std::optional, std::map, "
+                      "acemq::Value, or an aggregate struct (no constructors, public fields) "
+                      "made of those.");
+    }
+}
+
+}  // namespace detail
+
+template <class T>
+void write_value(const T& value, ValueWriter& out) {
+    detail::write(value, out);
+}
+
+template <class T>
+Value to_value(const T& value) {
+    ValueBuilder builder;
+    detail::write(value, builder);
+    return builder.take();
+}
+
+template <class T>
+T from_value(const Value& value, FieldNames names) {
+    // Demangling costs more than a small decode, so it is done once per type; the name is
+    // only read when an error message needs it.
+    static const std::string root = detail::type_name<T>();
+    return detail::decode<T>(value, detail::Path{detail::Path::Step::root, nullptr, root, 0, nullptr},
+                             names);
+}
+
+}  // namespace acemq
