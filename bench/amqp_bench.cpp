@@ -87,21 +87,24 @@ std::string library_error(int status) { return amqp_error_string2(status); }
 
 std::string reply_error(const amqp_rpc_reply_t& reply) {
     switch (reply.reply_type) {
-    case AMQP_RESPONSE_NORMAL: return "ok";
-    case AMQP_RESPONSE_NONE: return "no reply";
-    case AMQP_RESPONSE_LIBRARY_EXCEPTION: return library_error(reply.library_error);
-    case AMQP_RESPONSE_SERVER_EXCEPTION:
-        if (reply.reply.id == AMQP_CONNECTION_CLOSE_METHOD) {
-            const auto* close = static_cast<const amqp_connection_close_t*>(reply.reply.decoded);
-            return "connection closed: " + std::to_string(close->reply_code) + " " +
-                   std::string(static_cast<const char*>(close->reply_text.bytes), close->reply_text.len);
-        }
-        if (reply.reply.id == AMQP_CHANNEL_CLOSE_METHOD) {
-            const auto* close = static_cast<const amqp_channel_close_t*>(reply.reply.decoded);
-            return "channel closed: " + std::to_string(close->reply_code) + " " +
-                   std::string(static_cast<const char*>(close->reply_text.bytes), close->reply_text.len);
-        }
-        return "server exception";
+        case AMQP_RESPONSE_NORMAL:
+            return "ok";
+        case AMQP_RESPONSE_NONE:
+            return "no reply";
+        case AMQP_RESPONSE_LIBRARY_EXCEPTION:
+            return library_error(reply.library_error);
+        case AMQP_RESPONSE_SERVER_EXCEPTION:
+            if (reply.reply.id == AMQP_CONNECTION_CLOSE_METHOD) {
+                const auto* close = static_cast<const amqp_connection_close_t*>(reply.reply.decoded);
+                return "connection closed: " + std::to_string(close->reply_code) + " " +
+                       std::string(static_cast<const char*>(close->reply_text.bytes), close->reply_text.len);
+            }
+            if (reply.reply.id == AMQP_CHANNEL_CLOSE_METHOD) {
+                const auto* close = static_cast<const amqp_channel_close_t*>(reply.reply.decoded);
+                return "channel closed: " + std::to_string(close->reply_code) + " " +
+                       std::string(static_cast<const char*>(close->reply_text.bytes), close->reply_text.len);
+            }
+            return "server exception";
     }
     return "unknown reply";
 }
@@ -205,7 +208,8 @@ private:
             const amqp_table_entry_t& entry = server->entries[i];
             if (std::string(static_cast<const char*>(entry.key.bytes), entry.key.len) == "version" &&
                 entry.value.kind == AMQP_FIELD_KIND_UTF8)
-                broker_version_.assign(static_cast<const char*>(entry.value.value.bytes.bytes), entry.value.value.bytes.len);
+                broker_version_.assign(static_cast<const char*>(entry.value.value.bytes.bytes),
+                                       entry.value.value.bytes.len);
         }
     }
 
@@ -222,9 +226,9 @@ public:
             properties.headers = headers->get();
             properties.message_id = bytes_of(message_id);
         }
-        const int status = amqp_basic_publish(state_, publish_channel, amqp_empty_bytes, bytes_of(queue), 1, 0,
-                                              &properties,
-                                              amqp_bytes_t{body.size(), const_cast<std::byte*>(body.data())});
+        const int status =
+            amqp_basic_publish(state_, publish_channel, amqp_empty_bytes, bytes_of(queue), 1, 0, &properties,
+                               amqp_bytes_t{body.size(), const_cast<std::byte*>(body.data())});
         if (status != AMQP_STATUS_OK) throw std::runtime_error("publish: " + library_error(status));
         ++published_;
     }
@@ -238,16 +242,21 @@ public:
             if (status != AMQP_STATUS_OK) throw std::runtime_error("read a confirm: " + library_error(status));
             if (frame.frame_type != AMQP_FRAME_METHOD) continue;  // a return's content
             switch (frame.payload.method.id) {
-            case AMQP_BASIC_ACK_METHOD: {
-                const auto* ack = static_cast<const amqp_basic_ack_t*>(frame.payload.method.decoded);
-                confirm(ack->delivery_tag, ack->multiple != 0);
-                break;
-            }
-            case AMQP_BASIC_NACK_METHOD: throw std::runtime_error("the broker sent basic.nack");
-            case AMQP_BASIC_RETURN_METHOD: throw std::runtime_error("the broker returned a publish as unroutable");
-            case AMQP_CHANNEL_CLOSE_METHOD: throw std::runtime_error("the broker closed the publish channel");
-            case AMQP_CONNECTION_CLOSE_METHOD: throw std::runtime_error("the broker closed the connection");
-            default: break;
+                case AMQP_BASIC_ACK_METHOD: {
+                    const auto* ack = static_cast<const amqp_basic_ack_t*>(frame.payload.method.decoded);
+                    confirm(ack->delivery_tag, ack->multiple != 0);
+                    break;
+                }
+                case AMQP_BASIC_NACK_METHOD:
+                    throw std::runtime_error("the broker sent basic.nack");
+                case AMQP_BASIC_RETURN_METHOD:
+                    throw std::runtime_error("the broker returned a publish as unroutable");
+                case AMQP_CHANNEL_CLOSE_METHOD:
+                    throw std::runtime_error("the broker closed the publish channel");
+                case AMQP_CONNECTION_CLOSE_METHOD:
+                    throw std::runtime_error("the broker closed the connection");
+                default:
+                    break;
             }
         }
         amqp_maybe_release_buffers(state_);
@@ -267,8 +276,8 @@ public:
     void consume(const std::string& queue, int count, std::uint16_t prefetch) {
         amqp_basic_qos(state_, consume_channel, 0, prefetch, 0);
         check(amqp_get_rpc_reply(state_), "set the prefetch");
-        const amqp_basic_consume_ok_t* ok = amqp_basic_consume(state_, consume_channel, bytes_of(queue), amqp_empty_bytes,
-                                                               0, 0, 0, amqp_empty_table);
+        const amqp_basic_consume_ok_t* ok =
+            amqp_basic_consume(state_, consume_channel, bytes_of(queue), amqp_empty_bytes, 0, 0, 0, amqp_empty_table);
         check(amqp_get_rpc_reply(state_), "start consuming");
         const std::string tag(static_cast<const char*>(ok->consumer_tag.bytes), ok->consumer_tag.len);
         std::size_t body_bytes = 0;
@@ -359,10 +368,12 @@ std::vector<Side> single_sides(Setup& setup, acemq::Publisher& publisher) {
          }},
         {"Transport::publish, prepared message",
          [&setup](const std::string& queue) {
-             acemq::OutboundMessage message{"", queue, setup.encoded.body, setup.encoded.content_type,
-                                            setup.message_id, setup.headers, {}, true, true};
+             acemq::OutboundMessage message{
+                 "",   queue, setup.encoded.body, setup.encoded.content_type, setup.message_id, setup.headers, {},
+                 true, true};
              const acemq::PublishResult result = setup.bus.transport().publish(std::move(message));
-             if (!result.confirmed || !result.routed) throw std::runtime_error("transport publish: " + result.return_reason);
+             if (!result.confirmed || !result.routed)
+                 throw std::runtime_error("transport publish: " + result.return_reason);
          }},
         {"Publisher::send<Order>",
          [&setup, &publisher](const std::string&) { bench::keep(publisher.send(setup.order)); }},
@@ -535,14 +546,13 @@ void run_consume(Setup& setup, const std::string& queue, int repetitions) {
     auto engine_side = [&] {
         std::atomic<int> handled{0};
         const auto start = Clock::now();
-        acemq::Consumer consumer = setup.bus.consume<Order>(
-            queue,
-            [&](const acemq::Message<Order>& message) {
-                bench::keep(message.payload.total);
-                handled.fetch_add(1, std::memory_order_relaxed);
-                return acemq::accept();
-            },
-            {.prefetch = consume_prefetch, .declare = false});
+        acemq::Consumer consumer = setup.bus.consume<Order>(queue,
+                                                            [&](const acemq::Message<Order>& message) {
+                                                                bench::keep(message.payload.total);
+                                                                handled.fetch_add(1, std::memory_order_relaxed);
+                                                                return acemq::accept();
+                                                            },
+                                                            {.prefetch = consume_prefetch, .declare = false});
         const auto deadline = start + 60s;
         while (handled.load() < consume_messages && Clock::now() < deadline) std::this_thread::sleep_for(100us);
         const auto elapsed = Clock::now() - start;
@@ -557,8 +567,10 @@ void run_consume(Setup& setup, const std::string& queue, int repetitions) {
         double raw_now = 0, engine_now = 0;
         for (int k = 0; k < 2; ++k) {
             fill();
-            if ((k == 0) == (rep % 2 == 0)) raw_now = millis(raw_side());
-            else engine_now = millis(engine_side());
+            if ((k == 0) == (rep % 2 == 0))
+                raw_now = millis(raw_side());
+            else
+                engine_now = millis(engine_side());
             setup.raw.purge(queue);
         }
         raw_ms.push_back(raw_now);
@@ -589,19 +601,24 @@ int main(int argc, char** argv) {
     bool consume = true;
     for (int i = 1; i < argc; ++i) {
         const std::string argument = argv[i];
-        if (argument.rfind("--rounds=", 0) == 0) rounds = parse_count(argument, "--rounds=", rounds);
-        else if (argument.rfind("--iterations=", 0) == 0) iterations = parse_count(argument, "--iterations=", iterations);
-        else if (argument == "--quorum") quorum = true;
-        else if (argument == "--no-consume") consume = false;
+        if (argument.rfind("--rounds=", 0) == 0)
+            rounds = parse_count(argument, "--rounds=", rounds);
+        else if (argument.rfind("--iterations=", 0) == 0)
+            iterations = parse_count(argument, "--iterations=", iterations);
+        else if (argument == "--quorum")
+            quorum = true;
+        else if (argument == "--no-consume")
+            consume = false;
         else if (argument.rfind("--", 0) == 0) {
             std::fprintf(stderr, "usage: %s [URL] [--rounds=N] [--iterations=N] [--quorum] [--no-consume]\n", argv[0]);
             return 2;
-        } else url = argument;
+        } else
+            url = argument;
     }
     if (url.empty()) {
         const char* from_environment = std::getenv("ACEMQ_TEST_AMQP_URL");
         url = from_environment != nullptr && *from_environment != '\0' ? from_environment
-                                                                        : "amqp://guest:guest@127.0.0.1:5672/";
+                                                                       : "amqp://guest:guest@127.0.0.1:5672/";
     }
 
     std::unique_ptr<Raw> raw;
@@ -628,11 +645,12 @@ int main(int argc, char** argv) {
         bus.emplace(acemq::connect(url, {.origin = "bench@local", .codec = std::make_shared<acemq::JsonCodec>()}));
         const Order order{"o-1", 42.0};
         acemq::Encoded encoded = acemq::encode(*bus->codec(), order);
-        Setup setup(*raw, *bus, order, std::move(encoded), acemq::Envelope::for_new_message(classic_queue, "bench@local"));
+        Setup setup(*raw, *bus, order, std::move(encoded),
+                    acemq::Envelope::for_new_message(classic_queue, "bench@local"));
 
         const std::string body(reinterpret_cast<const char*>(setup.encoded.body.data()), setup.encoded.body.size());
-        std::printf("RabbitMQ %s at %s, rabbitmq-c %s\n", raw->broker_version().c_str(), acemq::redacted_url(url).c_str(),
-                    amqp_version());
+        std::printf("RabbitMQ %s at %s, rabbitmq-c %s\n", raw->broker_version().c_str(),
+                    acemq::redacted_url(url).c_str(), amqp_version());
         std::printf("payload %s (%zu bytes, %s), persistent, mandatory, confirms on; envelope headers: %zu\n",
                     body.c_str(), body.size(), setup.encoded.content_type.c_str(), setup.headers.size());
 

@@ -72,9 +72,8 @@ int main() {
     bench::report("acemq JsonCodec decode<Payment>", json_decode);
 
     std::puts("envelope:");
-    const double build = bench::ns_per_op([] {
-        bench::keep(acemq::render_headers(acemq::Envelope::for_new_message("order.placed", "orders@pod-1")));
-    });
+    const double build = bench::ns_per_op(
+        [] { bench::keep(acemq::render_headers(acemq::Envelope::for_new_message("order.placed", "orders@pod-1"))); });
     const acemq::Headers wire = acemq::render_headers(acemq::Envelope::for_new_message("order.placed", "orders@pod-1"));
     const double read = bench::ns_per_op([&] { bench::keep(acemq::read_envelope(wire, "order.placed")); });
     const double uuid = bench::ns_per_op([] { bench::keep(acemq::new_uuid()); });

@@ -45,7 +45,8 @@ int main() {
     const acemq::Encoded encoded = acemq::encode(*acemq::default_codec(), order);
     const acemq::Headers headers = acemq::render_headers(acemq::Envelope::for_new_message("bench.send", "bench@local"));
     const double raw = bench::ns_per_op([&] {
-        acemq::OutboundMessage message{"", "bench.send", encoded.body, encoded.content_type, "id", headers, {}, true, false};
+        acemq::OutboundMessage message{"", "bench.send", encoded.body, encoded.content_type, "id", headers,
+                                       {}, true,         false};
         bench::keep(bus.transport().publish(std::move(message)));
         if (++sent % 4096 == 0) drain();
     });
@@ -56,30 +57,32 @@ int main() {
 
     std::puts("send_all, 1,000 messages:");
     std::vector<Order> batch(1000, order);
-    const double per_batch = bench::ns_per_op([&] {
-        bench::keep(publisher.send_all(batch));
-        drain();
-    }, 5, 300ms);
+    const double per_batch = bench::ns_per_op(
+        [&] {
+            bench::keep(publisher.send_all(batch));
+            drain();
+        },
+        5, 300ms);
     bench::report("send_all(1000), per message", per_batch / 1000.0);
 
     std::puts("publish -> handle -> ack through a consumer:");
     bus.declare(acemq::Topology{}.queue("bench.flow", {.type = acemq::QueueType::classic}));
     std::atomic<std::uint64_t> handled{0};
-    acemq::Consumer consumer = bus.consume<Order>(
-        "bench.flow",
-        [&](const acemq::Message<Order>&) {
-            handled.fetch_add(1, std::memory_order_relaxed);
-            return acemq::accept();
-        },
-        {.prefetch = 200});
+    acemq::Consumer consumer = bus.consume<Order>("bench.flow",
+                                                  [&](const acemq::Message<Order>&) {
+                                                      handled.fetch_add(1, std::memory_order_relaxed);
+                                                      return acemq::accept();
+                                                  },
+                                                  {.prefetch = 200});
     acemq::Publisher flow = bus.publisher("", "bench.flow");
     constexpr std::uint64_t messages = 200000;
     const auto start = std::chrono::steady_clock::now();
     std::vector<Order> chunk(1000, order);
     for (std::uint64_t i = 0; i < messages / 1000; ++i) flow.send_all(chunk);
     while (handled.load() < messages) std::this_thread::sleep_for(1ms);
-    const double round_trip = std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - start).count() /
-                              static_cast<double>(messages);
+    const double round_trip =
+        std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - start).count() /
+        static_cast<double>(messages);
     consumer.close();
     bench::report("per message, 200,000 through one consumer", round_trip);
 }

@@ -15,9 +15,9 @@
 #include <stdexcept>
 #include <string>
 
-#include "measure.hpp"
 #include <acemq/stores/sql_idempotency_store.hpp>
 #include <acemq/stores/sqlite.hpp>
+#include "measure.hpp"
 #include "sqlite_modes.hpp"
 
 namespace {
@@ -37,17 +37,20 @@ class RawClaims {
 public:
     RawClaims(const std::string& path, const char* synchronous_pragma) {
         sqlite3* raw = nullptr;
-        check(raw, sqlite3_open_v2(path.c_str(), &raw, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, nullptr), SQLITE_OK);
+        check(raw, sqlite3_open_v2(path.c_str(), &raw, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, nullptr),
+              SQLITE_OK);
         db_.reset(raw);
         sqlite3_busy_timeout(db_.get(), 5000);
         for (const char* pragma : {"PRAGMA journal_mode = WAL", synchronous_pragma})
             check(db_.get(), sqlite3_exec(db_.get(), pragma, nullptr, nullptr, nullptr), SQLITE_OK);
         begin_ = prepare("BEGIN IMMEDIATE");
         commit_ = prepare("COMMIT");
-        claim_ = prepare("INSERT INTO acemq_idempotency (message_id, state, claimed_by, recorded_at, expires_at) "
-                         "VALUES (?, 'CLAIMED', 'raw', ?, ?) ON CONFLICT (message_id) DO NOTHING");
-        confirm_ = prepare("UPDATE acemq_idempotency SET state = 'CONFIRMED', claimed_by = NULL, recorded_at = ?, "
-                           "expires_at = ? WHERE message_id = ?");
+        claim_ = prepare(
+            "INSERT INTO acemq_idempotency (message_id, state, claimed_by, recorded_at, expires_at) "
+            "VALUES (?, 'CLAIMED', 'raw', ?, ?) ON CONFLICT (message_id) DO NOTHING");
+        confirm_ = prepare(
+            "UPDATE acemq_idempotency SET state = 'CONFIRMED', claimed_by = NULL, recorded_at = ?, "
+            "expires_at = ? WHERE message_id = ?");
     }
 
     void claim_and_confirm(const std::string& key, std::int64_t now) {

@@ -5,8 +5,8 @@
 #include <optional>
 #include <string>
 
-#include <acemq/transport.hpp>
 #include <acemq/inproc.hpp>
+#include <acemq/transport.hpp>
 #include "inproc/inproc_transport.hpp"
 #include "measure.hpp"
 
@@ -82,7 +82,8 @@ int main() {
         std::optional<Delivery> held;
         ConsumeSpec one_at_a_time;
         one_at_a_time.prefetch = 1;
-        auto subscription = transport->consume("work", one_at_a_time, [&](Delivery delivery) { held = std::move(delivery); });
+        auto subscription =
+            transport->consume("work", one_at_a_time, [&](Delivery delivery) { held = std::move(delivery); });
         bench::report("publish + deliver + ack, one consumer", bench::ns_per_op([&] {
                           transport->publish(small_message("", "work"));
                           held->ack();

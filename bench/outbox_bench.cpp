@@ -13,9 +13,9 @@
 
 #include <acemq/acemq.hpp>
 #include <acemq/outbox.hpp>
-#include "measure.hpp"
 #include <acemq/stores/sql_outbox_store.hpp>
 #include <acemq/stores/sqlite.hpp>
+#include "measure.hpp"
 #include "sqlite_modes.hpp"
 
 using namespace acemq;
@@ -43,8 +43,7 @@ void remove_db(const std::string& path) {
 
 // A fresh database path: whatever an earlier run left there is removed first.
 std::string temp_path(const std::string& name) {
-    const std::string path =
-        (std::filesystem::temp_directory_path() / ("acemq-outbox-bench-" + name + ".db")).string();
+    const std::string path = (std::filesystem::temp_directory_path() / ("acemq-outbox-bench-" + name + ".db")).string();
     remove_db(path);
     return path;
 }
@@ -62,14 +61,17 @@ public:
         begin_ = prepare("BEGIN IMMEDIATE");
         commit_ = prepare("COMMIT");
         business_ = prepare("INSERT INTO orders (id, cents) VALUES (?, ?)");
-        outbox_ = prepare("INSERT INTO outbox (id, exchange_name, routing_key, body, content_type, headers, created_at)"
-                          " VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING");
-        oldest_ = prepare("SELECT id, exchange_name, routing_key, body, content_type, headers, created_at FROM outbox"
-                          " ORDER BY created_at, id LIMIT ?");
+        outbox_ = prepare(
+            "INSERT INTO outbox (id, exchange_name, routing_key, body, content_type, headers, created_at)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING");
+        oldest_ = prepare(
+            "SELECT id, exchange_name, routing_key, body, content_type, headers, created_at FROM outbox"
+            " ORDER BY created_at, id LIMIT ?");
         delete_ = prepare("DELETE FROM outbox WHERE id = ?");
     }
     ~Raw() {
-        for (sqlite3_stmt* statement : {begin_, commit_, business_, outbox_, oldest_, delete_}) sqlite3_finalize(statement);
+        for (sqlite3_stmt* statement : {begin_, commit_, business_, outbox_, oldest_, delete_})
+            sqlite3_finalize(statement);
         sqlite3_close(db_);
     }
 
@@ -80,9 +82,11 @@ public:
         step(business_);
         sqlite3_bind_text(outbox_, 1, made.id.data(), static_cast<int>(made.id.size()), SQLITE_STATIC);
         sqlite3_bind_text(outbox_, 2, made.exchange.data(), static_cast<int>(made.exchange.size()), SQLITE_STATIC);
-        sqlite3_bind_text(outbox_, 3, made.routing_key.data(), static_cast<int>(made.routing_key.size()), SQLITE_STATIC);
+        sqlite3_bind_text(outbox_, 3, made.routing_key.data(), static_cast<int>(made.routing_key.size()),
+                          SQLITE_STATIC);
         sqlite3_bind_blob(outbox_, 4, made.body.data(), static_cast<int>(made.body.size()), SQLITE_STATIC);
-        sqlite3_bind_text(outbox_, 5, made.content_type.data(), static_cast<int>(made.content_type.size()), SQLITE_STATIC);
+        sqlite3_bind_text(outbox_, 5, made.content_type.data(), static_cast<int>(made.content_type.size()),
+                          SQLITE_STATIC);
         sqlite3_bind_text(outbox_, 6, headers_json.data(), static_cast<int>(headers_json.size()), SQLITE_STATIC);
         sqlite3_bind_int64(outbox_, 7, made.created_at.time_since_epoch().count());
         step(outbox_);
@@ -121,11 +125,13 @@ private:
                            static_cast<std::size_t>(sqlite3_column_bytes(statement, column)));
     }
     void run(const char* sql) {
-        if (sqlite3_exec(db_, sql, nullptr, nullptr, nullptr) != SQLITE_OK) throw std::runtime_error(sqlite3_errmsg(db_));
+        if (sqlite3_exec(db_, sql, nullptr, nullptr, nullptr) != SQLITE_OK)
+            throw std::runtime_error(sqlite3_errmsg(db_));
     }
     sqlite3_stmt* prepare(const char* sql) {
         sqlite3_stmt* statement = nullptr;
-        if (sqlite3_prepare_v2(db_, sql, -1, &statement, nullptr) != SQLITE_OK) throw std::runtime_error(sqlite3_errmsg(db_));
+        if (sqlite3_prepare_v2(db_, sql, -1, &statement, nullptr) != SQLITE_OK)
+            throw std::runtime_error(sqlite3_errmsg(db_));
         return statement;
     }
     void step(sqlite3_stmt* statement) {

@@ -16,8 +16,8 @@
 #include <stdexcept>
 #include <string>
 
-#include "measure.hpp"
 #include <acemq/stores/sqlite.hpp>
+#include "measure.hpp"
 #include "sqlite_modes.hpp"
 
 namespace {
@@ -41,8 +41,8 @@ class Raw {
 public:
     Raw(const std::string& path, const char* synchronous_pragma) {
         sqlite3* raw = nullptr;
-        const int opened =
-            sqlite3_open_v2(path.c_str(), &raw, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, nullptr);
+        const int opened = sqlite3_open_v2(path.c_str(), &raw,
+                                           SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, nullptr);
         db_.reset(raw);
         check(db_.get(), opened, SQLITE_OK);
         sqlite3_busy_timeout(db_.get(), 5000);

@@ -93,9 +93,10 @@ void step2_remember(acemq::Bus& bus, acemq::testing::Harness& harness) {
     if (!harness.wait_settled("payments.step2", acemq::Outcome::in_progress, 2, 10s))
         throw std::runtime_error("the retries of step 2 did not come back");
     consumer.close();
-    std::printf("the retries found the claim held and did not charge again (charged %d time(s)); "
-                "the claim is a lease and frees after its ttl\n",
-                charged.load());
+    std::printf(
+        "the retries found the claim held and did not charge again (charged %d time(s)); "
+        "the claim is a lease and frees after its ttl\n",
+        charged.load());
 }
 
 void step3_survive_a_restart(acemq::Bus& bus, acemq::testing::Harness& harness, acemq::sqlite::Database& db) {
@@ -128,14 +129,16 @@ void step5_outbox(acemq::Bus& bus, acemq::testing::Harness& harness, acemq::sqli
     acemq::SqlOutboxStore outbox{db};
     std::mutex lock;
     std::vector<std::string> announced;
-    acemq::Consumer shipping = bus.consume<OrderPlaced>("orders.placed", [&](const acemq::Message<OrderPlaced>& message) {
-        std::lock_guard guard(lock);
-        announced.push_back(message.payload.order_id);
-        return acemq::accept();
-    });
+    acemq::Consumer shipping =
+        bus.consume<OrderPlaced>("orders.placed", [&](const acemq::Message<OrderPlaced>& message) {
+            std::lock_guard guard(lock);
+            announced.push_back(message.payload.order_id);
+            return acemq::accept();
+        });
     auto place = [&](const OrderPlaced& order, bool commit) {
         acemq::sql::Transaction tx = db.begin();
-        tx.connection().execute("INSERT INTO orders (order_id, total_cents) VALUES (?, ?)", {order.order_id, order.total_cents});
+        tx.connection().execute("INSERT INTO orders (order_id, total_cents) VALUES (?, ?)",
+                                {order.order_id, order.total_cents});
         outbox.add(acemq::record(bus, "", "orders.placed", order), tx);
         if (commit) tx.commit();  // otherwise the destructor rolls back: no order, no message
     };
@@ -157,9 +160,12 @@ void step6_all_together(acemq::Bus& bus, acemq::testing::Harness& harness, acemq
     auto handle = [&](const acemq::Message<Payment>& m) -> acemq::Ack {
         acemq::sql::Transaction tx = db.begin();
         switch (seen.claim(m.envelope.id, tx)) {
-            case acemq::Claim::duplicate: return acemq::accept();
-            case acemq::Claim::in_progress: return acemq::in_progress(5s);
-            case acemq::Claim::claimed: break;
+            case acemq::Claim::duplicate:
+                return acemq::accept();
+            case acemq::Claim::in_progress:
+                return acemq::in_progress(5s);
+            case acemq::Claim::claimed:
+                break;
         }
         tx.connection().execute("INSERT INTO charges (payment_id, amount_cents) VALUES (?, ?)",
                                 {m.payload.payment_id, m.payload.amount_cents});
@@ -182,8 +188,8 @@ void step6_all_together(acemq::Bus& bus, acemq::testing::Harness& harness, acemq
 // A broker keeps queues between runs (the embedded one does not): start from empty ones, so
 // that every run tells the same story.
 void start_clean(acemq::Bus& bus) {
-    for (const char* queue : {"payments.step1", "payments.step2", "payments.step3", "payments.step6", "orders.placed",
-                              "payments.taken"})
+    for (const char* queue :
+         {"payments.step1", "payments.step2", "payments.step3", "payments.step6", "orders.placed", "payments.taken"})
         for (const char* suffix : {"", ".dlq", ".parked"}) bus.transport().delete_queue(std::string(queue) + suffix);
 }
 
@@ -202,7 +208,8 @@ int main(int argc, char** argv) {
         return 0;
     }
 
-    const std::filesystem::path dir = std::filesystem::temp_directory_path() / ("acemq-exactly-once-" + acemq::new_uuid());
+    const std::filesystem::path dir =
+        std::filesystem::temp_directory_path() / ("acemq-exactly-once-" + acemq::new_uuid());
     std::filesystem::create_directories(dir);
     int status = 0;
     try {

@@ -20,7 +20,6 @@ struct Greeting {
 namespace {
 
 int run(const std::string& url) {
-
     acemq::Bus bus = acemq::connect(url, {.origin = "tutorial@first-message"});
     bus.declare(acemq::Topology{}.queue("greetings", {.dead_letter = true}));
 

@@ -31,7 +31,6 @@ struct Unavailable : std::runtime_error {
 namespace {
 
 int run(const std::string& url) {
-
     acemq::Bus bus = acemq::connect(url, {.origin = "shipping@tutorial"});
     bus.declare(acemq::Topology{}.queue("orders.new", {.dead_letter = true}));
     acemq::testing::Harness harness{bus};

@@ -12,16 +12,15 @@ namespace {
 
 std::string demangle(const char* mangled) {
     int status = 0;
-    std::unique_ptr<char, decltype(&std::free)> readable(
-        abi::__cxa_demangle(mangled, nullptr, nullptr, &status), &std::free);
+    std::unique_ptr<char, decltype(&std::free)> readable(abi::__cxa_demangle(mangled, nullptr, nullptr, &status),
+                                                         &std::free);
     return status == 0 && readable ? std::string(readable.get()) : std::string(mangled);
 }
 
 }  // namespace
 
 Failure Failure::of(const std::exception& error) {
-    return Failure{demangle(typeid(error).name()), error.what(),
-                   dynamic_cast<const FatalError*>(&error) != nullptr};
+    return Failure{demangle(typeid(error).name()), error.what(), dynamic_cast<const FatalError*>(&error) != nullptr};
 }
 
 Failure Failure::of(const std::exception_ptr& error, std::string_view where) {
@@ -54,11 +53,16 @@ std::string describe(const std::optional<Failure>& failure) {
 
 std::string_view to_string(AckKind kind) noexcept {
     switch (kind) {
-        case AckKind::accept: return "accept";
-        case AckKind::retry: return "retry";
-        case AckKind::reject: return "reject";
-        case AckKind::park: return "park";
-        case AckKind::in_progress: return "in_progress";
+        case AckKind::accept:
+            return "accept";
+        case AckKind::retry:
+            return "retry";
+        case AckKind::reject:
+            return "reject";
+        case AckKind::park:
+            return "park";
+        case AckKind::in_progress:
+            return "in_progress";
     }
     return "unknown";
 }

@@ -35,12 +35,13 @@ public:
     explicit BusMetrics(std::shared_ptr<Metrics> metrics) : metrics_(std::move(metrics)) {}
 
     void rung_missing(std::string_view queue, std::string_view rung) override {
-        metrics_->count(metric::rung_missing, 1, {{std::string(tag::queue), std::string(queue)},
-                                                   {std::string(tag::rung), std::string(rung)}});
+        metrics_->count(metric::rung_missing, 1,
+                        {{std::string(tag::queue), std::string(queue)}, {std::string(tag::rung), std::string(rung)}});
     }
     void set_aside_failed(std::string_view queue, std::string_view target) override {
-        metrics_->count(metric::set_aside_failed, 1, {{std::string(tag::queue), std::string(queue)},
-                                                       {std::string(tag::target), std::string(target)}});
+        metrics_->count(
+            metric::set_aside_failed, 1,
+            {{std::string(tag::queue), std::string(queue)}, {std::string(tag::target), std::string(target)}});
     }
 
 private:
@@ -62,13 +63,15 @@ BusCore::BusCore(std::shared_ptr<Transport> transport, BusOptions options)
     if (!options_.codec) options_.codec = default_codec();
     if (!options_.clock) options_.clock = system_clock();
     if (options_.concurrency < 1 || options_.concurrency > max_concurrency)
-        throw InvalidArgument("acemq: concurrency must be between 1 and " + std::to_string(max_concurrency) +
-                              ", got " + std::to_string(options_.concurrency) +
+        throw InvalidArgument("acemq: concurrency must be between 1 and " + std::to_string(max_concurrency) + ", got " +
+                              std::to_string(options_.concurrency) +
                               ": each is a thread; for more messages in flight raise the prefetch instead");
     if (options_.max_outstanding_publishes < 1)
         throw InvalidArgument("acemq: max_outstanding_publishes must be at least 1");
-    publish_interceptors_ = std::make_shared<const std::vector<PublishInterceptor>>(std::move(options_.publish_interceptors));
-    consume_interceptors_ = std::make_shared<const std::vector<ConsumeInterceptor>>(std::move(options_.consume_interceptors));
+    publish_interceptors_ =
+        std::make_shared<const std::vector<PublishInterceptor>>(std::move(options_.publish_interceptors));
+    consume_interceptors_ =
+        std::make_shared<const std::vector<ConsumeInterceptor>>(std::move(options_.consume_interceptors));
     std::vector<std::shared_ptr<Observer>> observers;
     if (options_.observer) observers.push_back(options_.observer);
     observers_ = std::make_shared<const std::vector<std::shared_ptr<Observer>>>(std::move(observers));
@@ -169,8 +172,8 @@ void BusCore::close() {
         } catch (...) {
             // Kept as text (an exception object must not cross threads) and thrown below, once
             // every consumer had its chance to close.
-            const std::string what = "the consumer of " + consumer->queue() + ": " +
-                                     describe(Failure::of(std::current_exception()));
+            const std::string what =
+                "the consumer of " + consumer->queue() + ": " + describe(Failure::of(std::current_exception()));
             std::lock_guard guard(failures_lock);
             failures.push_back(what);
         }
@@ -188,8 +191,9 @@ void BusCore::close() {
     for (std::thread& closer : closers) closer.join();
     transport_->close();
     if (!failures.empty()) {
-        std::string text = "acemq: closing the bus, some consumers could not be closed cleanly (their unsettled "
-                           "messages go back to their queues):";
+        std::string text =
+            "acemq: closing the bus, some consumers could not be closed cleanly (their unsettled "
+            "messages go back to their queues):";
         for (const std::string& failure : failures) text += " " + failure + ";";
         text.pop_back();
         throw Error(text);
@@ -220,8 +224,12 @@ Consumer Bus::start_consumer(std::string_view queue, detail::Decoder decoder, Co
 }
 
 void Bus::add_observer(std::shared_ptr<Observer> observer) { core_->add_observer(std::move(observer)); }
-void Bus::add_publish_interceptor(PublishInterceptor interceptor) { core_->add_publish_interceptor(std::move(interceptor)); }
-void Bus::add_consume_interceptor(ConsumeInterceptor interceptor) { core_->add_consume_interceptor(std::move(interceptor)); }
+void Bus::add_publish_interceptor(PublishInterceptor interceptor) {
+    core_->add_publish_interceptor(std::move(interceptor));
+}
+void Bus::add_consume_interceptor(ConsumeInterceptor interceptor) {
+    core_->add_consume_interceptor(std::move(interceptor));
+}
 Health Bus::health(std::chrono::milliseconds timeout) {
     if (core_->closed()) return Health{Health::Status::down, "the bus is closed", false, {}};
     return core_->transport().check_health(timeout);

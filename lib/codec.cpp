@@ -19,8 +19,7 @@ std::string describe_content_type(std::string_view content_type) {
 
 // "an Order", "a Payment": error messages name the type in a sentence.
 std::string with_article(std::string_view type) {
-    const bool vowel =
-        !type.empty() && std::string_view("AEIOaeio").find(type.front()) != std::string_view::npos;
+    const bool vowel = !type.empty() && std::string_view("AEIOaeio").find(type.front()) != std::string_view::npos;
     return (vowel ? "an " : "a ") + std::string(type);
 }
 
@@ -43,8 +42,7 @@ const Codec* reader_of(const Codec& codec, std::string_view content_type) {
 }
 
 std::string invalid_utf8_message(std::string_view what, std::size_t at) {
-    return "acemq: " + std::string(what) + " is not valid UTF-8 (bad byte at offset " +
-           std::to_string(at) + ")";
+    return "acemq: " + std::string(what) + " is not valid UTF-8 (bad byte at offset " + std::to_string(at) + ")";
 }
 
 }  // namespace
@@ -52,8 +50,7 @@ std::string invalid_utf8_message(std::string_view what, std::size_t at) {
 namespace detail {
 
 void rethrow_as_encode_error(std::string_view type, std::string_view codec) {
-    const std::string context =
-        "acemq: cannot encode " + with_article(type) + " with " + std::string(codec) + ": ";
+    const std::string context = "acemq: cannot encode " + with_article(type) + " with " + std::string(codec) + ": ";
     try {
         throw;
     } catch (const std::bad_alloc&) {
@@ -64,8 +61,8 @@ void rethrow_as_encode_error(std::string_view type, std::string_view codec) {
 }
 
 void rethrow_as_decode_error(std::string_view type, std::string_view content_type, const Codec& codec) {
-    const std::string context = "acemq: cannot decode " + with_article(type) + " from " +
-                                describe_content_type(content_type) + ": ";
+    const std::string context =
+        "acemq: cannot decode " + with_article(type) + " from " + describe_content_type(content_type) + ": ";
     try {
         throw;
     } catch (const std::bad_alloc&) {
@@ -85,21 +82,18 @@ void rethrow_as_decode_error(std::string_view type, std::string_view content_typ
 
 namespace {
 bool same_letter(char a, char b) noexcept {
-    return std::tolower(static_cast<unsigned char>(a)) ==
-           std::tolower(static_cast<unsigned char>(b));
+    return std::tolower(static_cast<unsigned char>(a)) == std::tolower(static_cast<unsigned char>(b));
 }
 }  // namespace
 
 bool starts_with_ci(std::string_view text, std::string_view prefix) noexcept {
-    return text.size() >= prefix.size() &&
-           std::equal(prefix.begin(), prefix.end(), text.begin(), same_letter);
+    return text.size() >= prefix.size() && std::equal(prefix.begin(), prefix.end(), text.begin(), same_letter);
 }
 
 bool contains_ci(std::string_view text, std::string_view part) noexcept {
     // std::search rather than std::ranges::search: clang 14 cannot compile libstdc++ 12's
     // ranges::subrange, and the fuzz build (tests/fuzz) uses clang.
-    return std::search(text.begin(), text.end(), part.begin(), part.end(), same_letter) != text.end() ||
-           part.empty();
+    return std::search(text.begin(), text.end(), part.begin(), part.end(), same_letter) != text.end() || part.empty();
 }
 
 }  // namespace detail
@@ -147,8 +141,7 @@ private:
         body.assign(data.begin(), data.end());
     }
     [[noreturn]] void refuse(Value::Kind found) const {
-        throw EncodeError(std::string(before_) + std::string(kind_name(found)) +
-                          std::string(after_));
+        throw EncodeError(std::string(before_) + std::string(kind_name(found)) + std::string(after_));
     }
 
     Value::Kind wanted_;
@@ -168,31 +161,25 @@ std::vector<std::byte> TextCodec::encode(ValueSource source) const {
     ScalarWriter writer(Value::Kind::string, "acemq: TextCodec writes only strings, not ",
                         " values; use JsonCodec or MsgpackCodec for structured data");
     source.write_to(writer);
-    const std::string_view text(reinterpret_cast<const char*>(writer.body.data()),
-                                writer.body.size());
+    const std::string_view text(reinterpret_cast<const char*>(writer.body.data()), writer.body.size());
     if (const auto bad = detail::invalid_utf8_at(text))
-        throw EncodeError(invalid_utf8_message("the string", *bad) +
-                          "; send binary data with BytesCodec");
+        throw EncodeError(invalid_utf8_message("the string", *bad) + "; send binary data with BytesCodec");
     return std::move(writer.body);
 }
 
 Value TextCodec::decode(std::span<const std::byte> body, std::string_view) const {
     std::string text(reinterpret_cast<const char*>(body.data()), body.size());
     if (const auto bad = detail::invalid_utf8_at(text))
-        throw DecodeError(invalid_utf8_message("the text body", *bad) +
-                          "; a text/* message must be UTF-8");
+        throw DecodeError(invalid_utf8_message("the text body", *bad) + "; a text/* message must be UTF-8");
     return Value(std::move(text));
 }
 
 // ---- BytesCodec -----------------------------------------------------------------------
 
-bool BytesCodec::can_decode(std::string_view content_type) const noexcept {
-    return !content_type.empty();
-}
+bool BytesCodec::can_decode(std::string_view content_type) const noexcept { return !content_type.empty(); }
 
 std::vector<std::byte> BytesCodec::encode(ValueSource source) const {
-    ScalarWriter writer(Value::Kind::bytes,
-                        "acemq: BytesCodec writes only bytes (std::vector<std::byte>), not ",
+    ScalarWriter writer(Value::Kind::bytes, "acemq: BytesCodec writes only bytes (std::vector<std::byte>), not ",
                         " values");
     source.write_to(writer);
     return std::move(writer.body);
@@ -204,30 +191,21 @@ Value BytesCodec::decode(std::span<const std::byte> body, std::string_view) cons
 
 // ---- CompositeCodec -------------------------------------------------------------------
 
-CompositeCodec::CompositeCodec(std::vector<std::shared_ptr<const Codec>> codecs)
-    : codecs_(std::move(codecs)) {
-    if (codecs_.empty())
-        throw InvalidArgument("acemq: a CompositeCodec needs at least one codec; the first writes");
+CompositeCodec::CompositeCodec(std::vector<std::shared_ptr<const Codec>> codecs) : codecs_(std::move(codecs)) {
+    if (codecs_.empty()) throw InvalidArgument("acemq: a CompositeCodec needs at least one codec; the first writes");
     if (std::ranges::find(codecs_, nullptr) != codecs_.end())
         throw InvalidArgument("acemq: a CompositeCodec was given a null codec");
 }
 
-std::string_view CompositeCodec::content_type() const noexcept {
-    return codecs_.front()->content_type();
-}
+std::string_view CompositeCodec::content_type() const noexcept { return codecs_.front()->content_type(); }
 
 bool CompositeCodec::can_decode(std::string_view content_type) const noexcept {
-    return std::ranges::any_of(codecs_,
-                               [&](const auto& codec) { return codec->can_decode(content_type); });
+    return std::ranges::any_of(codecs_, [&](const auto& codec) { return codec->can_decode(content_type); });
 }
 
-std::vector<std::byte> CompositeCodec::encode(ValueSource source) const {
-    return codecs_.front()->encode(source);
-}
+std::vector<std::byte> CompositeCodec::encode(ValueSource source) const { return codecs_.front()->encode(source); }
 
-std::vector<std::byte> CompositeCodec::encode(const Value& value) const {
-    return codecs_.front()->encode(value);
-}
+std::vector<std::byte> CompositeCodec::encode(const Value& value) const { return codecs_.front()->encode(value); }
 
 const Codec* CompositeCodec::claimant(std::string_view content_type) const noexcept {
     const auto found =

@@ -48,8 +48,8 @@ Envelope trimmed(Envelope envelope, const std::string& refusal) {
         error.resize(cut);
     }
     envelope.error = error + " [set aside without its application headers and with this text cut to at most " +
-                     std::to_string(kept_error) + " bytes, because the whole copy was refused: " +
-                     refusal.substr(0, kept_error) + "]";
+                     std::to_string(kept_error) +
+                     " bytes, because the whole copy was refused: " + refusal.substr(0, kept_error) + "]";
     return envelope;
 }
 
@@ -75,8 +75,7 @@ std::shared_ptr<ConsumerCore> ConsumerCore::start(std::shared_ptr<BusCore> bus, 
         throw InvalidArgument("acemq: a consumer's concurrency must be between 1 and " +
                               std::to_string(max_concurrency) + ", got " + std::to_string(options.concurrency) +
                               ": each is a thread; for more messages in flight raise the prefetch instead");
-    if (options.drain_timeout.count() < 0)
-        throw InvalidArgument("acemq: a drain timeout cannot be negative");
+    if (options.drain_timeout.count() < 0) throw InvalidArgument("acemq: a drain timeout cannot be negative");
     if (!options.codec) options.codec = defaults.codec;
     if (options.tag.empty()) options.tag = bus->default_tag(queue);
 
@@ -101,8 +100,8 @@ std::shared_ptr<ConsumerCore> ConsumerCore::start(std::shared_ptr<BusCore> bus, 
     }
     try {
         ConsumeSpec spec{core->options_.prefetch, core->options_.tag, {}};
-        core->subscription_ = bus->transport().consume(core->queue_, spec,
-                                                       [raw = core.get()](Delivery delivery) { raw->on_delivery(std::move(delivery)); });
+        core->subscription_ = bus->transport().consume(
+            core->queue_, spec, [raw = core.get()](Delivery delivery) { raw->on_delivery(std::move(delivery)); });
     } catch (...) {
         core->close(std::chrono::milliseconds(0));
         throw;
@@ -149,13 +148,16 @@ void ConsumerCore::work() {
 
 void ConsumerCore::process(Delivery& delivery) {
     const InboundMessage& message = delivery.message();
-    ConsumeContext context{queue_,           read_envelope(message.headers, message.routing_key, message.message_id),
-                           message.body,     message.content_type,
-                           message.routing_key, message.redelivered,
+    ConsumeContext context{queue_,
+                           read_envelope(message.headers, message.routing_key, message.message_id),
+                           message.body,
+                           message.content_type,
+                           message.routing_key,
+                           message.redelivered,
                            message.reply_to};
     // Headers the transport could not read are as undecodable as a body no codec reads.
-    const Settlement settlement = message.decode_failure.empty() ? run_handler(context)
-                                                                 : undecodable(DecodeError(message.decode_failure));
+    const Settlement settlement =
+        message.decode_failure.empty() ? run_handler(context) : undecodable(DecodeError(message.decode_failure));
     bool carried_out = false;
     try {
         carried_out = carry_out(delivery, context, settlement);
@@ -190,8 +192,8 @@ Settlement ConsumerCore::run_handler(ConsumeContext& context) {
     try {
         ack = detail::run_chain<Ack>(*bus_->consume_interceptors(), context, step);
     } catch (...) {
-        ack = retry(Failure::of(std::current_exception(), "in the handler of queue " + queue_ + " (message " +
-                                                              context.envelope.id + ")"));
+        ack = retry(Failure::of(std::current_exception(),
+                                "in the handler of queue " + queue_ + " (message " + context.envelope.id + ")"));
     }
     return decide(ack, context.envelope, policy_, context.envelope.age(epoch_millis_now()), unit_draw());
 }
@@ -203,8 +205,15 @@ bool ConsumerCore::wait(std::chrono::milliseconds delay) {
 
 PublishResult ConsumerCore::republish(const InboundMessage& original, const Envelope& envelope,
                                       const std::string& target, bool with_message_id) {
-    OutboundMessage copy{"", target, original.body, original.content_type, with_message_id ? envelope.id : "",
-                         render_headers(envelope), original.reply_to, true, true};
+    OutboundMessage copy{"",
+                         target,
+                         original.body,
+                         original.content_type,
+                         with_message_id ? envelope.id : "",
+                         render_headers(envelope),
+                         original.reply_to,
+                         true,
+                         true};
     return bus_->transport().publish(std::move(copy));
 }
 
@@ -225,7 +234,8 @@ bool ConsumerCore::set_aside(Delivery& delivery, const ConsumeContext& context, 
     PublishResult result = republish(delivery.message(), copy, target);
     if (too_large(result)) {
         log(LogLevel::warning, "message " + copy.id + " from " + queue_ + " is too large to set aside to " + target +
-                                   " as it is (" + result.return_reason + "); it goes without its application "
+                                   " as it is (" + result.return_reason +
+                                   "); it goes without its application "
                                    "headers and with its error cut short");
         // The id still travels in x-acemq-id; the message-id property may be what was too long.
         result = republish(delivery.message(), trimmed(copy, result.return_reason), target, false);
@@ -303,7 +313,8 @@ bool ConsumerCore::park_unpublishable(Delivery& delivery, const ConsumeContext& 
 
 bool ConsumerCore::on_worker_thread() const {
     const std::thread::id me = std::this_thread::get_id();
-    return std::any_of(workers_.begin(), workers_.end(), [&](const std::thread& worker) { return worker.get_id() == me; });
+    return std::any_of(workers_.begin(), workers_.end(),
+                       [&](const std::thread& worker) { return worker.get_id() == me; });
 }
 
 void ConsumerCore::stop_deliveries() {
@@ -392,7 +403,8 @@ void ConsumerCore::release(bool finished, std::chrono::milliseconds timeout) {
     }
     if (!finished)
         log(LogLevel::warning, "consumer of " + queue_ + " closed with handlers still running after " +
-                                   std::to_string(timeout.count()) + " ms; their messages were left unsettled "
+                                   std::to_string(timeout.count()) +
+                                   " ms; their messages were left unsettled "
                                    "and go back to the queue");
 }
 

@@ -74,7 +74,7 @@ private:
     std::deque<Delivery> waiting_;
     std::size_t running_ = 0;
     bool stopping_ = false;
-    bool released_ = false;   // the subscription is closed: late settlements are dropped
+    bool released_ = false;          // the subscription is closed: late settlements are dropped
     bool finish_when_idle_ = false;  // close() was called inside a handler: the last worker out releases
     std::optional<bool> drained_;
     // How long a worker pauses after a set-aside that could not be published; grows with

@@ -65,8 +65,9 @@ std::vector<std::string> split_route(std::string_view text) {
 
 void validate_for_sending(const Envelope& envelope) {
     if (envelope.id.empty())
-        throw InvalidArgument("acemq: the envelope has an empty id; leave it to "
-                              "Envelope::for_new_message or give a non-empty one");
+        throw InvalidArgument(
+            "acemq: the envelope has an empty id; leave it to "
+            "Envelope::for_new_message or give a non-empty one");
     if (envelope.version < 1)
         throw InvalidArgument("acemq: envelope version " + std::to_string(envelope.version) +
                               " is below 1; versions count from 1");
@@ -85,9 +86,7 @@ void validate_for_sending(const Envelope& envelope) {
 
 }  // namespace
 
-bool is_reserved_header(std::string_view name) noexcept {
-    return name.starts_with(header::reserved_prefix);
-}
+bool is_reserved_header(std::string_view name) noexcept { return name.starts_with(header::reserved_prefix); }
 
 EpochMillis epoch_millis_now() {
     return std::chrono::time_point_cast<std::chrono::milliseconds>(std::chrono::system_clock::now());
@@ -163,8 +162,7 @@ Headers render_headers(const Envelope& envelope) {
     return out;
 }
 
-Envelope read_envelope(const Headers& headers, std::string_view routing_key,
-                       std::string_view message_id_property) {
+Envelope read_envelope(const Headers& headers, std::string_view routing_key, std::string_view message_id_property) {
     Envelope envelope;
     envelope.id = read_text(headers, header::id);
     if (envelope.id.empty()) envelope.id = std::string(message_id_property);

@@ -18,9 +18,7 @@ std::optional<std::int64_t> parse_decimal(std::string_view text) {
     return parsed;
 }
 
-std::string_view as_view(const Bytes& bytes) {
-    return {reinterpret_cast<const char*>(bytes.data()), bytes.size()};
-}
+std::string_view as_view(const Bytes& bytes) { return {reinterpret_cast<const char*>(bytes.data()), bytes.size()}; }
 
 }  // namespace
 
@@ -31,8 +29,7 @@ std::optional<std::int64_t> FieldValue::as_integer() const {
             if constexpr (std::is_same_v<T, std::int32_t> || std::is_same_v<T, std::int64_t>) {
                 return value;
             } else if constexpr (std::is_same_v<T, std::uint64_t>) {
-                if (value > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()))
-                    return std::nullopt;
+                if (value > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max())) return std::nullopt;
                 return static_cast<std::int64_t>(value);
             } else if constexpr (std::is_same_v<T, double>) {
                 // JSON fixtures and some clients carry integers as doubles; only whole values
@@ -71,8 +68,7 @@ std::string FieldValue::to_string() const {
                 return std::string(as_view(value));
             } else if constexpr (std::is_same_v<T, FieldArray>) {
                 std::string out = "[";
-                for (std::size_t i = 0; i < value.size(); ++i)
-                    out += (i ? ", " : "") + value[i].to_string();
+                for (std::size_t i = 0; i < value.size(); ++i) out += (i ? ", " : "") + value[i].to_string();
                 return out + "]";
             } else if constexpr (std::is_same_v<T, FieldTable>) {
                 return "{" + acemq::to_string(value) + "}";

@@ -9,9 +9,12 @@ namespace acemq {
 
 std::string_view to_string(Claim claim) noexcept {
     switch (claim) {
-        case Claim::claimed: return "claimed";
-        case Claim::duplicate: return "duplicate";
-        case Claim::in_progress: return "in_progress";
+        case Claim::claimed:
+            return "claimed";
+        case Claim::duplicate:
+            return "duplicate";
+        case Claim::in_progress:
+            return "in_progress";
     }
     return "unknown";
 }
@@ -65,8 +68,7 @@ std::chrono::milliseconds checked_in_progress_delay(std::chrono::milliseconds de
 
 Ack run_idempotently(IdempotencyStore& store, const std::string& key, const std::string& message_id,
                      std::chrono::milliseconds in_progress_delay, const std::function<Ack()>& handle) {
-    if (key.empty())
-        return reject(FatalError("acemq: message " + message_id + " produced an empty idempotency key"));
+    if (key.empty()) return reject(FatalError("acemq: message " + message_id + " produced an empty idempotency key"));
 
     Claim claim;
     try {
@@ -77,9 +79,12 @@ Ack run_idempotently(IdempotencyStore& store, const std::string& key, const std:
         return retry(Failure::of(std::current_exception()));
     }
     switch (claim) {
-        case Claim::duplicate: return accept();
-        case Claim::in_progress: return in_progress(in_progress_delay);
-        case Claim::claimed: break;
+        case Claim::duplicate:
+            return accept();
+        case Claim::in_progress:
+            return in_progress(in_progress_delay);
+        case Claim::claimed:
+            break;
     }
 
     // Not caught: a handler that throws may have done the work before the throw (charged the

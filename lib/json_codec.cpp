@@ -1,8 +1,8 @@
 #include <acemq/json_codec.hpp>
 
 // Boost.JSON, header-only: this is the one translation unit that compiles it.
-#include <boost/json/src.hpp>
 #include <algorithm>
+#include <boost/json/src.hpp>
 #include <charconv>
 #include <cmath>
 #include <limits>
@@ -21,9 +21,8 @@ namespace json = boost::json;
 
 void check_utf8(std::string_view text, std::string_view what) {
     if (const auto bad = detail::invalid_utf8_at(text))
-        throw EncodeError("acemq: " + std::string(what) + " is not valid UTF-8 (bad byte at " +
-                          "offset " + std::to_string(*bad) +
-                          "); carry binary data in std::vector<std::byte>");
+        throw EncodeError("acemq: " + std::string(what) + " is not valid UTF-8 (bad byte at " + "offset " +
+                          std::to_string(*bad) + "); carry binary data in std::vector<std::byte>");
 }
 
 // A JSON string: '"', '\\' and control characters escaped (the short forms where JSON has
@@ -39,13 +38,27 @@ void write_quoted(std::string_view text, Put put) {
         plain = i + 1;
         put('\\');
         switch (c) {
-            case '"': put('"'); break;
-            case '\\': put('\\'); break;
-            case '\b': put('b'); break;
-            case '\t': put('t'); break;
-            case '\n': put('n'); break;
-            case '\f': put('f'); break;
-            case '\r': put('r'); break;
+            case '"':
+                put('"');
+                break;
+            case '\\':
+                put('\\');
+                break;
+            case '\b':
+                put('b');
+                break;
+            case '\t':
+                put('t');
+                break;
+            case '\n':
+                put('n');
+                break;
+            case '\f':
+                put('f');
+                break;
+            case '\r':
+                put('r');
+                break;
             default: {
                 constexpr std::string_view hex = "0123456789abcdef";
                 put(std::string_view("u00"));
@@ -109,10 +122,10 @@ public:
 
 private:
     struct Open {
-        Value::Kind kind;         // array, map or record
-        std::size_t members;      // written so far, for the commas
-        bool at_key;              // a map's next event is a key
-        std::size_t first_key;    // this object's keys in keys_
+        Value::Kind kind;       // array, map or record
+        std::size_t members;    // written so far, for the commas
+        bool at_key;            // a map's next event is a key
+        std::size_t first_key;  // this object's keys in keys_
     };
 
     bool at_key() const { return !open_.empty() && open_.back().at_key; }
@@ -120,8 +133,7 @@ private:
     // Every value event but a string (which may be a key) starts here.
     void value_or_refuse_key(Value::Kind kind) {
         if (at_key())
-            throw EncodeError("acemq: JSON object keys are strings; a map key of kind " +
-                              std::string(kind_name(kind)) +
+            throw EncodeError("acemq: JSON object keys are strings; a map key of kind " + std::string(kind_name(kind)) +
                               " cannot be written (use MsgpackCodec for such maps)");
         separate();
     }
@@ -162,8 +174,7 @@ private:
         value_or_refuse_key(kind);
         if (open_.size() >= JsonCodec::max_depth)
             throw EncodeError("acemq: the value nests arrays and objects deeper than " +
-                              std::to_string(JsonCodec::max_depth) +
-                              " levels, which no AceMQ reader accepts");
+                              std::to_string(JsonCodec::max_depth) + " levels, which no AceMQ reader accepts");
         open_.push_back(Open{kind, 0, kind == Value::Kind::map, keys_.size()});
         put(bracket);
     }
@@ -194,8 +205,7 @@ private:
         const auto twin =
             std::adjacent_find(from, keys_.end(), [&](const auto& a, const auto& b) { return text(a) == text(b); });
         if (twin != keys_.end())
-            throw EncodeError("acemq: two map keys both become the JSON key \"" +
-                              std::string(text(*twin)) + "\"");
+            throw EncodeError("acemq: two map keys both become the JSON key \"" + std::string(text(*twin)) + "\"");
     }
 
     void quoted(std::string_view text) {
@@ -258,16 +268,12 @@ public:
         text_.append(part.data(), part.size());
         return true;
     }
-    bool on_key(json::string_view part, std::size_t, json::error_code& error) {
-        return count(error) && text(part);
-    }
+    bool on_key(json::string_view part, std::size_t, json::error_code& error) { return count(error) && text(part); }
     bool on_string_part(json::string_view part, std::size_t, json::error_code&) {
         text_.append(part.data(), part.size());
         return true;
     }
-    bool on_string(json::string_view part, std::size_t, json::error_code& error) {
-        return count(error) && text(part);
-    }
+    bool on_string(json::string_view part, std::size_t, json::error_code& error) { return count(error) && text(part); }
     bool on_number_part(json::string_view part, json::error_code&) {
         text_.append(part.data(), part.size());
         return true;
@@ -291,14 +297,13 @@ public:
         if (!count(error)) return false;
         text_.append(part.data(), part.size());
         double exact = 0;
-        const auto [end, failure] =
-            std::from_chars(text_.data(), text_.data() + text_.size(), exact);
+        const auto [end, failure] = std::from_chars(text_.data(), text_.data() + text_.size(), exact);
         const bool whole = failure == std::errc() && end == text_.data() + text_.size();
         text_.clear();
         // Out of range: an underflow (1e-400) is as near zero as Boost's reading of it;
         // an overflow (1e400) has no double and is refused.
-        const bool underflow = failure == std::errc::result_out_of_range &&
-                               std::isfinite(rough) && std::abs(rough) < 1.0;
+        const bool underflow =
+            failure == std::errc::result_out_of_range && std::isfinite(rough) && std::abs(rough) < 1.0;
         if (!whole && !underflow) {
             error = json::error::exponent_overflow;
             return false;
@@ -354,8 +359,7 @@ std::string detail::json_quoted(std::string_view text) {
 
 bool JsonCodec::can_decode(std::string_view content_type) const noexcept {
     return content_type.empty() || detail::starts_with_ci(content_type, "application/json") ||
-           detail::starts_with_ci(content_type, "text/json") ||
-           detail::contains_ci(content_type, "+json");
+           detail::starts_with_ci(content_type, "text/json") || detail::contains_ci(content_type, "+json");
 }
 
 std::vector<std::byte> JsonCodec::encode(ValueSource source) const {
@@ -369,8 +373,7 @@ std::vector<std::byte> JsonCodec::encode(ValueSource source) const {
 JsonCodec::JsonCodec(std::size_t max_values) : JsonCodec(Options{.max_values = max_values}) {}
 
 JsonCodec::JsonCodec(Options options) : names_(options.names), max_values_(options.max_values) {
-    if (max_values_ == 0)
-        throw InvalidArgument("acemq: a JsonCodec must read at least one value (max_values 0)");
+    if (max_values_ == 0) throw InvalidArgument("acemq: a JsonCodec must read at least one value (max_values 0)");
 }
 
 Value JsonCodec::decode(std::span<const std::byte> body, std::string_view) const {
@@ -378,8 +381,7 @@ Value JsonCodec::decode(std::span<const std::byte> body, std::string_view) const
     if (text.empty()) throw DecodeError("acemq: the JSON body is empty");
     // Checked up front so the error says "UTF-8" rather than the parser's "syntax error".
     if (const auto bad = detail::invalid_utf8_at(text))
-        throw DecodeError("acemq: the JSON body is not valid UTF-8 (bad byte at offset " +
-                          std::to_string(*bad) + ")");
+        throw DecodeError("acemq: the JSON body is not valid UTF-8 (bad byte at offset " + std::to_string(*bad) + ")");
     json::parse_options options;
     options.max_depth = max_depth;
     json::basic_parser<SaxReader> parser(options, max_values_);
@@ -391,8 +393,8 @@ Value JsonCodec::decode(std::span<const std::byte> body, std::string_view) const
                           "most this JsonCodec reads; send less per message, or construct the "
                           "codec with a higher max_values");
     if (error == json::error::too_deep)
-        throw DecodeError("acemq: the JSON body nests arrays and objects deeper than " +
-                          std::to_string(max_depth) + " levels");
+        throw DecodeError("acemq: the JSON body nests arrays and objects deeper than " + std::to_string(max_depth) +
+                          " levels");
     if (error)
         throw DecodeError("acemq: the body is not valid JSON: " + error.message() + " (at byte " +
                           std::to_string(used) + " of " + std::to_string(text.size()) + ")");

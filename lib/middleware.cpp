@@ -39,8 +39,8 @@ void emit(const LogSink& sink, LogLevel level, const std::string& line) noexcept
 }
 
 std::string summary(const detail::LoggedMessage& message) {
-    const auto took = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() -
-                                                                            message.started);
+    const auto took =
+        std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - message.started);
     return "message " + message.envelope.id + " type=" + message.envelope.type +
            " attempt=" + std::to_string(message.envelope.attempt) + " took=" + std::to_string(took.count()) + "ms";
 }

@@ -6,8 +6,8 @@
 #include <cstdint>
 #include <cstring>
 #include <limits>
-#include <optional>
 #include <msgpack.hpp>
+#include <optional>
 #include <string>
 
 #include <acemq/error.hpp>
@@ -17,8 +17,8 @@ namespace acemq {
 namespace {
 
 [[noreturn, gnu::cold, gnu::noinline]] void too_long(std::size_t size, std::string_view what) {
-    throw EncodeError("acemq: msgpack cannot carry " + std::string(what) + " of " +
-                      std::to_string(size) + " elements or bytes (the limit is 2^32 - 1)");
+    throw EncodeError("acemq: msgpack cannot carry " + std::string(what) + " of " + std::to_string(size) +
+                      " elements or bytes (the limit is 2^32 - 1)");
 }
 
 // Small enough to inline only because building the message is kept out of it.
@@ -45,30 +45,42 @@ public:
     void boolean(bool b) override { put(b ? 0xc3 : 0xc2); }
     void int64(std::int64_t i) override {
         using std::numeric_limits;
-        if (i >= 0) uint64(static_cast<std::uint64_t>(i));
-        else if (i >= -32) put(static_cast<std::uint8_t>(i));  // negative fixint
-        else if (i >= numeric_limits<std::int8_t>::min()) put(0xd0, std::uint8_t(i));
-        else if (i >= numeric_limits<std::int16_t>::min()) put(0xd1, std::uint16_t(i));
-        else if (i >= numeric_limits<std::int32_t>::min()) put(0xd2, std::uint32_t(i));
-        else put(0xd3, std::uint64_t(i));
+        if (i >= 0)
+            uint64(static_cast<std::uint64_t>(i));
+        else if (i >= -32)
+            put(static_cast<std::uint8_t>(i));  // negative fixint
+        else if (i >= numeric_limits<std::int8_t>::min())
+            put(0xd0, std::uint8_t(i));
+        else if (i >= numeric_limits<std::int16_t>::min())
+            put(0xd1, std::uint16_t(i));
+        else if (i >= numeric_limits<std::int32_t>::min())
+            put(0xd2, std::uint32_t(i));
+        else
+            put(0xd3, std::uint64_t(i));
     }
     void uint64(std::uint64_t u) override {
         using std::numeric_limits;
-        if (u < 0x80) put(static_cast<std::uint8_t>(u));  // positive fixint
-        else if (u <= numeric_limits<std::uint8_t>::max()) put(0xcc, std::uint8_t(u));
-        else if (u <= numeric_limits<std::uint16_t>::max()) put(0xcd, std::uint16_t(u));
-        else if (u <= numeric_limits<std::uint32_t>::max()) put(0xce, std::uint32_t(u));
-        else put(0xcf, u);
+        if (u < 0x80)
+            put(static_cast<std::uint8_t>(u));  // positive fixint
+        else if (u <= numeric_limits<std::uint8_t>::max())
+            put(0xcc, std::uint8_t(u));
+        else if (u <= numeric_limits<std::uint16_t>::max())
+            put(0xcd, std::uint16_t(u));
+        else if (u <= numeric_limits<std::uint32_t>::max())
+            put(0xce, std::uint32_t(u));
+        else
+            put(0xcf, u);
     }
     void float64(double d) override { put(0xcb, std::bit_cast<std::uint64_t>(d)); }
     void string(std::string_view text) override {
         if (const auto bad = detail::invalid_utf8_at(text))
-            throw EncodeError("acemq: a string is not valid UTF-8 (bad byte at offset " +
-                              std::to_string(*bad) +
+            throw EncodeError("acemq: a string is not valid UTF-8 (bad byte at offset " + std::to_string(*bad) +
                               "); carry binary data in std::vector<std::byte>");
         const std::uint32_t size = checked_length(text.size(), "a string");
-        if (size < 32) put(static_cast<std::uint8_t>(0xa0 | size));  // fixstr
-        else length8(0xd9, size);
+        if (size < 32)
+            put(static_cast<std::uint8_t>(0xa0 | size));  // fixstr
+        else
+            length8(0xd9, size);
         append(std::as_bytes(std::span(text.data(), text.size())));
     }
     void bytes(std::span<const std::byte> data) override {
@@ -82,8 +94,10 @@ public:
     void begin_map(std::size_t size) override {
         enter();
         const std::uint32_t n = checked_length(size, "a map");
-        if (n < 16) put(static_cast<std::uint8_t>(0x80 | n));  // fixmap
-        else length16(0xde, n);
+        if (n < 16)
+            put(static_cast<std::uint8_t>(0x80 | n));  // fixmap
+        else
+            length16(0xde, n);
     }
     void begin_record(std::size_t fields) override {
         enter();
@@ -98,26 +112,30 @@ private:
     void enter() {
         if (depth_ >= MsgpackCodec::max_depth)
             throw EncodeError("acemq: the value nests arrays and maps deeper than " +
-                              std::to_string(MsgpackCodec::max_depth) +
-                              " levels, which no AceMQ reader accepts");
+                              std::to_string(MsgpackCodec::max_depth) + " levels, which no AceMQ reader accepts");
         ++depth_;
     }
 
     void array_header(std::uint32_t n) {
-        if (n < 16) put(static_cast<std::uint8_t>(0x90 | n));  // fixarray
-        else length16(0xdc, n);
+        if (n < 16)
+            put(static_cast<std::uint8_t>(0x90 | n));  // fixarray
+        else
+            length16(0xdc, n);
     }
 
     // msgpack numbers the forms of a length consecutively: str8 str16 str32, bin8 bin16
     // bin32, array16 array32, map16 map32. Each writes the shortest that holds `n`.
     void length8(std::uint8_t tag8, std::uint32_t n) {
-        if (n <= std::numeric_limits<std::uint8_t>::max()) put(tag8, static_cast<std::uint8_t>(n));
-        else length16(static_cast<std::uint8_t>(tag8 + 1), n);
+        if (n <= std::numeric_limits<std::uint8_t>::max())
+            put(tag8, static_cast<std::uint8_t>(n));
+        else
+            length16(static_cast<std::uint8_t>(tag8 + 1), n);
     }
     void length16(std::uint8_t tag16, std::uint32_t n) {
         if (n <= std::numeric_limits<std::uint16_t>::max())
             put(tag16, static_cast<std::uint16_t>(n));
-        else put(static_cast<std::uint8_t>(tag16 + 1), n);
+        else
+            put(static_cast<std::uint8_t>(tag16 + 1), n);
     }
 
     // The next `n` bytes of the body, to be written.
@@ -156,15 +174,18 @@ private:
 // by the body and by that limit, whatever the headers say.
 class TreeVisitor : public msgpack::null_visitor {
 public:
-    TreeVisitor(std::size_t body_size, std::size_t max_values)
-        : body_size_(body_size), max_values_(max_values) {}
+    TreeVisitor(std::size_t body_size, std::size_t max_values) : body_size_(body_size), max_values_(max_values) {}
 
     Value take() { return out_.take(); }
     // Where the byte that starts no msgpack value is, if the parse stopped at one.
     std::optional<std::size_t> malformed_at() const { return malformed_at_; }
 
-    bool visit_nil() { return add([&] { out_.null(); }); }
-    bool visit_boolean(bool b) { return add([&] { out_.boolean(b); }); }
+    bool visit_nil() {
+        return add([&] { out_.null(); });
+    }
+    bool visit_boolean(bool b) {
+        return add([&] { out_.boolean(b); });
+    }
     bool visit_positive_integer(std::uint64_t u) {
         return add([&] {
             if (u <= static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()))
@@ -173,14 +194,19 @@ public:
                 out_.uint64(u);
         });
     }
-    bool visit_negative_integer(std::int64_t i) { return add([&] { out_.int64(i); }); }
-    bool visit_float32(float f) { return add([&] { out_.float64(f); }); }
-    bool visit_float64(double d) { return add([&] { out_.float64(d); }); }
+    bool visit_negative_integer(std::int64_t i) {
+        return add([&] { out_.int64(i); });
+    }
+    bool visit_float32(float f) {
+        return add([&] { out_.float64(f); });
+    }
+    bool visit_float64(double d) {
+        return add([&] { out_.float64(d); });
+    }
     bool visit_str(const char* text, std::uint32_t size) {
         const std::string_view view(text, size);
         if (const auto bad = detail::invalid_utf8_at(view))
-            throw DecodeError("acemq: a msgpack str is not valid UTF-8 (bad byte at offset " +
-                              std::to_string(*bad) +
+            throw DecodeError("acemq: a msgpack str is not valid UTF-8 (bad byte at offset " + std::to_string(*bad) +
                               " of the string); binary data must travel as bin");
         return add([&] { out_.string(view); });
     }
@@ -190,8 +216,7 @@ public:
     bool visit_ext(const char* data, std::uint32_t) {
         // msgpack-c hands over the ext's type byte first, then its data.
         throw DecodeError("acemq: the msgpack body holds an ext value (type " +
-                          std::to_string(static_cast<std::int8_t>(data[0])) +
-                          "), which AceMQ does not read");
+                          std::to_string(static_cast<std::int8_t>(data[0])) + "), which AceMQ does not read");
     }
     bool start_array(std::uint32_t elements) {
         open(elements);
@@ -269,8 +294,7 @@ std::vector<std::byte> MsgpackCodec::encode(ValueSource source) const {
 }
 
 MsgpackCodec::MsgpackCodec(std::size_t max_values) : max_values_(max_values) {
-    if (max_values == 0)
-        throw InvalidArgument("acemq: a MsgpackCodec must read at least one value (max_values 0)");
+    if (max_values == 0) throw InvalidArgument("acemq: a MsgpackCodec must read at least one value (max_values 0)");
 }
 
 Value MsgpackCodec::decode(std::span<const std::byte> body, std::string_view) const {
@@ -280,8 +304,8 @@ Value MsgpackCodec::decode(std::span<const std::byte> body, std::string_view) co
     std::size_t used = 0;
     if (!msgpack::parse(reinterpret_cast<const char*>(body.data()), size, used, tree)) {
         if (const auto at = tree.malformed_at())
-            throw DecodeError("acemq: the body is not msgpack: the byte at offset " +
-                              std::to_string(*at) + " starts no msgpack value");
+            throw DecodeError("acemq: the body is not msgpack: the byte at offset " + std::to_string(*at) +
+                              " starts no msgpack value");
         throw DecodeError("acemq: the msgpack body is truncated: its " + std::to_string(size) +
                           " bytes end in the middle of a value");
     }

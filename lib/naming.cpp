@@ -4,9 +4,7 @@
 
 namespace acemq {
 
-std::string dead_letter_queue(std::string_view queue) {
-    return std::string(queue) + std::string(dead_letter_suffix);
-}
+std::string dead_letter_queue(std::string_view queue) { return std::string(queue) + std::string(dead_letter_suffix); }
 
 std::string parked_queue(std::string_view queue) { return std::string(queue) + std::string(parked_suffix); }
 

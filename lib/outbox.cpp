@@ -27,8 +27,9 @@ Envelope outbox_envelope(const Bus& bus, std::string_view routing_key, std::opti
 
 void check_outbox_id(std::string_view id) {
     if (id.empty())
-        throw InvalidArgument("acemq: an outbox record needs an id; make records with acemq::record(), which "
-                              "takes the envelope's id");
+        throw InvalidArgument(
+            "acemq: an outbox record needs an id; make records with acemq::record(), which "
+            "takes the envelope's id");
 }
 
 void OutboxStore::release(std::span<const std::string>) {}
@@ -114,20 +115,25 @@ std::size_t OutboxRelay::sweep() {
         } catch (...) {
             const std::string error = describe(std::current_exception());
             failed_.fetch_add(1);
-            tell(RelayedEvent{record.id, record.exchange, record.routing_key, RelayOutcome::failed, std::nullopt, error});
+            tell(RelayedEvent{record.id, record.exchange, record.routing_key, RelayOutcome::failed, std::nullopt,
+                              error});
             try {
                 store_.record_failure(record.id, error);
             } catch (...) {  // the publish failure is what the caller must hear; this one is logged
-                log(LogLevel::error, "could not record the failed publish of outbox record " + record.id +
-                                         ": " + describe(std::current_exception()));
+                log(LogLevel::error, "could not record the failed publish of outbox record " + record.id + ": " +
+                                         describe(std::current_exception()));
             }
             give_back_rest();
             throw;
         }
         published_.fetch_add(1);
         const auto age = std::chrono::system_clock::now() - record.created_at;
-        tell(RelayedEvent{record.id, record.exchange, record.routing_key, RelayOutcome::published,
-                          std::max(std::chrono::duration<double>(age), std::chrono::duration<double>::zero()), {}});
+        tell(RelayedEvent{record.id,
+                          record.exchange,
+                          record.routing_key,
+                          RelayOutcome::published,
+                          std::max(std::chrono::duration<double>(age), std::chrono::duration<double>::zero()),
+                          {}});
         try {
             store_.mark_published(record.id);
         } catch (...) {  // rethrown: the record goes out again next time (at least once)
@@ -170,9 +176,10 @@ public:
     explicit OutboxMetrics(std::shared_ptr<Metrics> metrics) : metrics_(std::move(metrics)) {}
 
     void relayed(const RelayedEvent& event) override {
-        const Labels labels{{std::string(tag::exchange), std::string(event.exchange)},
-                            {std::string(tag::routing_key), std::string(event.routing_key)},
-                            {std::string(tag::outcome), event.outcome == RelayOutcome::published ? "published" : "failed"}};
+        const Labels labels{
+            {std::string(tag::exchange), std::string(event.exchange)},
+            {std::string(tag::routing_key), std::string(event.routing_key)},
+            {std::string(tag::outcome), event.outcome == RelayOutcome::published ? "published" : "failed"}};
         metrics_->count(metric::outbox_total, 1, labels);
         if (event.lag) metrics_->observe(metric::outbox_lag, event.lag->count(), labels);
     }

@@ -41,36 +41,41 @@ std::optional<PublishError> publish_failure(const PublishResult& result, const P
     if (!result.confirmed) {
         const std::string reason = result.return_reason.empty() ? "" : " (" + result.return_reason + ")";
         switch (result.why) {
-        case PublishResult::Unconfirmed::paused:
-            return PublishError("acemq: publishing is paused because the broker blocked this connection" +
-                                    (reason.empty() ? std::string(" (no reason given)") : reason),
-                                id, false, true);
-        case PublishResult::Unconfirmed::lost:
-            return PublishError("acemq: cannot publish message " + id + " to " + where +
-                                    ": no confirm came from the broker, so it is unknown whether it arrived; treat "
-                                    "it as not sent" + reason,
-                                id, false);
-        case PublishResult::Unconfirmed::too_large:
-            return PublishError("acemq: cannot publish message " + id + " to " + where + ": " + result.return_reason +
-                                    ". Nothing was written; make it smaller and publish again",
-                                id, false);
-        case PublishResult::Unconfirmed::unsent:
-            return PublishError("acemq: cannot publish message " + id + " to " + where + ": it was not sent, nothing was written" + reason,
-                                id, false);
-        case PublishResult::Unconfirmed::refused:
-            break;
+            case PublishResult::Unconfirmed::paused:
+                return PublishError("acemq: publishing is paused because the broker blocked this connection" +
+                                        (reason.empty() ? std::string(" (no reason given)") : reason),
+                                    id, false, true);
+            case PublishResult::Unconfirmed::lost:
+                return PublishError("acemq: cannot publish message " + id + " to " + where +
+                                        ": no confirm came from the broker, so it is unknown whether it arrived; treat "
+                                        "it as not sent" +
+                                        reason,
+                                    id, false);
+            case PublishResult::Unconfirmed::too_large:
+                return PublishError("acemq: cannot publish message " + id + " to " + where + ": " +
+                                        result.return_reason +
+                                        ". Nothing was written; make it smaller and publish again",
+                                    id, false);
+            case PublishResult::Unconfirmed::unsent:
+                return PublishError("acemq: cannot publish message " + id + " to " + where +
+                                        ": it was not sent, nothing was written" + reason,
+                                    id, false);
+            case PublishResult::Unconfirmed::refused:
+                break;
         }
         return PublishError("acemq: cannot publish message " + id + " to " + where +
                                 ": the broker refused to confirm it. The message reached the broker and the broker "
-                                "has not taken responsibility for it, so it must be treated as not sent" + reason,
+                                "has not taken responsibility for it, so it must be treated as not sent" +
+                                reason,
                             id, false);
     }
     if (target.mandatory && !result.routed) {
         // The family's words when the transport gives no reason of its own.
-        const std::string reason = result.return_reason.empty() ? "no queue is bound to receive it" : result.return_reason;
-        return PublishError("acemq: message " + id + " to " + where + " reached no queue (" + reason +
-                                "); the broker dropped it",
-                            id, true);
+        const std::string reason =
+            result.return_reason.empty() ? "no queue is bound to receive it" : result.return_reason;
+        return PublishError(
+            "acemq: message " + id + " to " + where + " reached no queue (" + reason + "); the broker dropped it", id,
+            true);
     }
     return std::nullopt;
 }
@@ -108,8 +113,7 @@ BatchPublishError::BatchPublishError(std::vector<std::optional<PublishError>> fa
               return std::string();
           }(),
           std::any_of(failures.begin(), failures.end(), [](const auto& f) { return f && f->unroutable(); })),
-      failures_(std::move(failures)),
-      results_(std::move(results)) {}
+      failures_(std::move(failures)), results_(std::move(results)) {}
 
 std::size_t BatchPublishError::failed() const noexcept {
     return static_cast<std::size_t>(
@@ -163,8 +167,9 @@ void check_and_notify(detail::BusCore& bus, const PublishResult& result, const P
 }  // namespace
 
 PublishContext Publisher::context_for(const SendOptions& options) const {
-    return PublishContext{exchange_, routing_key_, envelope_for(options, routing_key_, bus_->options().origin),
-                          options_.persistent, options_.mandatory, options.reply_to};
+    return PublishContext{
+        exchange_,           routing_key_,       envelope_for(options, routing_key_, bus_->options().origin),
+        options_.persistent, options_.mandatory, options.reply_to};
 }
 
 SendResult Publisher::send_encoded(const SendOptions& options, const EncodeOne& encode_payload) const {

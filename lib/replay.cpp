@@ -81,10 +81,14 @@ private:
 
 std::string_view to_string(ReplayStop reason) noexcept {
     switch (reason) {
-        case ReplayStop::drained: return "drained";
-        case ReplayStop::limit: return "limit";
-        case ReplayStop::deadline: return "deadline";
-        case ReplayStop::failed: return "failed";
+        case ReplayStop::drained:
+            return "drained";
+        case ReplayStop::limit:
+            return "limit";
+        case ReplayStop::deadline:
+            return "deadline";
+        case ReplayStop::failed:
+            return "failed";
     }
     return "unknown";
 }
@@ -98,7 +102,8 @@ ReplayResult replay(Bus& bus, std::string_view queue, ReplayOptions options) {
     if (queue.empty()) throw InvalidArgument("acemq: replay needs a queue to read from, e.g. \"orders.new.dlq\"");
     if (options.deadline && options.deadline->count() < 0)
         throw InvalidArgument("acemq: a replay deadline cannot be negative; use zero to move nothing");
-    if (options.exchange.empty() && options.routing_key && (options.routing_key->empty() || *options.routing_key == queue))
+    if (options.exchange.empty() && options.routing_key &&
+        (options.routing_key->empty() || *options.routing_key == queue))
         throw InvalidArgument("acemq: replay from " + std::string(queue) + " through the default exchange with key \"" +
                               *options.routing_key + "\" would " +
                               (options.routing_key->empty() ? "reach no queue" : "put every message straight back") +
@@ -130,8 +135,8 @@ ReplayResult replay(Bus& bus, std::string_view queue, ReplayOptions options) {
         try {
             pulled = transport.pull(queue);
         } catch (const std::exception& error) {
-            throw fail("acemq: cannot read from " + std::string(queue) + " to replay it: " + error.what() +
-                       " (" + result.to_string() + " before that)");
+            throw fail("acemq: cannot read from " + std::string(queue) + " to replay it: " + error.what() + " (" +
+                       result.to_string() + " before that)");
         }
         if (!pulled) {
             result.reason = ReplayStop::drained;
@@ -157,8 +162,9 @@ ReplayResult replay(Bus& bus, std::string_view queue, ReplayOptions options) {
             return cannot_republish_as(" to " + detail::destination(options.exchange, key) + ": " + why);
         };
         if (options.exchange.empty() && key == queue)
-            throw cannot_republish("its own routing key leads straight back to the queue being replayed; "
-                                   "give ReplayOptions::routing_key");
+            throw cannot_republish(
+                "its own routing key leads straight back to the queue being replayed; "
+                "give ReplayOptions::routing_key");
 
         if (options.restart) {
             envelope.attempt = 1;

@@ -25,8 +25,8 @@ milliseconds clamp_to_max(double raw_millis, milliseconds max_delay) {
 
 RetryPolicy::RetryPolicy(std::int32_t max_attempts, milliseconds initial_delay, double multiplier,
                          milliseconds max_delay, double jitter_factor)
-    : max_attempts_(max_attempts), initial_delay_(initial_delay), multiplier_(multiplier),
-      max_delay_(max_delay), jitter_factor_(jitter_factor) {
+    : max_attempts_(max_attempts), initial_delay_(initial_delay), multiplier_(multiplier), max_delay_(max_delay),
+      jitter_factor_(jitter_factor) {
     validate();
 }
 
@@ -86,8 +86,7 @@ std::vector<milliseconds> RetryPolicy::schedule() const {
 std::vector<milliseconds> RetryPolicy::broker_rungs() const {
     std::vector<milliseconds> rungs;
     for (milliseconds wait : schedule()) {
-        if (waits_in_broker(wait) && std::find(rungs.begin(), rungs.end(), wait) == rungs.end())
-            rungs.push_back(wait);
+        if (waits_in_broker(wait) && std::find(rungs.begin(), rungs.end(), wait) == rungs.end()) rungs.push_back(wait);
     }
     return rungs;
 }
@@ -123,8 +122,8 @@ std::optional<RetryWait> RetryPolicy::next_wait(std::int32_t attempt, std::optio
     if (jitter_factor_ <= 0.0 || delay.count() == 0) return RetryWait{delay, false};
     const double factor = 1.0 + (unit_draw * 2.0 - 1.0) * jitter_factor_;
     // Floored at 1 ms as the contract fixture asks: a jittered wait never becomes "no wait".
-    const double jittered = std::clamp(std::floor(static_cast<double>(delay.count()) * factor), 1.0,
-                                       longest_wait_millis);
+    const double jittered =
+        std::clamp(std::floor(static_cast<double>(delay.count()) * factor), 1.0, longest_wait_millis);
     return RetryWait{milliseconds(static_cast<std::int64_t>(jittered)), false};
 }
 

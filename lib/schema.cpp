@@ -15,9 +15,12 @@ std::span<const std::string_view> derived_suffixes(SchemaTable table) {
     static constexpr std::string_view outbox[] = {"_pending"};
     static constexpr std::string_view registry[] = {"_fingerprint", "_version", "_seq"};
     switch (table) {
-        case SchemaTable::idempotency: return idempotency;
-        case SchemaTable::outbox: return outbox;
-        case SchemaTable::registry: return registry;
+        case SchemaTable::idempotency:
+            return idempotency;
+        case SchemaTable::outbox:
+            return outbox;
+        case SchemaTable::registry:
+            return registry;
     }
     return {};
 }
@@ -71,7 +74,9 @@ std::vector<std::string> schema_ddl(sql::Dialect dialect, const SchemaNames& nam
                              "    id VARCHAR(64) NOT NULL PRIMARY KEY,\n"
                              "    exchange_name VARCHAR(255) NOT NULL,\n"
                              "    routing_key VARCHAR(255) NOT NULL,\n"
-                             "    body " + blob + " NOT NULL,\n"
+                             "    body " +
+                             blob +
+                             " NOT NULL,\n"
                              "    content_type VARCHAR(255) NOT NULL,\n"
                              "    headers TEXT NOT NULL,\n"
                              "    created_at BIGINT NOT NULL,\n"

@@ -7,19 +7,22 @@
 
 namespace acemq::sql {
 
-std::string_view to_string(Dialect dialect) noexcept {
-    return dialect == Dialect::sqlite ? "sqlite" : "postgres";
-}
+std::string_view to_string(Dialect dialect) noexcept { return dialect == Dialect::sqlite ? "sqlite" : "postgres"; }
 
 namespace {
 
 std::string_view kind_of(const Value::Variant& value) {
     switch (value.index()) {
-        case 0: return "NULL";
-        case 1: return "an integer";
-        case 2: return "a real number";
-        case 3: return "text";
-        default: return "a blob";
+        case 0:
+            return "NULL";
+        case 1:
+            return "an integer";
+        case 2:
+            return "a real number";
+        case 3:
+            return "text";
+        default:
+            return "a blob";
     }
 }
 
@@ -80,20 +83,123 @@ namespace {
 // SQLite 3.40's keywords (sqlite3_keyword_name) that fail in the statements the stores run
 // (CREATE TABLE / INDEX, INSERT, SELECT ... FROM, DROP), both measured on Debian 12.
 // Keywords that both accept as names ("key", "name", "data") are allowed.
-constexpr std::string_view reserved_words[] = {
-    "add", "all", "alter", "analyse", "analyze", "and", "any", "array", "as", "asc", "asymmetric",
-    "authorization", "autoincrement", "between", "binary", "both", "case", "cast", "check", "collate",
-    "collation", "column", "commit", "concurrently", "constraint", "create", "cross", "current_catalog",
-    "current_date", "current_role", "current_schema", "current_time", "current_timestamp", "current_user",
-    "default", "deferrable", "delete", "desc", "distinct", "do", "drop", "else", "end", "escape", "except",
-    "exists", "false", "fetch", "for", "foreign", "freeze", "from", "full", "grant", "group", "having", "if",
-    "ilike", "in", "index", "initially", "inner", "insert", "intersect", "into", "is", "isnull", "join",
-    "lateral", "leading", "left", "like", "limit", "localtime", "localtimestamp", "natural", "not", "nothing",
-    "notnull", "null", "offset", "on", "only", "or", "order", "outer", "overlaps", "placing", "primary",
-    "references", "returning", "right", "select", "session_user", "set", "similar", "some", "symmetric",
-    "table", "tablesample", "then", "to", "trailing", "transaction", "true", "union", "unique", "update",
-    "user", "using", "values", "variadic", "verbose", "when", "where", "window", "with"
-};
+constexpr std::string_view reserved_words[] = {"add",
+                                               "all",
+                                               "alter",
+                                               "analyse",
+                                               "analyze",
+                                               "and",
+                                               "any",
+                                               "array",
+                                               "as",
+                                               "asc",
+                                               "asymmetric",
+                                               "authorization",
+                                               "autoincrement",
+                                               "between",
+                                               "binary",
+                                               "both",
+                                               "case",
+                                               "cast",
+                                               "check",
+                                               "collate",
+                                               "collation",
+                                               "column",
+                                               "commit",
+                                               "concurrently",
+                                               "constraint",
+                                               "create",
+                                               "cross",
+                                               "current_catalog",
+                                               "current_date",
+                                               "current_role",
+                                               "current_schema",
+                                               "current_time",
+                                               "current_timestamp",
+                                               "current_user",
+                                               "default",
+                                               "deferrable",
+                                               "delete",
+                                               "desc",
+                                               "distinct",
+                                               "do",
+                                               "drop",
+                                               "else",
+                                               "end",
+                                               "escape",
+                                               "except",
+                                               "exists",
+                                               "false",
+                                               "fetch",
+                                               "for",
+                                               "foreign",
+                                               "freeze",
+                                               "from",
+                                               "full",
+                                               "grant",
+                                               "group",
+                                               "having",
+                                               "if",
+                                               "ilike",
+                                               "in",
+                                               "index",
+                                               "initially",
+                                               "inner",
+                                               "insert",
+                                               "intersect",
+                                               "into",
+                                               "is",
+                                               "isnull",
+                                               "join",
+                                               "lateral",
+                                               "leading",
+                                               "left",
+                                               "like",
+                                               "limit",
+                                               "localtime",
+                                               "localtimestamp",
+                                               "natural",
+                                               "not",
+                                               "nothing",
+                                               "notnull",
+                                               "null",
+                                               "offset",
+                                               "on",
+                                               "only",
+                                               "or",
+                                               "order",
+                                               "outer",
+                                               "overlaps",
+                                               "placing",
+                                               "primary",
+                                               "references",
+                                               "returning",
+                                               "right",
+                                               "select",
+                                               "session_user",
+                                               "set",
+                                               "similar",
+                                               "some",
+                                               "symmetric",
+                                               "table",
+                                               "tablesample",
+                                               "then",
+                                               "to",
+                                               "trailing",
+                                               "transaction",
+                                               "true",
+                                               "union",
+                                               "unique",
+                                               "update",
+                                               "user",
+                                               "using",
+                                               "values",
+                                               "variadic",
+                                               "verbose",
+                                               "when",
+                                               "where",
+                                               "window",
+                                               "with"};
 static_assert(std::is_sorted(std::begin(reserved_words), std::end(reserved_words)), "binary_search needs them sorted");
 
 // Both databases compare unquoted names without regard to case.
@@ -118,17 +224,21 @@ void check_identifier(std::string_view name) {
     });
     const std::string shown(name.substr(0, 80));
     if (!plain)
-        throw InvalidArgument("acemq: a table name must be a plain SQL identifier (letters, digits and _, not "
-                              "starting with a digit), got \"" + shown + "\"");
+        throw InvalidArgument(
+            "acemq: a table name must be a plain SQL identifier (letters, digits and _, not "
+            "starting with a digit), got \"" +
+            shown + "\"");
     if (name.size() > max_identifier_bytes)
         throw InvalidArgument("acemq: the table name \"" + shown + "\" is " + std::to_string(name.size()) +
                               " bytes; PostgreSQL truncates identifiers past 63 bytes, so use at most 63");
     if (is_reserved_word(name))
-        throw InvalidArgument("acemq: the table name \"" + shown + "\" is an SQL reserved word (SQLite or PostgreSQL) "
+        throw InvalidArgument("acemq: the table name \"" + shown +
+                              "\" is an SQL reserved word (SQLite or PostgreSQL) "
                               "and fails in every statement that names it; choose another name, e.g. \"app_" +
                               shown + "\"");
     if (lower_case(name.substr(0, 7)) == "sqlite_")
-        throw InvalidArgument("acemq: the table name \"" + shown + "\" starts with sqlite_, which SQLite keeps for "
+        throw InvalidArgument("acemq: the table name \"" + shown +
+                              "\" starts with sqlite_, which SQLite keeps for "
                               "its own tables; choose another name");
 }
 

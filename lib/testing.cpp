@@ -39,9 +39,9 @@ public:
     bool wait_published(std::string_view routing_key, std::size_t count, std::chrono::milliseconds timeout) const {
         std::unique_lock guard(lock_);
         return changed_.wait_for(guard, timeout, [&] {
-            return static_cast<std::size_t>(std::count_if(published_.begin(), published_.end(), [&](const auto& record) {
-                       return record.routing_key == routing_key;
-                   })) >= count;
+            return static_cast<std::size_t>(
+                       std::count_if(published_.begin(), published_.end(),
+                                     [&](const auto& record) { return record.routing_key == routing_key; })) >= count;
         });
     }
 

@@ -13,8 +13,7 @@ namespace {
 constexpr std::size_t longest_name = 255;  // AMQP short string
 
 void check_name(std::string_view what, std::string_view name) {
-    if (name.empty())
-        throw InvalidArgument("acemq: " + std::string(what) + " name is empty; give it a name");
+    if (name.empty()) throw InvalidArgument("acemq: " + std::string(what) + " name is empty; give it a name");
     if (name.size() > longest_name)
         throw InvalidArgument("acemq: " + std::string(what) + " name \"" + std::string(name.substr(0, 40)) +
                               "...\" is " + std::to_string(name.size()) + " bytes; AMQP allows at most 255");
@@ -53,8 +52,8 @@ bool contains(const std::vector<std::string>& names, std::string_view name) {
 
 template <class Declaration>
 Declaration* find_named(std::vector<Declaration>& declarations, std::string_view name) {
-    auto it = std::find_if(declarations.begin(), declarations.end(),
-                           [&](const Declaration& d) { return d.name == name; });
+    auto it =
+        std::find_if(declarations.begin(), declarations.end(), [&](const Declaration& d) { return d.name == name; });
     return it == declarations.end() ? nullptr : &*it;
 }
 
@@ -84,19 +83,26 @@ QueueType resolve_queue_type(std::string_view name, const QueueOptions& options)
 
 std::string_view to_string(ExchangeKind kind) noexcept {
     switch (kind) {
-        case ExchangeKind::direct: return "direct";
-        case ExchangeKind::topic: return "topic";
-        case ExchangeKind::fanout: return "fanout";
-        case ExchangeKind::headers: return "headers";
+        case ExchangeKind::direct:
+            return "direct";
+        case ExchangeKind::topic:
+            return "topic";
+        case ExchangeKind::fanout:
+            return "fanout";
+        case ExchangeKind::headers:
+            return "headers";
     }
     return "unknown";
 }
 
 std::string_view to_string(QueueType type) noexcept {
     switch (type) {
-        case QueueType::quorum: return "quorum";
-        case QueueType::classic: return "classic";
-        case QueueType::stream: return "stream";
+        case QueueType::quorum:
+            return "quorum";
+        case QueueType::classic:
+            return "classic";
+        case QueueType::stream:
+            return "stream";
     }
     return "unknown";
 }
@@ -155,8 +161,9 @@ Topology& Topology::exchange(std::string_view name, ExchangeKind kind, ExchangeO
 
 Topology& Topology::queue(std::string_view name, QueueOptions options) {
     check_name("queue", name);
-    QueueDeclaration declaration{std::string(name), resolve_queue_type(name, options), options.durable,
-                                 options.exclusive, options.auto_delete, options.arguments};
+    QueueDeclaration declaration{std::string(name),   resolve_queue_type(name, options),
+                                 options.durable,     options.exclusive,
+                                 options.auto_delete, options.arguments};
     if (options.dead_letter) {
         for (std::string_view clash : {argument::dead_letter_exchange, argument::dead_letter_routing_key}) {
             if (declaration.arguments.contains(clash))
@@ -166,7 +173,8 @@ Topology& Topology::queue(std::string_view name, QueueOptions options) {
         declaration.arguments.merge(dead_letter_args(name));
     }
     if (declaration.type != QueueType::classic && !declaration.arguments.contains(argument::queue_type))
-        declaration.arguments.emplace(std::string(argument::queue_type), FieldValue(acemq::to_string(declaration.type)));
+        declaration.arguments.emplace(std::string(argument::queue_type),
+                                      FieldValue(acemq::to_string(declaration.type)));
     if (declaration.type == QueueType::stream) {
         declaration.durable = true;
         declaration.exclusive = false;
@@ -200,8 +208,8 @@ Topology& Topology::bind(std::string_view queue, std::string_view exchange, std:
         throw TopologyError("acemq: queue \"" + std::string(queue) +
                             "\" cannot be bound to the default exchange, which already routes to every "
                             "queue by its name");
-    add_binding(BindingDeclaration{std::string(queue), std::string(exchange), std::string(routing_key),
-                                   std::move(arguments)});
+    add_binding(
+        BindingDeclaration{std::string(queue), std::string(exchange), std::string(routing_key), std::move(arguments)});
     return *this;
 }
 
@@ -256,8 +264,7 @@ std::string Topology::to_string() const {
         return std::string("Topology{invalid: ") + invalid.what() + "}";
     }
     std::string out = "Topology: " + std::to_string(exchanges_.size()) + " exchanges, " +
-                      std::to_string(queues_.size()) + " queues, " + std::to_string(bindings_.size()) +
-                      " bindings\n";
+                      std::to_string(queues_.size()) + " queues, " + std::to_string(bindings_.size()) + " bindings\n";
     for (const ExchangeDeclaration& exchange : exchanges_) {
         out += "  declare exchange " + exchange.name + " (" + std::string(acemq::to_string(exchange.kind));
         if (!exchange.durable) out += ", transient";

@@ -19,9 +19,9 @@ bool is_scheme(std::string_view text) {
 std::string redacted_url(std::string_view url) {
     std::size_t authority_start = 0;
     const std::size_t first = url.find_first_not_of(" \t\r\n");
-    if (const std::size_t separator = url.find("://");
-        first != std::string_view::npos && separator != std::string_view::npos &&
-        is_scheme(url.substr(first, separator - first)))
+    if (const std::size_t separator = url.find("://"); first != std::string_view::npos &&
+                                                       separator != std::string_view::npos &&
+                                                       is_scheme(url.substr(first, separator - first)))
         authority_start = separator + 3;
     std::string shown(url.substr(0, authority_start));
     std::string_view rest = url.substr(authority_start);

@@ -39,10 +39,10 @@ private:
             ssize_t got = getrandom(block_.data() + filled, block_.size() - filled, 0);
             if (got < 0) {
                 if (errno == EINTR) continue;
-                throw Error("acemq: the kernel's random source (getrandom) failed: " +
-                            std::generic_category().message(errno) +
-                            "; no message id can be made without it, so let the process call getrandom "
-                            "(a seccomp filter or a container profile may forbid it)");
+                throw Error(
+                    "acemq: the kernel's random source (getrandom) failed: " + std::generic_category().message(errno) +
+                    "; no message id can be made without it, so let the process call getrandom "
+                    "(a seccomp filter or a container profile may forbid it)");
             }
             filled += static_cast<std::size_t>(got);
         }

@@ -1,8 +1,8 @@
 #include <acemq/value.hpp>
 
+#include <cxxabi.h>
 #include <cmath>
 #include <cstdlib>
-#include <cxxabi.h>
 #include <limits>
 #include <memory>
 
@@ -34,16 +34,26 @@ Value::Kind Value::kind() const noexcept { return static_cast<Kind>(data_.index(
 
 std::string_view kind_name(Value::Kind kind) noexcept {
     switch (kind) {
-        case Value::Kind::null: return "null";
-        case Value::Kind::boolean: return "bool";
-        case Value::Kind::int64: return "int64";
-        case Value::Kind::uint64: return "uint64";
-        case Value::Kind::float64: return "double";
-        case Value::Kind::string: return "string";
-        case Value::Kind::bytes: return "bytes";
-        case Value::Kind::array: return "array";
-        case Value::Kind::map: return "map";
-        case Value::Kind::record: return "record";
+        case Value::Kind::null:
+            return "null";
+        case Value::Kind::boolean:
+            return "bool";
+        case Value::Kind::int64:
+            return "int64";
+        case Value::Kind::uint64:
+            return "uint64";
+        case Value::Kind::float64:
+            return "double";
+        case Value::Kind::string:
+            return "string";
+        case Value::Kind::bytes:
+            return "bytes";
+        case Value::Kind::array:
+            return "array";
+        case Value::Kind::map:
+            return "map";
+        case Value::Kind::record:
+            return "record";
     }
     return "unknown";
 }
@@ -70,8 +80,7 @@ std::int64_t Value::as_int64() const {
     if (const auto* u = std::get_if<std::uint64_t>(&data_)) {
         if (*u <= static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()))
             return static_cast<std::int64_t>(*u);
-        throw DecodeError("acemq: expected an int64, found " + std::to_string(*u) +
-                          ", which is larger than INT64_MAX");
+        throw DecodeError("acemq: expected an int64, found " + std::to_string(*u) + ", which is larger than INT64_MAX");
     }
     wrong_kind("an int64", kind());
 }
@@ -80,8 +89,7 @@ std::uint64_t Value::as_uint64() const {
     if (const auto* u = std::get_if<std::uint64_t>(&data_)) return *u;
     if (const auto* i = std::get_if<std::int64_t>(&data_)) {
         if (*i >= 0) return static_cast<std::uint64_t>(*i);
-        throw DecodeError("acemq: expected a uint64, found the negative number " +
-                          std::to_string(*i));
+        throw DecodeError("acemq: expected a uint64, found the negative number " + std::to_string(*i));
     }
     wrong_kind("a uint64", kind());
 }
@@ -93,17 +101,11 @@ double Value::as_double() const {
     wrong_kind("a number", kind());
 }
 
-const std::string& Value::as_string() const {
-    return get_or_throw<std::string>(data_, "a string", kind());
-}
+const std::string& Value::as_string() const { return get_or_throw<std::string>(data_, "a string", kind()); }
 const Value::Bytes& Value::as_bytes() const { return get_or_throw<Bytes>(data_, "bytes", kind()); }
-const Value::Array& Value::as_array() const {
-    return get_or_throw<Array>(data_, "an array", kind());
-}
+const Value::Array& Value::as_array() const { return get_or_throw<Array>(data_, "an array", kind()); }
 const Value::Map& Value::as_map() const { return get_or_throw<Map>(data_, "a map", kind()); }
-const Value::Record& Value::as_record() const {
-    return get_or_throw<Record>(data_, "a record", kind());
-}
+const Value::Record& Value::as_record() const { return get_or_throw<Record>(data_, "a record", kind()); }
 
 const Value* Value::find(std::string_view key) const {
     if (const auto* record = std::get_if<Record>(&data_)) {
@@ -123,13 +125,27 @@ const Value* Value::find(std::string_view key) const {
 
 void Value::write_to(ValueWriter& out) const {
     switch (kind()) {
-        case Kind::null: out.null(); return;
-        case Kind::boolean: out.boolean(std::get<bool>(data_)); return;
-        case Kind::int64: out.int64(std::get<std::int64_t>(data_)); return;
-        case Kind::uint64: out.uint64(std::get<std::uint64_t>(data_)); return;
-        case Kind::float64: out.float64(std::get<double>(data_)); return;
-        case Kind::string: out.string(std::get<std::string>(data_)); return;
-        case Kind::bytes: out.bytes(std::get<Bytes>(data_)); return;
+        case Kind::null:
+            out.null();
+            return;
+        case Kind::boolean:
+            out.boolean(std::get<bool>(data_));
+            return;
+        case Kind::int64:
+            out.int64(std::get<std::int64_t>(data_));
+            return;
+        case Kind::uint64:
+            out.uint64(std::get<std::uint64_t>(data_));
+            return;
+        case Kind::float64:
+            out.float64(std::get<double>(data_));
+            return;
+        case Kind::string:
+            out.string(std::get<std::string>(data_));
+            return;
+        case Kind::bytes:
+            out.bytes(std::get<Bytes>(data_));
+            return;
         case Kind::array: {
             const auto& elements = std::get<Array>(data_);
             out.begin_array(elements.size());
@@ -168,9 +184,7 @@ void ValueBuilder::int64(std::int64_t i) { add(Value(i)); }
 void ValueBuilder::uint64(std::uint64_t u) { add(Value(u)); }
 void ValueBuilder::float64(double d) { add(Value(d)); }
 void ValueBuilder::string(std::string_view text) { add(Value(std::string(text))); }
-void ValueBuilder::bytes(std::span<const std::byte> data) {
-    add(Value(Value::Bytes(data.begin(), data.end())));
-}
+void ValueBuilder::bytes(std::span<const std::byte> data) { add(Value(Value::Bytes(data.begin(), data.end()))); }
 
 void ValueBuilder::begin_array(std::size_t size) {
     Value::Array elements;
@@ -192,9 +206,7 @@ void ValueBuilder::end_array() { close(); }
 void ValueBuilder::end_map() { close(); }
 void ValueBuilder::end_record() { close(); }
 
-void ValueBuilder::open(Value container) {
-    open_.push_back(Open{std::move(container), Value(), false, {}});
-}
+void ValueBuilder::open(Value container) { open_.push_back(Open{std::move(container), Value(), false, {}}); }
 
 void ValueBuilder::close() {
     Value done = std::move(open_.back().container);
@@ -219,8 +231,7 @@ void ValueBuilder::add(Value value) {
         entries->emplace_back(std::move(top.key), std::move(value));
         top.have_key = false;
     } else {
-        std::get<Value::Record>(top.container.data_)
-            .emplace_back(std::move(top.name), std::move(value));
+        std::get<Value::Record>(top.container.data_).emplace_back(std::move(top.name), std::move(value));
     }
 }
 
@@ -232,10 +243,9 @@ bool operator==(const Value& a, const Value& b) {
     const bool b_int = kb == Kind::int64 || kb == Kind::uint64;
     if (a_int && b_int) {
         if (ka == kb) return a.data_ == b.data_;
-        const std::int64_t i =
-            ka == Kind::int64 ? std::get<std::int64_t>(a.data_) : std::get<std::int64_t>(b.data_);
-        const std::uint64_t u = ka == Kind::uint64 ? std::get<std::uint64_t>(a.data_)
-                                                   : std::get<std::uint64_t>(b.data_);
+        const std::int64_t i = ka == Kind::int64 ? std::get<std::int64_t>(a.data_) : std::get<std::int64_t>(b.data_);
+        const std::uint64_t u =
+            ka == Kind::uint64 ? std::get<std::uint64_t>(a.data_) : std::get<std::uint64_t>(b.data_);
         return i >= 0 && static_cast<std::uint64_t>(i) == u;
     }
     if (ka != kb) return false;
@@ -289,8 +299,7 @@ std::optional<std::size_t> invalid_utf8_at(std::string_view text) noexcept {
 }
 
 namespace {
-constexpr std::string_view base64_alphabet =
-    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+constexpr std::string_view base64_alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
 
 int base64_digit(char c) noexcept {
     const auto at = base64_alphabet.find(c);
@@ -303,8 +312,7 @@ std::string base64_encode(std::span<const std::byte> bytes) {
     out.reserve((bytes.size() + 2) / 3 * 4);
     std::size_t i = 0;
     for (; i + 3 <= bytes.size(); i += 3) {
-        const auto v = std::to_integer<unsigned>(bytes[i]) << 16 |
-                       std::to_integer<unsigned>(bytes[i + 1]) << 8 |
+        const auto v = std::to_integer<unsigned>(bytes[i]) << 16 | std::to_integer<unsigned>(bytes[i + 1]) << 8 |
                        std::to_integer<unsigned>(bytes[i + 2]);
         for (int shift = 18; shift >= 0; shift -= 6) out += base64_alphabet[(v >> shift) & 63];
     }
@@ -349,19 +357,28 @@ namespace {
 std::string with_article(Value::Kind kind) {
     switch (kind) {
         case Value::Kind::null:
-        case Value::Kind::bytes: return std::string(kind_name(kind));
+        case Value::Kind::bytes:
+            return std::string(kind_name(kind));
         case Value::Kind::int64:
-        case Value::Kind::array: return "an " + std::string(kind_name(kind));
-        default: return "a " + std::string(kind_name(kind));
+        case Value::Kind::array:
+            return "an " + std::string(kind_name(kind));
+        default:
+            return "a " + std::string(kind_name(kind));
     }
 }
 
 void append_path(std::string& out, const Path& at) {
     if (at.parent) append_path(out, *at.parent);
     switch (at.step) {
-        case Path::Step::root: out += at.name; break;
-        case Path::Step::field: out += '.', out += at.name; break;
-        case Path::Step::index: out += '[' + std::to_string(at.index) + ']'; break;
+        case Path::Step::root:
+            out += at.name;
+            break;
+        case Path::Step::field:
+            out += '.', out += at.name;
+            break;
+        case Path::Step::index:
+            out += '[' + std::to_string(at.index) + ']';
+            break;
         case Path::Step::key:
             if (at.key->kind() == Value::Kind::string)
                 out += "[\"" + at.key->as_string() + "\"]";
@@ -387,33 +404,29 @@ void throw_decode_error(const Path& where, std::string_view problem) {
     throw DecodeError(message);
 }
 
-void throw_wrong_kind(const Path& where, std::string_view wanted, std::string_view cpp_type,
-                      const Value& found) {
-    throw_decode_error(where, "expected " + std::string(wanted) + " (" + std::string(cpp_type) +
-                                  "), found " + with_article(found.kind()));
+void throw_wrong_kind(const Path& where, std::string_view wanted, std::string_view cpp_type, const Value& found) {
+    throw_decode_error(where, "expected " + std::string(wanted) + " (" + std::string(cpp_type) + "), found " +
+                                  with_article(found.kind()));
 }
 
-std::string key_clash_message(std::string_view type, FieldNames names, std::string_view first,
-                              std::string_view second, std::string_view key) {
-    const std::string_view policy =
-        names == FieldNames::camel_case ? "FieldNames::camel_case" : "FieldNames::as_is";
-    return "acemq: the " + std::string(type) + " fields " + std::string(first) + " and " +
-           std::string(second) + " both have the key \"" + std::string(key) + "\" under " +
-           std::string(policy) + "; give one another key with acemq::field_keys<" +
-           std::string(type) + ">, or rename it";
+std::string key_clash_message(std::string_view type, FieldNames names, std::string_view first, std::string_view second,
+                              std::string_view key) {
+    const std::string_view policy = names == FieldNames::camel_case ? "FieldNames::camel_case" : "FieldNames::as_is";
+    return "acemq: the " + std::string(type) + " fields " + std::string(first) + " and " + std::string(second) +
+           " both have the key \"" + std::string(key) + "\" under " + std::string(policy) +
+           "; give one another key with acemq::field_keys<" + std::string(type) + ">, or rename it";
 }
 
 std::string demangle(const char* mangled) {
     int status = 0;
-    std::unique_ptr<char, decltype(&std::free)> plain(
-        abi::__cxa_demangle(mangled, nullptr, nullptr, &status), &std::free);
+    std::unique_ptr<char, decltype(&std::free)> plain(abi::__cxa_demangle(mangled, nullptr, nullptr, &status),
+                                                      &std::free);
     std::string name = status == 0 && plain ? plain.get() : mangled;
     const auto replace_all = [&name](std::string_view from, std::string_view to) {
         for (auto at = name.find(from); at != std::string::npos; at = name.find(from, at))
             name.replace(at, from.size(), to), at += to.size();
     };
-    replace_all("std::__cxx11::basic_string<char, std::char_traits<char>, std::allocator<char> >",
-                "std::string");
+    replace_all("std::__cxx11::basic_string<char, std::char_traits<char>, std::allocator<char> >", "std::string");
     replace_all("std::__cxx11::", "std::");
     replace_all("(anonymous namespace)::", "");
     return name;

@@ -37,15 +37,15 @@ class BusCore;
 }
 
 struct BusOptions {
-    std::string origin{};                        // "service@host"; default "acemq@<hostname>"
-    RetryPolicy retry = no_retry();              // consumers' default: one delivery, then .dlq
-    std::shared_ptr<const Codec> codec{};        // default: default_codec() (msgpack writes)
+    std::string origin{};                  // "service@host"; default "acemq@<hostname>"
+    RetryPolicy retry = no_retry();        // consumers' default: one delivery, then .dlq
+    std::shared_ptr<const Codec> codec{};  // default: default_codec() (msgpack writes)
     std::uint16_t prefetch = 20;
-    int concurrency = 1;                         // consumers' default workers, 1..max_concurrency
+    int concurrency = 1;  // consumers' default workers, 1..max_concurrency
     std::vector<PublishInterceptor> publish_interceptors{};
     std::vector<ConsumeInterceptor> consume_interceptors{};
     std::shared_ptr<Observer> observer{};
-    std::shared_ptr<Clock> clock{};              // default: real time
+    std::shared_ptr<Clock> clock{};                // default: real time
     std::size_t max_outstanding_publishes = 1000;  // send_all's window
 };
 

@@ -39,9 +39,8 @@ public:
     template <class T>
         requires(!std::is_same_v<T, ValueSource>)
     explicit ValueSource(const T& value) noexcept
-        : object_(&value), write_([](const void* object, ValueWriter& out) {
-              write_value(*static_cast<const T*>(object), out);
-          }) {}
+        : object_(&value),
+          write_([](const void* object, ValueWriter& out) { write_value(*static_cast<const T*>(object), out); }) {}
 
     void write_to(ValueWriter& out) const { write_(object_, out); }
 
@@ -89,9 +88,7 @@ public:
     std::string_view content_type() const noexcept override { return content_types::text; }
     bool can_decode(std::string_view content_type) const noexcept override;
     std::vector<std::byte> encode(ValueSource source) const override;
-    std::vector<std::byte> encode(const Value& value) const override {
-        return encode(ValueSource(value));
-    }
+    std::vector<std::byte> encode(const Value& value) const override { return encode(ValueSource(value)); }
     Value decode(std::span<const std::byte> body, std::string_view content_type) const override;
 };
 
@@ -101,14 +98,10 @@ public:
 class BytesCodec final : public Codec {
 public:
     std::string_view name() const noexcept override { return "BytesCodec"; }
-    std::string_view content_type() const noexcept override {
-        return content_types::octet_stream;
-    }
+    std::string_view content_type() const noexcept override { return content_types::octet_stream; }
     bool can_decode(std::string_view content_type) const noexcept override;
     std::vector<std::byte> encode(ValueSource source) const override;
-    std::vector<std::byte> encode(const Value& value) const override {
-        return encode(ValueSource(value));
-    }
+    std::vector<std::byte> encode(const Value& value) const override { return encode(ValueSource(value)); }
     Value decode(std::span<const std::byte> body, std::string_view content_type) const override;
 };
 
@@ -152,8 +145,7 @@ struct Encoded {
 
 namespace detail {
 [[noreturn]] void rethrow_as_encode_error(std::string_view type, std::string_view codec);
-[[noreturn]] void rethrow_as_decode_error(std::string_view type, std::string_view content_type,
-                                          const Codec& codec);
+[[noreturn]] void rethrow_as_decode_error(std::string_view type, std::string_view content_type, const Codec& codec);
 // Case-insensitive, as content types are.
 bool starts_with_ci(std::string_view text, std::string_view prefix) noexcept;
 bool contains_ci(std::string_view text, std::string_view part) noexcept;

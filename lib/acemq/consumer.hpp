@@ -49,11 +49,11 @@ inline constexpr std::chrono::milliseconds default_drain_timeout{20000};
 inline constexpr int max_concurrency = 1024;
 
 struct ConsumerOptions {
-    std::optional<RetryPolicy> retry{};          // default: the bus's policy
-    std::uint16_t prefetch = 0;                  // 0: the bus's (20 unless changed)
-    int concurrency = 0;                         // 0: the bus's (1, which keeps order); at most max_concurrency
-    std::shared_ptr<const Codec> codec{};        // default: the bus's codec
-    std::string tag{};                           // default: acemq-{queue}, then acemq-{queue}-2, ...
+    std::optional<RetryPolicy> retry{};    // default: the bus's policy
+    std::uint16_t prefetch = 0;            // 0: the bus's (20 unless changed)
+    int concurrency = 0;                   // 0: the bus's (1, which keeps order); at most max_concurrency
+    std::shared_ptr<const Codec> codec{};  // default: the bus's codec
+    std::string tag{};                     // default: acemq-{queue}, then acemq-{queue}-2, ...
     // Declare where failures go ({queue}.dlq, {queue}.parked, acemq.dlx, the policy's rungs
     // and acemq.retry) before the first delivery. Off for consumers without configure
     // permission or one-off readers of a .dlq (which would otherwise create .dlq.dlq).
@@ -95,9 +95,12 @@ using Decoder = std::function<HandlerStep(const ConsumeContext&, const Codec&)>;
 // settles with it, and a copy of it per delivery would cost more than the handler.
 template <class T>
 Ack run_on_message(const Handler<T>& handler, T&& payload, ConsumeContext& context) {
-    Message<T> message{std::move(payload),          std::move(context.envelope),
-                       context.queue,               std::string(context.routing_key),
-                       std::string(context.content_type), std::string(context.reply_to),
+    Message<T> message{std::move(payload),
+                       std::move(context.envelope),
+                       context.queue,
+                       std::string(context.routing_key),
+                       std::string(context.content_type),
+                       std::string(context.reply_to),
                        context.redelivered};
     struct GiveBack {
         ConsumeContext& context;

@@ -49,20 +49,20 @@ inline constexpr std::string_view replay_count = "acemq-replay-count";
 bool is_reserved_header(std::string_view name) noexcept;
 
 struct Envelope {
-    std::string id;                  // UUID v4 when generated; any non-empty string when given
-    std::string type;                // what the message is; defaults to the routing key
-    std::int32_t version = 1;        // schema version of the body, >= 1
-    std::string correlation;         // the conversation; defaults to the id
-    std::string causation;           // the message that caused this one; empty = none
-    std::int32_t attempt = 1;        // which delivery this is, from 1; advanced by retries
+    std::string id;                         // UUID v4 when generated; any non-empty string when given
+    std::string type;                       // what the message is; defaults to the routing key
+    std::int32_t version = 1;               // schema version of the body, >= 1
+    std::string correlation;                // the conversation; defaults to the id
+    std::string causation;                  // the message that caused this one; empty = none
+    std::int32_t attempt = 1;               // which delivery this is, from 1; advanced by retries
     std::optional<EpochMillis> first_seen;  // when the first attempt was published; unknown = nullopt
-    std::string origin;              // "service@host" that first published it; empty = none
-    std::string error;               // why it was set aside (written by the engine only)
-    std::string claim;               // claim-check key (set by the application only)
-    std::vector<std::string> route;  // declared-pipeline steps; empty = none
+    std::string origin;                     // "service@host" that first published it; empty = none
+    std::string error;                      // why it was set aside (written by the engine only)
+    std::string claim;                      // claim-check key (set by the application only)
+    std::vector<std::string> route;         // declared-pipeline steps; empty = none
     std::int32_t route_position = 0;
     std::string route_id;
-    Headers headers;                 // application headers, traceparent and tracestate included
+    Headers headers;  // application headers, traceparent and tracestate included
 
     // A new message's envelope: fresh id, correlation = id, type = routing key (the literal
     // "message" for an empty key, as a fanout publish has), first seen now.
@@ -96,8 +96,7 @@ Headers render_headers(const Envelope& envelope);
 // default; as first-seen it is the instant it names (seconds, where the contract's integer
 // is milliseconds). Every "x-acemq-*" header is removed from the application headers,
 // known or not.
-Envelope read_envelope(const Headers& headers, std::string_view routing_key,
-                       std::string_view message_id_property = {});
+Envelope read_envelope(const Headers& headers, std::string_view routing_key, std::string_view message_id_property = {});
 
 // The current time at the envelope's precision.
 EpochMillis epoch_millis_now();

@@ -89,8 +89,8 @@ private:
 // never a timestamp).
 class FieldValue {
 public:
-    using Variant = std::variant<std::monostate, bool, std::int32_t, std::int64_t, std::uint64_t,
-                                 double, std::string, Bytes, FieldArray, FieldTable, FieldTimestamp>;
+    using Variant = std::variant<std::monostate, bool, std::int32_t, std::int64_t, std::uint64_t, double, std::string,
+                                 Bytes, FieldArray, FieldTable, FieldTimestamp>;
 
     FieldValue() = default;
     FieldValue(bool value) : value_(value) {}
@@ -107,7 +107,10 @@ public:
     FieldValue(FieldTimestamp value) : value_(value) {}
 
     const Variant& get() const noexcept { return value_; }
-    template <class T> bool holds() const noexcept { return std::holds_alternative<T>(value_); }
+    template <class T>
+    bool holds() const noexcept {
+        return std::holds_alternative<T>(value_);
+    }
     bool is_void() const noexcept { return holds<std::monostate>(); }
 
     // Tolerant readers, as the family reads headers written by any client: an integer of

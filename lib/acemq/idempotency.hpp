@@ -30,8 +30,8 @@
 
 #include <acemq/ack.hpp>
 #include <acemq/consumer.hpp>
-#include <acemq/middleware.hpp>
 #include <acemq/message.hpp>
+#include <acemq/middleware.hpp>
 
 namespace acemq {
 

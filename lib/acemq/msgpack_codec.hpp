@@ -37,9 +37,7 @@ public:
     std::string_view content_type() const noexcept override { return content_types::msgpack; }
     bool can_decode(std::string_view content_type) const noexcept override;
     std::vector<std::byte> encode(ValueSource source) const override;
-    std::vector<std::byte> encode(const Value& value) const override {
-        return encode(ValueSource(value));
-    }
+    std::vector<std::byte> encode(const Value& value) const override { return encode(ValueSource(value)); }
     Value decode(std::span<const std::byte> body, std::string_view content_type) const override;
 
 private:

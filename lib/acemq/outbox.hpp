@@ -44,15 +44,15 @@ namespace acemq {
 // One message waiting in the outbox: already encoded, so the relay never needs the payload
 // types. A plain value.
 struct OutboxRecord {
-    std::string id;           // the message id (= the envelope id); the outbox's dedup key
-    std::string exchange;     // "" = the default exchange
+    std::string id;        // the message id (= the envelope id); the outbox's dedup key
+    std::string exchange;  // "" = the default exchange
     std::string routing_key;
     Bytes body;
     std::string content_type;
-    Headers headers;          // the rendered envelope: x-acemq-* and application headers
+    Headers headers;           // the rendered envelope: x-acemq-* and application headers
     EpochMillis created_at{};  // publish order, and where the relay's lag is measured from
-    int attempts = 0;         // failed publishes so far
-    std::string last_error;   // why the last publish failed; "" = none
+    int attempts = 0;          // failed publishes so far
+    std::string last_error;    // why the last publish failed; "" = none
     // Why a store could not read this record back (headers that are not the JSON the
     // outbox writes, a body that is not bytes, ...), naming its id; "" = it could. What
     // could not be read is left empty. The relay counts such a record as a failed publish

@@ -27,24 +27,24 @@ class BusCore;
 struct PublishContext;
 
 struct PublisherOptions {
-    bool persistent = true;   // survives a broker restart on a durable queue
-    bool mandatory = false;   // a message that reaches no queue is an error, not silently dropped
+    bool persistent = true;                // survives a broker restart on a durable queue
+    bool mandatory = false;                // a message that reaches no queue is an error, not silently dropped
     std::shared_ptr<const Codec> codec{};  // default: the bus's codec
 };
 
 // Per-message overrides of the envelope the publisher builds. Empty = the default.
 struct SendOptions {
-    std::string message_id{};    // default: a fresh UUID v4
-    std::string type{};          // default: the publisher's routing key
+    std::string message_id{};  // default: a fresh UUID v4
+    std::string type{};        // default: the publisher's routing key
     std::int32_t version = 1;
-    std::string correlation{};   // default: the message id
+    std::string correlation{};  // default: the message id
     std::string causation{};
-    std::string origin{};        // default: the bus's origin
+    std::string origin{};  // default: the bus's origin
     std::string reply_to{};
     std::string claim{};
-    Headers headers{};         // application headers; reserved names are refused
-    std::optional<std::int32_t> attempt{};      // for replays and relays; default 1
-    std::optional<EpochMillis> first_seen{};    // default: now
+    Headers headers{};                        // application headers; reserved names are refused
+    std::optional<std::int32_t> attempt{};    // for replays and relays; default 1
+    std::optional<EpochMillis> first_seen{};  // default: now
 };
 
 struct SendResult {

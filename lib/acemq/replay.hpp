@@ -59,7 +59,7 @@ struct ReplayResult {
 using ReplayFilter = std::function<bool(const Envelope& envelope, std::span<const std::byte> body)>;
 
 struct ReplayOptions {
-    std::string exchange{};                   // "" = the default exchange
+    std::string exchange{};                    // "" = the default exchange
     std::optional<std::string> routing_key{};  // default: see "Where a message goes" above
     std::size_t limit = 0;                     // move at most this many; 0 = all
     // Stop pulling once this long has passed (on the bus's clock); zero stops before the

@@ -43,7 +43,7 @@ public:
 
     // Copies with one field changed. Each throws InvalidArgument for a value out of range.
     RetryPolicy give_up_after(milliseconds max_age) const;
-    RetryPolicy with_jitter(double factor) const;          // in [0, 1]
+    RetryPolicy with_jitter(double factor) const;                   // in [0, 1]
     RetryPolicy wait_in_broker_from(milliseconds threshold) const;  // 0 = never in the broker
 
     // The unjittered waits before attempts 2..max_attempts.
@@ -64,15 +64,14 @@ public:
     // wait is jittered by `unit_draw` (uniform in [0, 1)): the multiplier is
     // 1 + (2u - 1) * jitter_factor. The overload without a draw takes one from a
     // per-thread generator.
-    std::optional<RetryWait> next_wait(std::int32_t attempt, std::optional<milliseconds> age,
-                                       double unit_draw) const;
+    std::optional<RetryWait> next_wait(std::int32_t attempt, std::optional<milliseconds> age, double unit_draw) const;
     std::optional<RetryWait> next_wait(std::int32_t attempt, std::optional<milliseconds> age) const;
 
     friend bool operator==(const RetryPolicy&, const RetryPolicy&) = default;
 
 private:
-    RetryPolicy(std::int32_t max_attempts, milliseconds initial_delay, double multiplier,
-                milliseconds max_delay, double jitter_factor);
+    RetryPolicy(std::int32_t max_attempts, milliseconds initial_delay, double multiplier, milliseconds max_delay,
+                double jitter_factor);
     void validate() const;
 
     friend RetryPolicy no_retry();

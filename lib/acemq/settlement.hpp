@@ -29,9 +29,7 @@ struct Settlement {
     std::chrono::milliseconds delay{0};
 
     // True for rejected and dead_lettered: the copy goes to {queue}.dlq.
-    bool dead_lettered() const noexcept {
-        return outcome == Outcome::rejected || outcome == Outcome::dead_lettered;
-    }
+    bool dead_lettered() const noexcept { return outcome == Outcome::rejected || outcome == Outcome::dead_lettered; }
 };
 
 // Decides what to do with a message whose handler answered `ack`. `age` nullopt = unknown;

@@ -56,9 +56,9 @@ struct PublishResult {
     // not sent).
     enum class Unconfirmed { refused, lost, paused, too_large, unsent };
 
-    bool confirmed = false;     // the broker took responsibility for it
-    bool routed = true;         // false only for a mandatory message that reached no queue
-    std::string return_reason{};  // when not routed, e.g. "312 NO_ROUTE"; when not confirmed, why
+    bool confirmed = false;                  // the broker took responsibility for it
+    bool routed = true;                      // false only for a mandatory message that reached no queue
+    std::string return_reason{};             // when not routed, e.g. "312 NO_ROUTE"; when not confirmed, why
     Unconfirmed why = Unconfirmed::refused;  // meaningful only when not confirmed
 };
 

@@ -52,8 +52,7 @@ public:
     template <class I>
         requires(std::is_integral_v<I> && !std::is_same_v<I, bool>)
     Value(I i) noexcept
-        : Value(std::is_signed_v<I> ? Value(static_cast<std::int64_t>(i))
-                                    : Value(static_cast<std::uint64_t>(i))) {}
+        : Value(std::is_signed_v<I> ? Value(static_cast<std::int64_t>(i)) : Value(static_cast<std::uint64_t>(i))) {}
 
     Value(const Value&);
     Value(Value&&) noexcept;
@@ -92,8 +91,7 @@ public:
 private:
     friend class ValueBuilder;  // fills containers in place
 
-    std::variant<std::monostate, bool, std::int64_t, std::uint64_t, double, std::string, Bytes,
-                 Array, Map, Record>
+    std::variant<std::monostate, bool, std::int64_t, std::uint64_t, double, std::string, Bytes, Array, Map, Record>
         data_;
 };
 

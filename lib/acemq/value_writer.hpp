@@ -81,8 +81,8 @@ public:
 
 private:
     struct Open {
-        Value container;   // the array, map or record being filled
-        Value key;         // a map entry's key, until its value arrives
+        Value container;  // the array, map or record being filled
+        Value key;        // a map entry's key, until its value arrives
         bool have_key;
         std::string name;  // a record field's name, until its value arrives
     };

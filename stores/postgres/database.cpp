@@ -103,9 +103,11 @@ sql::Value column(const PGresult* result, int row, int index) {
     switch (PQftype(result, index)) {
         case int2_oid:
         case int4_oid:
-        case int8_oid: return sql::Value(parse_integer({text, length}));
+        case int8_oid:
+            return sql::Value(parse_integer({text, length}));
         case float4_oid:
-        case float8_oid: return sql::Value(parse_real({text, length}));
+        case float8_oid:
+            return sql::Value(parse_real({text, length}));
         case bytea_oid: {
             std::size_t size = 0;
             std::unique_ptr<unsigned char, FreeMemory> bytes(
@@ -114,7 +116,8 @@ sql::Value column(const PGresult* result, int row, int index) {
             const auto* data = reinterpret_cast<const std::byte*>(bytes.get());
             return sql::Value(Bytes(data, data + size));
         }
-        default: return sql::Value(std::string(text, length));
+        default:
+            return sql::Value(std::string(text, length));
     }
 }
 
@@ -132,9 +135,10 @@ Connection::Connection(const std::string& conninfo) {
     if (!connection_) throw std::bad_alloc();
     if (PQstatus(connection_.get()) != CONNECTION_OK) {
         const char* password = PQpass(connection_.get());
-        throw sql::ConnectionError("acemq: could not connect to PostgreSQL (" + where(connection_.get()) +
-                                   "): " + scrub(PQerrorMessage(connection_.get()), password ? password : "", safe_words(connection_.get())) +
-                                   "; check that the server runs and accepts this user, then retry");
+        throw sql::ConnectionError(
+            "acemq: could not connect to PostgreSQL (" + where(connection_.get()) +
+            "): " + scrub(PQerrorMessage(connection_.get()), password ? password : "", safe_words(connection_.get())) +
+            "; check that the server runs and accepts this user, then retry");
     }
     PQsetNoticeProcessor(
         connection_.get(),
@@ -248,22 +252,23 @@ bool Connection::in_transaction() const noexcept {
 
 void Connection::begin() {
     if (began_ || in_transaction())
-        throw UsageError("acemq: a transaction is already open on this PostgreSQL connection; commit or roll it "
-                         "back before beginning another (transactions do not nest)");
+        throw UsageError(
+            "acemq: a transaction is already open on this PostgreSQL connection; commit or roll it "
+            "back before beginning another (transactions do not nest)");
     run("BEGIN", {});
     began_ = true;
 }
 
 void Connection::commit() {
-    if (!began_)
-        throw UsageError("acemq: commit without a transaction on this PostgreSQL connection; begin one first");
+    if (!began_) throw UsageError("acemq: commit without a transaction on this PostgreSQL connection; begin one first");
     began_ = false;
     const ResultPtr result = run("COMMIT", {});
     // COMMIT of a transaction in which a statement failed succeeds as a ROLLBACK.
     if (std::strcmp(PQcmdStatus(result.get()), "ROLLBACK") == 0)
-        throw sql::DatabaseError("acemq: PostgreSQL rolled the transaction back instead of committing it because "
-                                 "a statement in it failed; nothing was committed",
-                                 "25P02");
+        throw sql::DatabaseError(
+            "acemq: PostgreSQL rolled the transaction back instead of committing it because "
+            "a statement in it failed; nothing was committed",
+            "25P02");
 }
 
 void Connection::rollback() {

@@ -30,8 +30,9 @@ const std::string& checked_table(const std::string& table) {
 
 const std::string& checked_key(const std::string& key) {
     if (key.empty())
-        throw InvalidArgument("acemq: an idempotency key cannot be empty; key messages by their id or by a "
-                              "non-empty business key");
+        throw InvalidArgument(
+            "acemq: an idempotency key cannot be empty; key messages by their id or by a "
+            "non-empty business key");
     if (key.size() > max_key_bytes)
         throw InvalidArgument("acemq: an idempotency key is at most 255 bytes (the message_id column), got " +
                               std::to_string(key.size()) + "; hash longer keys in your key function");
@@ -61,11 +62,9 @@ std::size_t as_count(std::int64_t rows) { return static_cast<std::size_t>(std::m
 }  // namespace
 
 SqlIdempotencyStore::SqlIdempotencyStore(sql::Database& database, SqlIdempotencyOptions options)
-    : database_(database),
-      table_(checked_table(options.table)),
+    : database_(database), table_(checked_table(options.table)),
       claim_timeout_(positive(options.claim_timeout, "claim timeout", "5 minutes")),
-      retention_(positive(options.retention, "retention", "24 hours")),
-      node_(new_node_id()),
+      retention_(positive(options.retention, "retention", "24 hours")), node_(new_node_id()),
       insert_claim_(with_table("INSERT INTO {table} (message_id, state, claimed_by, recorded_at, expires_at) "
                                "VALUES (?, 'CLAIMED', ?, ?, ?) ON CONFLICT (message_id) DO NOTHING",
                                table_)),
@@ -81,8 +80,8 @@ SqlIdempotencyStore::SqlIdempotencyStore(sql::Database& database, SqlIdempotency
                                    table_)),
       delete_own_claim_(
           with_table("DELETE FROM {table} WHERE message_id = ? AND state = 'CLAIMED' AND claimed_by = ?", table_)),
-      select_confirmed_(with_table("SELECT expires_at FROM {table} WHERE message_id = ? AND state = 'CONFIRMED'",
-                                   table_)),
+      select_confirmed_(
+          with_table("SELECT expires_at FROM {table} WHERE message_id = ? AND state = 'CONFIRMED'", table_)),
       delete_expired_(with_table("DELETE FROM {table} WHERE expires_at <= ?", table_)),
       count_rows_(with_table("SELECT COUNT(*) FROM {table}", table_)) {}
 
@@ -131,8 +130,7 @@ bool SqlIdempotencyStore::first_time(const std::string& key, sql::Connection& co
 
 void SqlIdempotencyStore::confirm(const std::string& key) {
     checked_key(key);
-    in_own_transaction([&](sql::Connection& connection) {
-confirm(key, connection); });
+    in_own_transaction([&](sql::Connection& connection) { confirm(key, connection); });
 }
 
 void SqlIdempotencyStore::confirm(const std::string& key, sql::Connection& connection) {
@@ -147,8 +145,7 @@ void SqlIdempotencyStore::confirm(const std::string& key, sql::Connection& conne
 
 void SqlIdempotencyStore::forget(const std::string& key) {
     checked_key(key);
-    in_own_transaction([&](sql::Connection& connection) {
-forget(key, connection); });
+    in_own_transaction([&](sql::Connection& connection) { forget(key, connection); });
 }
 
 void SqlIdempotencyStore::forget(const std::string& key, sql::Connection& connection) {

@@ -60,16 +60,22 @@ bool is_int32_header(std::string_view name) {
 
 FieldValue from_json(const Value& value, bool int32) {
     switch (value.kind()) {
-        case Value::Kind::null: return FieldValue();
-        case Value::Kind::boolean: return FieldValue(value.as_bool());
+        case Value::Kind::null:
+            return FieldValue();
+        case Value::Kind::boolean:
+            return FieldValue(value.as_bool());
         case Value::Kind::int64: {
             const std::int64_t number = value.as_int64();
-            if (int32 && number >= INT32_MIN && number <= INT32_MAX) return FieldValue(static_cast<std::int32_t>(number));
+            if (int32 && number >= INT32_MIN && number <= INT32_MAX)
+                return FieldValue(static_cast<std::int32_t>(number));
             return FieldValue(number);
         }
-        case Value::Kind::uint64: return FieldValue(value.as_uint64());
-        case Value::Kind::float64: return FieldValue(value.as_double());
-        case Value::Kind::string: return FieldValue(value.as_string());
+        case Value::Kind::uint64:
+            return FieldValue(value.as_uint64());
+        case Value::Kind::float64:
+            return FieldValue(value.as_double());
+        case Value::Kind::string:
+            return FieldValue(value.as_string());
         case Value::Kind::array: {
             FieldArray items;
             for (const Value& item : value.as_array()) items.push_back(from_json(item, false));
@@ -77,7 +83,8 @@ FieldValue from_json(const Value& value, bool int32) {
         }
         case Value::Kind::map: {
             FieldTable table;
-            for (const auto& [key, item] : value.as_map()) table.insert_or_assign(key.as_string(), from_json(item, false));
+            for (const auto& [key, item] : value.as_map())
+                table.insert_or_assign(key.as_string(), from_json(item, false));
             return FieldValue(std::move(table));
         }
         default:
@@ -108,7 +115,7 @@ OutboxRecord record_from(const sql::Row& row) {
     const auto read = [&](std::string_view column, auto&& step) {
         try {
             step();
-        } catch (const Error& error) {  // DatabaseError (a column of another kind) or DecodeError (the headers)
+        } catch (const Error& error) {     // DatabaseError (a column of another kind) or DecodeError (the headers)
             if (!problem.empty()) return;  // the first says enough; the row needs fixing either way
             problem = std::string(column) + ": " + std::string(without_prefix(error.what()));
         }
@@ -117,7 +124,8 @@ OutboxRecord record_from(const sql::Row& row) {
     read("routing_key", [&] { record.routing_key = row.at(2).as_text(); });
     read("body", [&] { record.body = row.at(3).as_blob(); });
     read("content_type", [&] { record.content_type = row.at(4).as_text(); });
-    read("headers (not the JSON object the outbox writes)", [&] { record.headers = headers_from_json(row.at(5).as_text()); });
+    read("headers (not the JSON object the outbox writes)",
+         [&] { record.headers = headers_from_json(row.at(5).as_text()); });
     read("created_at", [&] { record.created_at = EpochMillis(std::chrono::milliseconds(row.at(6).as_integer())); });
     read("attempts", [&] { record.attempts = row.at(7).is_null() ? 0 : static_cast<int>(row.at(7).as_integer()); });
     read("last_error", [&] { record.last_error = row.at(8).is_null() ? std::string() : row.at(8).as_text(); });
@@ -143,10 +151,12 @@ SqlOutboxStore::SqlOutboxStore(sql::Database& relay_connections, SqlOutboxOption
       columns_("id, exchange_name, routing_key, body, content_type, headers, created_at, attempts, last_error") {
     check_table_name(SchemaTable::outbox, options_.table);
     const std::string& t = options_.table;
-    insert_ = "INSERT INTO " + t + " (id, exchange_name, routing_key, body, content_type, headers, created_at)"
+    insert_ = "INSERT INTO " + t +
+              " (id, exchange_name, routing_key, body, content_type, headers, created_at)"
               " VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING";
     delete_ = "DELETE FROM " + t + " WHERE id = ?";
-    fail_ = "UPDATE " + t + " SET attempts = attempts + 1, last_error = ?, claimed_by = NULL, claim_expires_at = NULL"
+    fail_ = "UPDATE " + t +
+            " SET attempts = attempts + 1, last_error = ?, claimed_by = NULL, claim_expires_at = NULL"
             " WHERE id = ?";
     retired_ = "SELECT " + columns_ + " FROM " + t + " WHERE attempts >= ? ORDER BY created_at, id";
     count_ = "SELECT COUNT(*) FROM " + t;
@@ -172,13 +182,14 @@ auto SqlOutboxStore::with_connection(Work&& work) {
 void SqlOutboxStore::add(const OutboxRecord& record, sql::Connection& caller_transaction) {
     check_outbox_id(record.id);
     if (!caller_transaction.in_transaction())
-        throw UsageError("acemq: the outbox has no transactional connection to write into: this connection is not "
-                         "in a transaction. Begin one (db.begin() or sql::Transaction) and add the record inside it; "
-                         "written outside your transaction, the message would go out even when your business rows "
-                         "roll back");
-    caller_transaction.execute(insert_, {record.id, record.exchange, record.routing_key, record.body,
-                                           record.content_type, headers_to_json(record.headers),
-                                           epoch_ms(record.created_at)});
+        throw UsageError(
+            "acemq: the outbox has no transactional connection to write into: this connection is not "
+            "in a transaction. Begin one (db.begin() or sql::Transaction) and add the record inside it; "
+            "written outside your transaction, the message would go out even when your business rows "
+            "roll back");
+    caller_transaction.execute(insert_,
+                               {record.id, record.exchange, record.routing_key, record.body, record.content_type,
+                                headers_to_json(record.headers), epoch_ms(record.created_at)});
 }
 
 std::vector<OutboxRecord> SqlOutboxStore::pending(std::size_t limit) {
@@ -199,10 +210,10 @@ std::vector<OutboxRecord> SqlOutboxStore::pending(std::size_t limit) {
         parameters.emplace_back(options_.max_attempts);
         parameters.emplace_back(now);
         std::vector<OutboxRecord> claimed;
-        for (const sql::Row& row : connection.query("UPDATE " + options_.table +
-                                                        " SET claimed_by = ?, claim_expires_at = ? WHERE id IN (" +
-                                                        choose + ") AND " + free + " RETURNING " + columns_,
-                                                    parameters))
+        for (const sql::Row& row :
+             connection.query("UPDATE " + options_.table + " SET claimed_by = ?, claim_expires_at = ? WHERE id IN (" +
+                                  choose + ") AND " + free + " RETURNING " + columns_,
+                              parameters))
             claimed.push_back(record_from(row));
         // RETURNING gives no order; ties of created_at go by id, byte-wise.
         std::sort(claimed.begin(), claimed.end(), [](const OutboxRecord& a, const OutboxRecord& b) {
@@ -213,15 +224,11 @@ std::vector<OutboxRecord> SqlOutboxStore::pending(std::size_t limit) {
 }
 
 void SqlOutboxStore::mark_published(std::string_view id) {
-    with_connection([&](sql::Connection& connection) {
-        connection.execute(delete_, {id});
-    });
+    with_connection([&](sql::Connection& connection) { connection.execute(delete_, {id}); });
 }
 
 void SqlOutboxStore::record_failure(std::string_view id, std::string_view error) {
-    with_connection([&](sql::Connection& connection) {
-        connection.execute(fail_, {truncated(error), id});
-    });
+    with_connection([&](sql::Connection& connection) { connection.execute(fail_, {truncated(error), id}); });
 }
 
 void SqlOutboxStore::release(std::span<const std::string> ids) {
@@ -233,9 +240,9 @@ void SqlOutboxStore::release(std::span<const std::string> ids) {
         parameters.emplace_back(id);
     }
     with_connection([&](sql::Connection& connection) {
-        connection.execute("UPDATE " + options_.table + " SET claimed_by = NULL, claim_expires_at = NULL WHERE id IN (" +
-                               marks + ")",
-                           parameters);
+        connection.execute(
+            "UPDATE " + options_.table + " SET claimed_by = NULL, claim_expires_at = NULL WHERE id IN (" + marks + ")",
+            parameters);
     });
 }
 

@@ -13,35 +13,71 @@ namespace {
 // The name of an (extended) result code, e.g. "SQLITE_CONSTRAINT_UNIQUE", as in sqlite3.h.
 // Codes missing from the table are named by their primary code and number.
 std::string code_name(int code) {
-#define ACEMQ_CODE(name) {name, #name}
+#define ACEMQ_CODE(name) \
+    { name, #name }
     static constexpr struct {
         int code;
         const char* name;
     } names[] = {
-        ACEMQ_CODE(SQLITE_ERROR), ACEMQ_CODE(SQLITE_INTERNAL), ACEMQ_CODE(SQLITE_PERM),
-        ACEMQ_CODE(SQLITE_ABORT), ACEMQ_CODE(SQLITE_BUSY), ACEMQ_CODE(SQLITE_LOCKED),
-        ACEMQ_CODE(SQLITE_NOMEM), ACEMQ_CODE(SQLITE_READONLY), ACEMQ_CODE(SQLITE_INTERRUPT),
-        ACEMQ_CODE(SQLITE_IOERR), ACEMQ_CODE(SQLITE_CORRUPT), ACEMQ_CODE(SQLITE_NOTFOUND),
-        ACEMQ_CODE(SQLITE_FULL), ACEMQ_CODE(SQLITE_CANTOPEN), ACEMQ_CODE(SQLITE_PROTOCOL),
-        ACEMQ_CODE(SQLITE_EMPTY), ACEMQ_CODE(SQLITE_SCHEMA), ACEMQ_CODE(SQLITE_TOOBIG),
-        ACEMQ_CODE(SQLITE_CONSTRAINT), ACEMQ_CODE(SQLITE_MISMATCH), ACEMQ_CODE(SQLITE_MISUSE),
-        ACEMQ_CODE(SQLITE_NOLFS), ACEMQ_CODE(SQLITE_AUTH), ACEMQ_CODE(SQLITE_FORMAT),
-        ACEMQ_CODE(SQLITE_RANGE), ACEMQ_CODE(SQLITE_NOTADB),
-        ACEMQ_CODE(SQLITE_BUSY_RECOVERY), ACEMQ_CODE(SQLITE_BUSY_SNAPSHOT), ACEMQ_CODE(SQLITE_BUSY_TIMEOUT),
-        ACEMQ_CODE(SQLITE_LOCKED_SHAREDCACHE), ACEMQ_CODE(SQLITE_LOCKED_VTAB),
-        ACEMQ_CODE(SQLITE_READONLY_RECOVERY), ACEMQ_CODE(SQLITE_READONLY_CANTLOCK),
-        ACEMQ_CODE(SQLITE_READONLY_ROLLBACK), ACEMQ_CODE(SQLITE_READONLY_DBMOVED),
-        ACEMQ_CODE(SQLITE_READONLY_DIRECTORY), ACEMQ_CODE(SQLITE_CANTOPEN_ISDIR),
-        ACEMQ_CODE(SQLITE_CANTOPEN_FULLPATH), ACEMQ_CODE(SQLITE_ABORT_ROLLBACK),
-        ACEMQ_CODE(SQLITE_CONSTRAINT_CHECK), ACEMQ_CODE(SQLITE_CONSTRAINT_COMMITHOOK),
-        ACEMQ_CODE(SQLITE_CONSTRAINT_FOREIGNKEY), ACEMQ_CODE(SQLITE_CONSTRAINT_FUNCTION),
-        ACEMQ_CODE(SQLITE_CONSTRAINT_NOTNULL), ACEMQ_CODE(SQLITE_CONSTRAINT_PRIMARYKEY),
-        ACEMQ_CODE(SQLITE_CONSTRAINT_TRIGGER), ACEMQ_CODE(SQLITE_CONSTRAINT_UNIQUE),
-        ACEMQ_CODE(SQLITE_CONSTRAINT_VTAB), ACEMQ_CODE(SQLITE_CONSTRAINT_ROWID),
-        ACEMQ_CODE(SQLITE_CONSTRAINT_PINNED), ACEMQ_CODE(SQLITE_CONSTRAINT_DATATYPE),
-        ACEMQ_CODE(SQLITE_IOERR_READ), ACEMQ_CODE(SQLITE_IOERR_SHORT_READ), ACEMQ_CODE(SQLITE_IOERR_WRITE),
-        ACEMQ_CODE(SQLITE_IOERR_FSYNC), ACEMQ_CODE(SQLITE_IOERR_NOMEM), ACEMQ_CODE(SQLITE_IOERR_SHMOPEN),
-        ACEMQ_CODE(SQLITE_IOERR_SHMLOCK), ACEMQ_CODE(SQLITE_IOERR_LOCK),
+        ACEMQ_CODE(SQLITE_ERROR),
+        ACEMQ_CODE(SQLITE_INTERNAL),
+        ACEMQ_CODE(SQLITE_PERM),
+        ACEMQ_CODE(SQLITE_ABORT),
+        ACEMQ_CODE(SQLITE_BUSY),
+        ACEMQ_CODE(SQLITE_LOCKED),
+        ACEMQ_CODE(SQLITE_NOMEM),
+        ACEMQ_CODE(SQLITE_READONLY),
+        ACEMQ_CODE(SQLITE_INTERRUPT),
+        ACEMQ_CODE(SQLITE_IOERR),
+        ACEMQ_CODE(SQLITE_CORRUPT),
+        ACEMQ_CODE(SQLITE_NOTFOUND),
+        ACEMQ_CODE(SQLITE_FULL),
+        ACEMQ_CODE(SQLITE_CANTOPEN),
+        ACEMQ_CODE(SQLITE_PROTOCOL),
+        ACEMQ_CODE(SQLITE_EMPTY),
+        ACEMQ_CODE(SQLITE_SCHEMA),
+        ACEMQ_CODE(SQLITE_TOOBIG),
+        ACEMQ_CODE(SQLITE_CONSTRAINT),
+        ACEMQ_CODE(SQLITE_MISMATCH),
+        ACEMQ_CODE(SQLITE_MISUSE),
+        ACEMQ_CODE(SQLITE_NOLFS),
+        ACEMQ_CODE(SQLITE_AUTH),
+        ACEMQ_CODE(SQLITE_FORMAT),
+        ACEMQ_CODE(SQLITE_RANGE),
+        ACEMQ_CODE(SQLITE_NOTADB),
+        ACEMQ_CODE(SQLITE_BUSY_RECOVERY),
+        ACEMQ_CODE(SQLITE_BUSY_SNAPSHOT),
+        ACEMQ_CODE(SQLITE_BUSY_TIMEOUT),
+        ACEMQ_CODE(SQLITE_LOCKED_SHAREDCACHE),
+        ACEMQ_CODE(SQLITE_LOCKED_VTAB),
+        ACEMQ_CODE(SQLITE_READONLY_RECOVERY),
+        ACEMQ_CODE(SQLITE_READONLY_CANTLOCK),
+        ACEMQ_CODE(SQLITE_READONLY_ROLLBACK),
+        ACEMQ_CODE(SQLITE_READONLY_DBMOVED),
+        ACEMQ_CODE(SQLITE_READONLY_DIRECTORY),
+        ACEMQ_CODE(SQLITE_CANTOPEN_ISDIR),
+        ACEMQ_CODE(SQLITE_CANTOPEN_FULLPATH),
+        ACEMQ_CODE(SQLITE_ABORT_ROLLBACK),
+        ACEMQ_CODE(SQLITE_CONSTRAINT_CHECK),
+        ACEMQ_CODE(SQLITE_CONSTRAINT_COMMITHOOK),
+        ACEMQ_CODE(SQLITE_CONSTRAINT_FOREIGNKEY),
+        ACEMQ_CODE(SQLITE_CONSTRAINT_FUNCTION),
+        ACEMQ_CODE(SQLITE_CONSTRAINT_NOTNULL),
+        ACEMQ_CODE(SQLITE_CONSTRAINT_PRIMARYKEY),
+        ACEMQ_CODE(SQLITE_CONSTRAINT_TRIGGER),
+        ACEMQ_CODE(SQLITE_CONSTRAINT_UNIQUE),
+        ACEMQ_CODE(SQLITE_CONSTRAINT_VTAB),
+        ACEMQ_CODE(SQLITE_CONSTRAINT_ROWID),
+        ACEMQ_CODE(SQLITE_CONSTRAINT_PINNED),
+        ACEMQ_CODE(SQLITE_CONSTRAINT_DATATYPE),
+        ACEMQ_CODE(SQLITE_IOERR_READ),
+        ACEMQ_CODE(SQLITE_IOERR_SHORT_READ),
+        ACEMQ_CODE(SQLITE_IOERR_WRITE),
+        ACEMQ_CODE(SQLITE_IOERR_FSYNC),
+        ACEMQ_CODE(SQLITE_IOERR_NOMEM),
+        ACEMQ_CODE(SQLITE_IOERR_SHMOPEN),
+        ACEMQ_CODE(SQLITE_IOERR_SHMLOCK),
+        ACEMQ_CODE(SQLITE_IOERR_LOCK),
     };
 #undef ACEMQ_CODE
     for (const auto& entry : names)
@@ -64,11 +100,15 @@ std::string_view advice(int code) {
         case SQLITE_LOCKED:
             return "another connection held the lock longer than the busy timeout; retry later, shorten the "
                    "other transaction, or raise Options::busy_timeout";
-        case SQLITE_CONSTRAINT: return "the statement broke a constraint of the table";
+        case SQLITE_CONSTRAINT:
+            return "the statement broke a constraint of the table";
         case SQLITE_FULL:
-        case SQLITE_IOERR: return "the disk failed or is full; check the file system";
-        case SQLITE_READONLY: return "the database file or its directory is not writable";
-        default: return "";
+        case SQLITE_IOERR:
+            return "the disk failed or is full; check the file system";
+        case SQLITE_READONLY:
+            return "the database file or its directory is not writable";
+        default:
+            return "";
     }
 }
 
@@ -98,8 +138,8 @@ Connection::Connection(const std::string& path, const Options& options)
     const bool in_memory = path.empty() || path == ":memory:" || path.starts_with("file::memory:");
     if (options.wal && !in_memory) {
         const auto mode = query("PRAGMA journal_mode = WAL");
-        const auto* answer = mode.size() == 1 && mode[0].size() == 1 ? std::get_if<std::string>(&mode[0][0].get())
-                                                                       : nullptr;
+        const auto* answer =
+            mode.size() == 1 && mode[0].size() == 1 ? std::get_if<std::string>(&mode[0][0].get()) : nullptr;
         if (!answer || *answer != "wal")
             throw sql::ConnectionError("acemq: SQLite refused WAL journal mode for \"" + path +
                                        "\" (a file system without shared memory?); pass Options{.wal = false}");
@@ -112,8 +152,8 @@ Connection::~Connection() {
     // Closing a connection inside a transaction rolls it back anyway; saying so explicitly
     // keeps the journal tidy. A failure here cannot be thrown from a destructor.
     if (sqlite3_exec(db_.get(), "ROLLBACK", nullptr, nullptr, nullptr) != SQLITE_OK)
-        log(LogLevel::warning, std::string("acemq: rollback on closing an SQLite connection failed: ") +
-                                   sqlite3_errmsg(db_.get()));
+        log(LogLevel::warning,
+            std::string("acemq: rollback on closing an SQLite connection failed: ") + sqlite3_errmsg(db_.get()));
 }
 
 void Connection::fail(int code, std::string_view statement) const {
@@ -204,8 +244,10 @@ private:
 
 sql::Value column(sqlite3_stmt* statement, int index) {
     switch (sqlite3_column_type(statement, index)) {
-        case SQLITE_INTEGER: return sql::Value(static_cast<std::int64_t>(sqlite3_column_int64(statement, index)));
-        case SQLITE_FLOAT: return sql::Value(sqlite3_column_double(statement, index));
+        case SQLITE_INTEGER:
+            return sql::Value(static_cast<std::int64_t>(sqlite3_column_int64(statement, index)));
+        case SQLITE_FLOAT:
+            return sql::Value(sqlite3_column_double(statement, index));
         case SQLITE_TEXT: {
             const auto* text = reinterpret_cast<const char*>(sqlite3_column_text(statement, index));
             return sql::Value(std::string(text, static_cast<std::size_t>(sqlite3_column_bytes(statement, index))));
@@ -215,7 +257,8 @@ sql::Value column(sqlite3_stmt* statement, int index) {
             const auto size = static_cast<std::size_t>(sqlite3_column_bytes(statement, index));
             return sql::Value(data ? Bytes(data, data + size) : Bytes{});
         }
-        default: return sql::Value();
+        default:
+            return sql::Value();
     }
 }
 
@@ -254,20 +297,21 @@ bool Connection::in_transaction() const noexcept { return sqlite3_get_autocommit
 
 void Connection::begin() {
     if (began_ || in_transaction())
-        throw UsageError("acemq: a transaction is already open on this SQLite connection; commit or roll it back "
-                         "before beginning another (transactions do not nest)");
+        throw UsageError(
+            "acemq: a transaction is already open on this SQLite connection; commit or roll it back "
+            "before beginning another (transactions do not nest)");
     execute("BEGIN IMMEDIATE");
     began_ = true;
 }
 
 void Connection::commit() {
-    if (!began_)
-        throw UsageError("acemq: commit without a transaction on this SQLite connection; begin one first");
+    if (!began_) throw UsageError("acemq: commit without a transaction on this SQLite connection; begin one first");
     began_ = false;
     if (!in_transaction())
-        throw sql::DatabaseError("acemq: SQLite rolled this transaction back itself after an earlier error "
-                                 "(disk full, I/O error, interrupt); nothing was committed, run it again",
-                                 code_name(SQLITE_ABORT_ROLLBACK));
+        throw sql::DatabaseError(
+            "acemq: SQLite rolled this transaction back itself after an earlier error "
+            "(disk full, I/O error, interrupt); nothing was committed, run it again",
+            code_name(SQLITE_ABORT_ROLLBACK));
     try {
         execute("COMMIT");
     } catch (const sql::DatabaseError&) {
@@ -279,8 +323,7 @@ void Connection::commit() {
 }
 
 void Connection::rollback() {
-    if (!began_)
-        throw UsageError("acemq: rollback without a transaction on this SQLite connection; begin one first");
+    if (!began_) throw UsageError("acemq: rollback without a transaction on this SQLite connection; begin one first");
     began_ = false;
     // After some errors (disk full, I/O) SQLite has already rolled back; nothing is left to do.
     if (in_transaction()) execute("ROLLBACK");
@@ -288,8 +331,9 @@ void Connection::rollback() {
 
 Database::Database(std::string path, Options options) : path_(std::move(path)), options_(options) {
     if (sqlite3_threadsafe() == 0)
-        throw Error("acemq: this SQLite library was built without thread support (SQLITE_THREADSAFE=0); "
-                    "link one built with SQLITE_THREADSAFE=1 or 2");
+        throw Error(
+            "acemq: this SQLite library was built without thread support (SQLITE_THREADSAFE=0); "
+            "link one built with SQLITE_THREADSAFE=1 or 2");
 }
 
 std::unique_ptr<sql::Connection> Database::connect() { return std::make_unique<Connection>(path_, options_); }

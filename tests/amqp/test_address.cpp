@@ -9,8 +9,8 @@
 
 #include <acemq/acemq.hpp>
 
-#include "amqp/address.hpp"
 #include <acemq/amqp.hpp>
+#include "amqp/address.hpp"
 
 #include <cstdlib>
 #include <filesystem>
@@ -195,9 +195,9 @@ TEST_CASE("a password never appears in a refusal or a printed Address") {
         "amqp://user:" + s + "@/",
         "amqp://user:" + s + "@h/a/b",
         "amqp://user:" + s + "@h/?x=1",
-        "amqp://user:" + s + "%zz@h/",          // the password's own escape is broken
-        "amqp://user:Sup3r@Pa55@h:0/",          // an '@' in the password
-        "amqp://user:" + s + "/slash@h/",       // an unescaped '/' in the password
+        "amqp://user:" + s + "%zz@h/",     // the password's own escape is broken
+        "amqp://user:Sup3r@Pa55@h:0/",     // an '@' in the password
+        "amqp://user:" + s + "/slash@h/",  // an unescaped '/' in the password
         "amqp://user:" + s + "/slash@h:77777/",
         "amqp://user:Sup3r%53ecretPa55@h:0/",  // the secret escaped: %53 is 'S'
         "amqp://user:" + s + "@[::1/",
@@ -361,9 +361,9 @@ TEST_CASE("open refuses contradicting options before it connects") {
         return {};
     };
 
-    CHECK_THAT(refusal("amqp://127.0.0.1:1/", {.tls = Tls{}}),
-               Catch::Contains("amqp://127.0.0.1:1/") && Catch::Contains("not encrypted") &&
-                   Catch::Contains("amqps://"));
+    CHECK_THAT(refusal("amqp://127.0.0.1:1/", {.tls = Tls{}}), Catch::Contains("amqp://127.0.0.1:1/") &&
+                                                                   Catch::Contains("not encrypted") &&
+                                                                   Catch::Contains("amqps://"));
     CHECK_THAT(refusal("amqp://127.0.0.1:1/", {.tls = Tls{}.ca_file("/nowhere/ca.pem")}),
                Catch::Contains("not encrypted"));
     CHECK_THAT(refusal("amqp://127.0.0.1:1/", {.tls = Tls::without_verification_insecure()}),

@@ -15,9 +15,10 @@
 
 #include <acemq/acemq.hpp>
 
-#include "amqp/address.hpp"
 #include <acemq/amqp.hpp>
+#include "amqp/address.hpp"
 
+#include <sys/wait.h>
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -32,7 +33,6 @@
 #include <sstream>
 #include <stdexcept>
 #include <string>
-#include <sys/wait.h>
 #include <thread>
 #include <vector>
 
@@ -83,7 +83,9 @@ std::string plain_to_tls_port() {
     return "amqp://" + address.host + ":" + std::to_string(address.port) + "/";
 }
 
-std::string unique(std::string_view base) { return "faults." + std::string(base) + "." + acemq::new_uuid().substr(0, 8); }
+std::string unique(std::string_view base) {
+    return "faults." + std::string(base) + "." + acemq::new_uuid().substr(0, 8);
+}
 
 struct CommandResult {
     int status = -1;
@@ -151,8 +153,8 @@ public:
     }
     std::size_t count(Kind kind) const {
         std::lock_guard lock(mutex_);
-        return static_cast<std::size_t>(std::count_if(events_.begin(), events_.end(),
-                                                      [&](const auto& entry) { return entry.event.kind == kind; }));
+        return static_cast<std::size_t>(
+            std::count_if(events_.begin(), events_.end(), [&](const auto& entry) { return entry.event.kind == kind; }));
     }
     std::optional<Clock::time_point> first(Kind kind) const {
         std::lock_guard lock(mutex_);
@@ -263,8 +265,8 @@ void round_trip(const std::shared_ptr<acemq::amqp::AmqpTransport>& transport) {
     CHECK(sent.confirmed);
     std::optional<acemq::Delivery> delivery;
     REQUIRE(wait_until([&] { return (delivery = transport->pull(queue)).has_value(); }, 10s));
-    const Tick got = acemq::decode<Tick>(*acemq::default_codec(), delivery->message().body,
-                                         delivery->message().content_type);
+    const Tick got =
+        acemq::decode<Tick>(*acemq::default_codec(), delivery->message().body, delivery->message().content_type);
     CHECK(got.id == "hello");
     CHECK(got.n == 42);
     delivery->ack();
@@ -306,17 +308,16 @@ TEST_CASE("a broker restart mid-stream: publisher and consumer recover, and noth
     std::mutex lock;
     std::set<std::string> received;
     std::size_t deliveries = 0, received_after_recovery = 0;
-    auto consumer = bus.consume<Tick>(
-        queue,
-        [&](const acemq::Message<Tick>& message) {
-            const bool after = recovered.load();
-            std::lock_guard guard(lock);
-            received.insert(message.envelope.id);
-            ++deliveries;
-            if (after) ++received_after_recovery;
-            return acemq::accept();
-        },
-        {.declare = false});
+    auto consumer = bus.consume<Tick>(queue,
+                                      [&](const acemq::Message<Tick>& message) {
+                                          const bool after = recovered.load();
+                                          std::lock_guard guard(lock);
+                                          received.insert(message.envelope.id);
+                                          ++deliveries;
+                                          if (after) ++received_after_recovery;
+                                          return acemq::accept();
+                                      },
+                                      {.declare = false});
 
     std::vector<std::string> confirmed, failed, other_errors;
     std::size_t confirmed_after_recovery = 0;
@@ -355,8 +356,8 @@ TEST_CASE("a broker restart mid-stream: publisher and consumer recover, and noth
         return read();
     };
 
-    REQUIRE(wait_until([&] { return under_lock([&] { return confirmed.size() >= 100 && received.size() >= 50; }); },
-                       30s));
+    REQUIRE(
+        wait_until([&] { return under_lock([&] { return confirmed.size() >= 100 && received.size() >= 50; }); }, 30s));
     CHECK(transport->check_health().status == acemq::Health::Status::up);
 
     BrokerApp broker;
@@ -380,9 +381,7 @@ TEST_CASE("a broker restart mid-stream: publisher and consumer recover, and noth
     // After recovery both halves carry on: the publisher has its sends confirmed and the
     // consumer (consuming again with its tag) receives.
     const bool carried_on = wait_until(
-        [&] {
-            return under_lock([&] { return confirmed_after_recovery >= 100 && received_after_recovery >= 50; });
-        },
+        [&] { return under_lock([&] { return confirmed_after_recovery >= 100 && received_after_recovery >= 50; }); },
         60s);
     stop.store(true);
     publisher_thread.join();
@@ -400,8 +399,8 @@ TEST_CASE("a broker restart mid-stream: publisher and consumer recover, and noth
 
     std::lock_guard guard(lock);
     const std::vector<std::string> still_missing = missing();
-    figure("restart: stop_app took " + std::to_string(seconds_between(broker.stop_called, broker.stopped)) + " s, start_app " +
-           std::to_string(seconds_between(broker.start_called, broker.start_returned)) + " s");
+    figure("restart: stop_app took " + std::to_string(seconds_between(broker.stop_called, broker.stopped)) +
+           " s, start_app " + std::to_string(seconds_between(broker.start_called, broker.start_returned)) + " s");
     figure("restart: recovered " + std::to_string(seconds_between(broker.start_returned, recovered_at)) +
            " s after start_app returned (" + std::to_string(seconds_between(broker.start_called, recovered_at)) +
            " s after it was called), " + std::to_string(seconds_between(broker.stopped, recovered_at)) +
@@ -492,14 +491,15 @@ TEST_CASE("TLS: the test CA is trusted, other CAs and names are refused") {
         TempDir dir;
         const std::string key = (dir.path() / "stranger-key.pem").string();
         const std::string certificate = (dir.path() / "stranger.pem").string();
-        const std::string command = "openssl req -x509 -days 1 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes "
-                                    "-subj /CN=acemq-stranger -keyout '" + key + "' -out '" + certificate +
-                                    "' >/dev/null 2>&1";
+        const std::string command =
+            "openssl req -x509 -days 1 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes "
+            "-subj /CN=acemq-stranger -keyout '" +
+            key + "' -out '" + certificate + "' >/dev/null 2>&1";
         REQUIRE(std::system(command.c_str()) == 0);
         // Under TLS 1.3 the broker's verdict on a client certificate comes after the client
         // finished its handshake, so the refusal surfaces at login; either way it says so.
-        CHECK_THAT(connect_refusal(url, {.tls = Tls{}.ca_file(ca).client_certificate(certificate, key),
-                                         .connect_timeout = 10s}),
+        CHECK_THAT(connect_refusal(
+                       url, {.tls = Tls{}.ca_file(ca).client_certificate(certificate, key), .connect_timeout = 10s}),
                    Catch::Contains(url) && Catch::Contains("Tls::client_certificate") &&
                        !Catch::Contains("check the credentials"));
     }
@@ -511,7 +511,8 @@ TEST_CASE("credentials: a refused login never shows the password; environment an
 
     SECTION("a wrong password, given in Options or in the URL, is a ConnectionError without it") {
         const std::string from_options = connect_refusal(endpoint, {.credentials = Credentials::plain("guest", wrong)});
-        CHECK_THAT(from_options, Catch::Contains("cannot log in") && Catch::Contains("guest") && !Catch::Contains(wrong));
+        CHECK_THAT(from_options,
+                   Catch::Contains("cannot log in") && Catch::Contains("guest") && !Catch::Contains(wrong));
         const acemq::amqp::Address address = acemq::amqp::parse_address(endpoint);
         const std::string url = "amqp://guest:" + wrong + "@" + address.host + ":" + std::to_string(address.port) + "/";
         const std::string from_url = connect_refusal(url, {});
@@ -568,9 +569,8 @@ TEST_CASE("credentials: a refused login never shows the password; environment an
 
 TEST_CASE("a connection the broker blocks refuses publishes at once, and health says why") {
     EventLog events;
-    auto transport = acemq::amqp::open(amqp_url(), {.confirm_timeout = 5s,
-                                                    .connection_name = "acemq-faults-blocked",
-                                                    .on_event = events.sink()});
+    auto transport = acemq::amqp::open(
+        amqp_url(), {.confirm_timeout = 5s, .connection_name = "acemq-faults-blocked", .on_event = events.sink()});
     acemq::Bus bus = acemq::connect(transport, {.origin = "faults@test"});
     const std::string queue = unique("blocked");
     bus.declare(acemq::Topology{}.queue(queue, {.type = acemq::QueueType::classic, .durable = false}));
@@ -735,8 +735,8 @@ TEST_CASE("health: a consumer whose queue is deleted under it has stopped readin
 TEST_CASE("an idle connection stays up: heartbeats go out while nothing else happens") {
     EventLog events;
     // One-second heartbeats: the broker drops a connection that stays silent for two of them.
-    auto transport = acemq::amqp::open(amqp_url(), {.heartbeat = 1s, .connection_name = "acemq-faults-idle",
-                                                    .on_event = events.sink()});
+    auto transport = acemq::amqp::open(
+        amqp_url(), {.heartbeat = 1s, .connection_name = "acemq-faults-idle", .on_event = events.sink()});
     std::this_thread::sleep_for(5s);  // no publish, no consumer: only the I/O thread's ticks
     CHECK(events.count(Kind::lost) == 0);
     CHECK(transport->connected());

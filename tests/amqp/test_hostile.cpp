@@ -10,8 +10,8 @@
 
 #include <acemq/acemq.hpp>
 
-#include "amqp/address.hpp"
 #include <acemq/amqp.hpp>
+#include "amqp/address.hpp"
 
 #include <amqp.h>
 #include <amqp_tcp_socket.h>
@@ -35,13 +35,16 @@ using Clock = std::chrono::steady_clock;
 std::string broker_url() {
     const char* url = std::getenv("ACEMQ_TEST_AMQP_URL");
     if (url == nullptr || *url == '\0')
-        throw std::runtime_error("ACEMQ_TEST_AMQP_URL is not set: the reliability suite's AMQP tests need the RabbitMQ "
-                                 "that scripts/test starts; by hand, `source /tmp/acemq-env.sh` (or scripts/servers.sh) "
-                                 "and run `meson test --suite reliability` in the same shell");
+        throw std::runtime_error(
+            "ACEMQ_TEST_AMQP_URL is not set: the reliability suite's AMQP tests need the RabbitMQ "
+            "that scripts/test starts; by hand, `source /tmp/acemq-env.sh` (or scripts/servers.sh) "
+            "and run `meson test --suite reliability` in the same shell");
     return url;
 }
 
-std::string unique(std::string_view base) { return "hostile." + std::string(base) + "." + acemq::new_uuid().substr(0, 8); }
+std::string unique(std::string_view base) {
+    return "hostile." + std::string(base) + "." + acemq::new_uuid().substr(0, 8);
+}
 
 bool wait_until(const std::function<bool()>& condition, std::chrono::milliseconds limit) {
     const auto deadline = Clock::now() + limit;
@@ -57,7 +60,9 @@ acemq::Bytes bytes(std::string_view text) {
     return acemq::Bytes(data, data + text.size());
 }
 
-std::string text(const acemq::Bytes& body) { return std::string(reinterpret_cast<const char*>(body.data()), body.size()); }
+std::string text(const acemq::Bytes& body) {
+    return std::string(reinterpret_cast<const char*>(body.data()), body.size());
+}
 
 std::string header_text(const acemq::Headers& headers, std::string_view name) {
     const auto found = headers.find(name);
@@ -69,16 +74,17 @@ std::string header_text(const acemq::Headers& headers, std::string_view name) {
 class Broker {
 public:
     Broker()
-        : transport_(acemq::amqp::open(broker_url(), {.on_event = [this](const acemq::amqp::ConnectionEvent& event) {
-                                                          if (event.kind == acemq::amqp::ConnectionEvent::Kind::lost)
-                                                              ++lost_;
-                                                      }})),
+        : transport_(acemq::amqp::open(broker_url(), {.on_event =
+                                                          [this](const acemq::amqp::ConnectionEvent& event) {
+                                                              if (event.kind ==
+                                                                  acemq::amqp::ConnectionEvent::Kind::lost)
+                                                                  ++lost_;
+                                                          }})),
           bus_(acemq::connect(transport_, {.origin = "hostile@test"})) {}
     ~Broker() {
         bus_.close();
         for (const std::string& queue : queues_)
-            for (const std::string& name :
-                 {queue, acemq::dead_letter_queue(queue), acemq::parked_queue(queue)}) {
+            for (const std::string& name : {queue, acemq::dead_letter_queue(queue), acemq::parked_queue(queue)}) {
                 try {
                     transport_->delete_queue(name);
                 } catch (const std::exception&) {
@@ -131,8 +137,10 @@ struct Seen {
     std::atomic<int> hostile{0};
     std::atomic<int> next{0};
     void count(const acemq::RawMessage& message) {
-        if (text(message.payload) == "next") ++next;
-        else ++hostile;
+        if (text(message.payload) == "next")
+            ++next;
+        else
+            ++hostile;
     }
 };
 
@@ -146,13 +154,13 @@ acemq::InboundMessage set_aside_once(Broker& broker, const std::string& queue, a
     REQUIRE(broker.transport().publish(std::move(hostile)).confirmed);
     REQUIRE(broker.transport().publish(raw_message(queue, "next")).confirmed);
     Seen seen;
-    acemq::Consumer consumer = broker.bus().consume_raw(
-        queue,
-        [&](const acemq::RawMessage& message) {
-            seen.count(message);
-            return text(message.payload) == "next" ? acemq::accept() : handle_hostile();
-        },
-        {.retry = std::move(policy)});
+    acemq::Consumer consumer =
+        broker.bus().consume_raw(queue,
+                                 [&](const acemq::RawMessage& message) {
+                                     seen.count(message);
+                                     return text(message.payload) == "next" ? acemq::accept() : handle_hostile();
+                                 },
+                                 {.retry = std::move(policy)});
     CHECK(wait_until([&] { return seen.next.load() == 1 && broker.transport().queue_depth(target) == 1; }, 10s));
     consumer.close();
     CHECK(seen.hostile.load() == 1);
@@ -330,14 +338,15 @@ TEST_CASE("AMQP hostile: headers past the frame are refused with their size and 
     CHECK(broker.transport().queue_depth(queue) == 0);
 }
 
-TEST_CASE("AMQP hostile: a rejected message whose id cannot be a message-id property is dead-lettered once, not looped") {
+TEST_CASE(
+    "AMQP hostile: a rejected message whose id cannot be a message-id property is dead-lettered once, not looped") {
     Broker broker;
     const std::string queue = broker.queue("reject-long-id");
     // The envelope's id travels in x-acemq-id, a long string; the set-aside copy would carry it
     // as the message-id property too, a short one.
-    const acemq::InboundMessage dead =
-        set_aside_once(broker, queue, raw_message(queue, "hostile", {{"x-acemq-id", long_id}}),
-                       [] { return acemq::reject(); }, acemq::no_retry(), acemq::dead_letter_queue(queue));
+    const acemq::InboundMessage dead = set_aside_once(
+        broker, queue, raw_message(queue, "hostile", {{"x-acemq-id", long_id}}), [] { return acemq::reject(); },
+        acemq::no_retry(), acemq::dead_letter_queue(queue));
     CHECK(header_text(dead.headers, "x-acemq-id") == long_id);
     const std::string error = header_text(dead.headers, "x-acemq-error");
     INFO(error);
@@ -378,7 +387,8 @@ TEST_CASE("AMQP hostile: a set-aside copy past the frame goes without its applic
     CHECK(error.size() < 3000);
 }
 
-TEST_CASE("AMQP hostile: headers nested 18,000 deep are parked as undecodable; the consumer lives and handles the next") {
+TEST_CASE(
+    "AMQP hostile: headers nested 18,000 deep are parked as undecodable; the consumer lives and handles the next") {
     Broker broker;
     const std::string queue = broker.queue("deep");
     {

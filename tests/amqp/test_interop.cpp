@@ -99,13 +99,14 @@ json::value run_peer(const std::vector<std::string>& arguments) {
     char buffer[65536];
     for (;;) {
         const ssize_t got = read(out[0], buffer, sizeof buffer);
-        if (got > 0) output.append(buffer, static_cast<std::size_t>(got));
-        else if (got == 0 || errno != EINTR) break;
+        if (got > 0)
+            output.append(buffer, static_cast<std::size_t>(got));
+        else if (got == 0 || errno != EINTR)
+            break;
     }
     close(out[0]);
     int status = 0;
-    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-    }
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
     std::string printed;
     for (std::size_t i = 0; i < arguments.size(); ++i) printed += (i ? " " : "") + arguments[i];
     if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
@@ -117,8 +118,8 @@ json::value run_peer(const std::vector<std::string>& arguments) {
     try {
         return json::parse(output);
     } catch (const std::exception& error) {
-        throw std::runtime_error("interop_peer.py " + printed + " printed something that is not JSON (" +
-                                 error.what() + "): " + output);
+        throw std::runtime_error("interop_peer.py " + printed + " printed something that is not JSON (" + error.what() +
+                                 "): " + output);
     }
 }
 
@@ -134,8 +135,7 @@ public:
         for (const std::string& queue : queues_) {
             try {
                 bus_.transport().delete_queue(queue);
-            } catch (...) {
-            }
+            } catch (...) {}
         }
     }
     Interop(const Interop&) = delete;
@@ -172,8 +172,7 @@ public:
     static std::vector<std::string> routing_keys() {
         std::vector<std::string> keys{"fx.set-aside"};
         const json::value fixture = fixtures::load("envelope-fixtures.json");
-        for (const auto& c : fixture.at("cases").as_array())
-            keys.push_back(fixtures::text(c.at("routingKey")));
+        for (const auto& c : fixture.at("cases").as_array()) keys.push_back(fixtures::text(c.at("routingKey")));
         return keys;
     }
 
@@ -218,8 +217,8 @@ std::vector<Case> published_cases() {
         {"x-acemq-type", "order.placed"},
         {"x-acemq-version", 2},
     };
-    cases.push_back(Case{"set-aside", "fx.set-aside", "aaaaaaaa-bbbb-4ccc-8ddd-eeeeeeeeeeee",
-                         R"("{\"id\":\"o-4\"}")", std::move(set_aside)});
+    cases.push_back(Case{"set-aside", "fx.set-aside", "aaaaaaaa-bbbb-4ccc-8ddd-eeeeeeeeeeee", R"("{\"id\":\"o-4\"}")",
+                         std::move(set_aside)});
     return cases;
 }
 
@@ -235,9 +234,12 @@ char family_type_letter(std::string_view name, const json::value& value) {
 // A header value as a C++ FieldTable carries it after RabbitMQ: 'I' is int32_t, 'l' int64_t.
 FieldValue family_field(std::string_view name, const json::value& value) {
     switch (family_type_letter(name, value)) {
-    case 'S': return FieldValue(fixtures::text(value));
-    case 'l': return FieldValue(value.to_number<std::int64_t>());
-    default: return FieldValue(value.to_number<std::int32_t>());
+        case 'S':
+            return FieldValue(fixtures::text(value));
+        case 'l':
+            return FieldValue(value.to_number<std::int64_t>());
+        default:
+            return FieldValue(value.to_number<std::int32_t>());
     }
 }
 
@@ -258,7 +260,8 @@ acemq::Envelope expected_envelope(const Case& c) {
     e.correlation = fixtures::text(h.at(acemq::header::correlation));
     e.causation = text_or_empty(h, acemq::header::causation);
     e.attempt = h.at(acemq::header::attempt).to_number<std::int32_t>();
-    e.first_seen = acemq::EpochMillis(std::chrono::milliseconds(h.at(acemq::header::first_seen).to_number<std::int64_t>()));
+    e.first_seen =
+        acemq::EpochMillis(std::chrono::milliseconds(h.at(acemq::header::first_seen).to_number<std::int64_t>()));
     e.origin = text_or_empty(h, acemq::header::origin);
     e.error = text_or_empty(h, acemq::header::error);
     e.claim = text_or_empty(h, acemq::header::claim);
@@ -389,8 +392,8 @@ private:
 template <>
 struct Catch::StringMaker<acemq::FieldValue> {
     static std::string convert(const acemq::FieldValue& value) {
-        static constexpr const char* kinds[] = {"void", "bool", "int32", "int64", "uint64", "double",
-                                                "string", "bytes", "array", "table"};
+        static constexpr const char* kinds[] = {"void",   "bool",   "int32", "int64", "uint64",
+                                                "double", "string", "bytes", "array", "table"};
         return std::string(kinds[value.get().index()]) + " " + value.to_string();
     }
 };
@@ -462,8 +465,8 @@ TEST_CASE("pika publishes the Java member's envelopes; a typed C++ consumer read
         // Java encoded a String payload: the body is a JSON string whose text is JSON again.
         CHECK(message.payload == inner_json(c));
         const std::string& inner = message.payload;
-        const auto order = acemq::decode<InnerOrder>(
-            json_codec, std::as_bytes(std::span(inner.data(), inner.size())), acemq::content_types::json);
+        const auto order = acemq::decode<InnerOrder>(json_codec, std::as_bytes(std::span(inner.data(), inner.size())),
+                                                     acemq::content_types::json);
         CHECK(order.id == fixtures::text(json::parse(inner).at("id")));
     }
     // Every case arrived once.
@@ -542,9 +545,15 @@ TEST_CASE("pika's header types reach C++ with their widths: 'I' as 32-bit, 'l' a
             REQUIRE(message.headers.contains(name));
             const FieldValue& field = message.headers.at(name);
             switch (family_type_letter(name, value)) {
-            case 'S': CHECK(field.holds<std::string>()); break;
-            case 'l': CHECK(field.holds<std::int64_t>()); break;
-            default: CHECK(field.holds<std::int32_t>()); break;
+                case 'S':
+                    CHECK(field.holds<std::string>());
+                    break;
+                case 'l':
+                    CHECK(field.holds<std::int64_t>());
+                    break;
+                default:
+                    CHECK(field.holds<std::int32_t>());
+                    break;
             }
             CHECK(field == family_field(name, value));
         }
@@ -591,8 +600,7 @@ TEST_CASE("what the C++ publisher writes with the JSON codec, pika reads with th
           "[interop][to-pika]") {
     Interop t({.origin = "interop@cpp-test"});
     const std::string queue = t.queue("to-pika-json");
-    const acemq::Publisher publisher =
-        t.bus().publisher("", queue, {.codec = std::make_shared<acemq::JsonCodec>()});
+    const acemq::Publisher publisher = t.bus().publisher("", queue, {.codec = std::make_shared<acemq::JsonCodec>()});
 
     const std::string traceparent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
     const acemq::SendOptions rich{
@@ -603,7 +611,8 @@ TEST_CASE("what the C++ publisher writes with the JSON codec, pika reads with th
         .causation = "cause-1",
         .origin = "orders@host-7",
         .claim = "claims/o-1",
-        .headers = acemq::Headers{{"traceparent", FieldValue(traceparent)}, {"x-tenant", FieldValue("acme")},
+        .headers = acemq::Headers{{"traceparent", FieldValue(traceparent)},
+                                  {"x-tenant", FieldValue("acme")},
                                   {"acemq-replay-count", FieldValue(std::int32_t{2})}},
         .attempt = 2,
         .first_seen = acemq::EpochMillis(1767323045678ms),
@@ -632,9 +641,9 @@ TEST_CASE("what the C++ publisher writes with the JSON codec, pika reads with th
         CHECK(properties.at("deliveryMode") == 2);
         check_unset_properties(properties);
         CHECK(sent_names_of(headers) == std::set<std::string>{"acemq-replay-count", "traceparent", "x-tenant",
-                                                         "x-acemq-attempt", "x-acemq-causation", "x-acemq-claim",
-                                                         "x-acemq-correlation", "x-acemq-first-seen", "x-acemq-id",
-                                                         "x-acemq-origin", "x-acemq-type", "x-acemq-version"});
+                                                              "x-acemq-attempt", "x-acemq-causation", "x-acemq-claim",
+                                                              "x-acemq-correlation", "x-acemq-first-seen", "x-acemq-id",
+                                                              "x-acemq-origin", "x-acemq-type", "x-acemq-version"});
         check_reserved_headers(headers, sent_rich.message_id, "order.placed", 3, "corr-1", 2, 1767323045678,
                                1767323045678, "orders@host-7");
         CHECK(letter(headers, acemq::header::causation) == "S");
@@ -648,8 +657,7 @@ TEST_CASE("what the C++ publisher writes with the JSON codec, pika reads with th
         CHECK(letter(headers, "acemq-replay-count") == "I");
         CHECK(headers.at("acemq-replay-count").at("value") == 2);
         check_pika_agrees(message);
-        CHECK(message.at("bodyJson") ==
-              json::parse(R"({"id":"o-1","cents":4250,"tags":["gift","express"]})"));
+        CHECK(message.at("bodyJson") == json::parse(R"({"id":"o-1","cents":4250,"tags":["gift","express"]})"));
     }
     {
         INFO("the message sent with the defaults");
@@ -663,8 +671,8 @@ TEST_CASE("what the C++ publisher writes with the JSON codec, pika reads with th
         check_unset_properties(properties);
         // Absent means absent: no causation, claim, error or route, not even empty ones.
         CHECK(sent_names_of(headers) == std::set<std::string>{"x-acemq-attempt", "x-acemq-correlation",
-                                                         "x-acemq-first-seen", "x-acemq-id", "x-acemq-origin",
-                                                         "x-acemq-type", "x-acemq-version"});
+                                                              "x-acemq-first-seen", "x-acemq-id", "x-acemq-origin",
+                                                              "x-acemq-type", "x-acemq-version"});
         check_reserved_headers(headers, sent_plain.message_id, queue, 1, sent_plain.message_id, 1, before, after,
                                "interop@cpp-test");
         check_pika_agrees(message);
@@ -672,8 +680,7 @@ TEST_CASE("what the C++ publisher writes with the JSON codec, pika reads with th
     }
 }
 
-TEST_CASE("the C++ default codec (msgpack) and a non-persistent publisher, as pika reads them",
-          "[interop][to-pika]") {
+TEST_CASE("the C++ default codec (msgpack) and a non-persistent publisher, as pika reads them", "[interop][to-pika]") {
     Interop t({.origin = "interop@cpp-test"});
     const std::string queue = t.queue("to-pika-msgpack");
     const std::int64_t before = now_ms();
@@ -726,8 +733,9 @@ TEST_CASE("a Java-written message the C++ engine retries and dead-letters keeps 
             throw std::runtime_error("stock service down");
         },
         {.retry = acemq::fixed_retry(2, 1ms), .codec = std::make_shared<acemq::JsonCodec>()});
-    const json::object published =
-        run_peer({"publish", "--fixtures", fixture_file, "--exchange", exchange, "--extra"}).at("published").as_object();
+    const json::object published = run_peer({"publish", "--fixtures", fixture_file, "--exchange", exchange, "--extra"})
+                                       .at("published")
+                                       .as_object();
     REQUIRE(t.harness().wait_dead_lettered(queue, cases.size(), 30s));
     consumer.close();
 

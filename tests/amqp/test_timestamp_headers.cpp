@@ -52,7 +52,8 @@ TEST_CASE("a first-seen sent as an AMQP timestamp is read as the instant it name
 }
 
 TEST_CASE("a timestamp header keeps its type through the transport both ways") {
-    const acemq::FieldTable sent{{"sent-at", acemq::FieldValue(acemq::FieldTimestamp(std::chrono::seconds(new_year_2020)))}};
+    const acemq::FieldTable sent{
+        {"sent-at", acemq::FieldValue(acemq::FieldTimestamp(std::chrono::seconds(new_year_2020)))}};
     const acemq::amqp::TableView view(sent);
     REQUIRE(view.get().num_entries == 1);
     CHECK(view.get().entries[0].value.kind == AMQP_FIELD_KIND_TIMESTAMP);

@@ -87,11 +87,11 @@ inline std::vector<std::uint8_t> encode(const acemq::FieldTable& table, std::str
     const acemq::amqp::TableView view(table);
     std::vector<std::uint8_t> buffer(size.bytes + 16);
     std::size_t offset = 0;
-    const int status = amqp_encode_table(amqp_bytes_t{buffer.size(), buffer.data()},
-                                         const_cast<amqp_table_t*>(&view.get()), &offset);
+    const int status =
+        amqp_encode_table(amqp_bytes_t{buffer.size(), buffer.data()}, const_cast<amqp_table_t*>(&view.get()), &offset);
     if (status != AMQP_STATUS_OK)
-        failure = "amqp_encode_table failed (" + std::string(amqp_error_string2(status)) + ") on a table encoded_size put at " +
-                  std::to_string(size.bytes) + " bytes";
+        failure = "amqp_encode_table failed (" + std::string(amqp_error_string2(status)) +
+                  ") on a table encoded_size put at " + std::to_string(size.bytes) + " bytes";
     else if (offset != size.bytes)
         failure = "encoded_size said " + std::to_string(size.bytes) + " bytes, amqp_encode_table wrote " +
                   std::to_string(offset);
@@ -159,7 +159,8 @@ inline std::string check_table(const acemq::FieldTable& table) {
     acemq::FieldTable read;
     failure = check_encoded(bytes.data(), bytes.size(), &read);
     if (!failure.empty()) return failure;
-    if (!(read == table)) return "the table read back differs: " + acemq::to_string(read) + " against " + acemq::to_string(table);
+    if (!(read == table))
+        return "the table read back differs: " + acemq::to_string(read) + " against " + acemq::to_string(table);
     return {};
 }
 

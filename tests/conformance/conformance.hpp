@@ -30,13 +30,15 @@ struct Order {
 inline std::string transport_url() {
     const char* url = std::getenv("ACEMQ_CONFORMANCE_URL");
     if (url == nullptr || *url == '\0')
-        throw std::runtime_error("ACEMQ_CONFORMANCE_URL is not set: run this through `meson test --suite conformance-*`");
+        throw std::runtime_error(
+            "ACEMQ_CONFORMANCE_URL is not set: run this through `meson test --suite conformance-*`");
     const std::string_view text(url);
     if (!text.starts_with("env:")) return url;
     const std::string variable(text.substr(4));
     const char* from_variable = std::getenv(variable.c_str());
     if (from_variable == nullptr || *from_variable == '\0')
-        throw std::runtime_error(variable + " is not set: this suite needs the broker that scripts/test starts "
+        throw std::runtime_error(variable +
+                                 " is not set: this suite needs the broker that scripts/test starts "
                                  "(or `source scripts/servers.sh; start_rabbitmq` by hand)");
     return from_variable;
 }

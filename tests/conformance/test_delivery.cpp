@@ -73,7 +73,8 @@ TEST_CASE("send_all pipelines a batch; a failure names how many and the first") 
     // FIFO: the first one out is the first one in.
     auto first = f.pull(queue);
     REQUIRE(first.has_value());
-    CHECK(acemq::decode<Order>(*acemq::default_codec(), first->message().body, first->message().content_type).id == "o-0");
+    CHECK(acemq::decode<Order>(*acemq::default_codec(), first->message().body, first->message().content_type).id ==
+          "o-0");
     first->ack();
 
     const std::string exchange = f.name("nowhere");
@@ -84,7 +85,8 @@ TEST_CASE("send_all pipelines a batch; a failure names how many and the first") 
     } catch (const acemq::BatchPublishError& error) {
         CHECK(error.total() == 2);
         CHECK(error.failed() == 2);
-        CHECK_THAT(error.what(), Catch::StartsWith("2 of 2 messages were not confirmed; 0 were. The first failure was: "));
+        CHECK_THAT(error.what(),
+                   Catch::StartsWith("2 of 2 messages were not confirmed; 0 were. The first failure was: "));
     }
 }
 
@@ -96,8 +98,7 @@ TEST_CASE("prefetch bounds what one consumer holds; concurrency bounds what runs
     auto handler = [&](const Message<Order>&) {
         const int now = ++running;
         int seen = most.load();
-        while (now > seen && !most.compare_exchange_weak(seen, now)) {
-        }
+        while (now > seen && !most.compare_exchange_weak(seen, now)) {}
         gate.pass();
         --running;
         return acemq::accept();
@@ -115,14 +116,13 @@ TEST_CASE("prefetch bounds what one consumer holds; concurrency bounds what runs
     Gate second_gate;
     std::atomic<int> started{0};
     for (int i = 0; i < 6; ++i) f.bus().publisher("", queue).send(Order{"p", i});
-    auto wide = f.bus().consume<Order>(
-        queue,
-        [&](const Message<Order>&) {
-            ++started;
-            second_gate.pass();
-            return acemq::accept();
-        },
-        {.prefetch = 10, .concurrency = 3});
+    auto wide = f.bus().consume<Order>(queue,
+                                       [&](const Message<Order>&) {
+                                           ++started;
+                                           second_gate.pass();
+                                           return acemq::accept();
+                                       },
+                                       {.prefetch = 10, .concurrency = 3});
     REQUIRE(second_gate.wait_waiting(3));
     CHECK(started == 3);  // three workers busy; the other deliveries wait their turn
     second_gate.open();
@@ -159,14 +159,13 @@ TEST_CASE("closing hands back deliveries that arrived but never started") {
     Gate gate;
     std::atomic<int> started{0};
     for (int i = 0; i < 5; ++i) f.bus().publisher("", queue).send(Order{"o", i});
-    auto consumer = f.bus().consume<Order>(
-        queue,
-        [&](const Message<Order>&) {
-            ++started;
-            gate.pass();
-            return acemq::accept();
-        },
-        {.prefetch = 5, .concurrency = 1});
+    auto consumer = f.bus().consume<Order>(queue,
+                                           [&](const Message<Order>&) {
+                                               ++started;
+                                               gate.pass();
+                                               return acemq::accept();
+                                           },
+                                           {.prefetch = 5, .concurrency = 1});
     REQUIRE(gate.wait_waiting(1));
     CHECK(f.wait_depth(queue, 0));  // all five handed to the consumer
     std::thread release([&] {
@@ -191,15 +190,15 @@ TEST_CASE("a retry ladder whose waits pass through real rung queues") {
     std::mutex lock;
     std::vector<acemq::Envelope> attempts;
     std::vector<bool> came_through_rung;
-    auto consumer = f.bus().consume<Order>(
-        queue,
-        [&](const Message<Order>& message) -> acemq::Ack {
-            std::lock_guard guard(lock);
-            attempts.push_back(message.envelope);
-            came_through_rung.push_back(message.envelope.headers.contains("x-death"));
-            throw std::runtime_error("the warehouse is not answering");
-        },
-        {.retry = policy});
+    auto consumer =
+        f.bus().consume<Order>(queue,
+                               [&](const Message<Order>& message) -> acemq::Ack {
+                                   std::lock_guard guard(lock);
+                                   attempts.push_back(message.envelope);
+                                   came_through_rung.push_back(message.envelope.headers.contains("x-death"));
+                                   throw std::runtime_error("the warehouse is not answering");
+                               },
+                               {.retry = policy});
     CHECK(f.transport().queue_exists(acemq::rung_queue(queue, 1s)));
     const auto sent = f.bus().publisher("", queue).send(Order{"o-ladder", 1});
     REQUIRE(f.harness().wait_dead_lettered(queue, 1, 15s));
@@ -252,8 +251,9 @@ TEST_CASE("interceptors: publish ones run first-registered outermost and may ref
         return acemq::accept();
     });
     f.bus().publisher("", queue).send(Order{"o", 1});
-    CHECK_THROWS_WITH(f.bus().publisher("", queue).send(Order{"o", 2}, {.headers = {{"x-refuse", acemq::FieldValue("1")}}}),
-                      "refused by policy");
+    CHECK_THROWS_WITH(
+        f.bus().publisher("", queue).send(Order{"o", 2}, {.headers = {{"x-refuse", acemq::FieldValue("1")}}}),
+        "refused by policy");
     REQUIRE(f.harness().wait_consumed(queue, 1, 5s));
     consumer.close();
     std::lock_guard guard(lock);

@@ -33,11 +33,11 @@ TEST_CASE("a publish after the bus closed says it was not sent, and nothing else
         FAIL("a publish after close returned normally");
     } catch (const acemq::PublishError& error) {
         CHECK_FALSE(error.unroutable());
-        CHECK_THAT(error.what(),
-                   Catch::StartsWith("acemq: cannot publish message " + error.message_id() + " to exchange \"\" with key \"" +
-                                     queue + "\": it was not sent, nothing was written (") &&
-                       Catch::Contains("is closed") && !Catch::Contains("unknown whether") &&
-                       !Catch::Contains("refused"));
+        CHECK_THAT(
+            error.what(),
+            Catch::StartsWith("acemq: cannot publish message " + error.message_id() + " to exchange \"\" with key \"" +
+                              queue + "\": it was not sent, nothing was written (") &&
+                Catch::Contains("is closed") && !Catch::Contains("unknown whether") && !Catch::Contains("refused"));
     }
 }
 

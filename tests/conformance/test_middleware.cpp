@@ -49,8 +49,8 @@ TEST_CASE("49 then: publishes the step's result with the conversation carried ov
     CHECK(envelope.id != incoming.envelope.id);
     CHECK(envelope.origin == "billing@test");
     CHECK(envelope.type == invoices);
-    const Invoice invoice = acemq::decode<Invoice>(*acemq::default_codec(), published->message().body,
-                                                   published->message().content_type);
+    const Invoice invoice =
+        acemq::decode<Invoice>(*acemq::default_codec(), published->message().body, published->message().content_type);
     CHECK(invoice.order_id == "o-7");
     CHECK(invoice.cents == 4250);
     published->ack();
@@ -65,8 +65,9 @@ TEST_CASE("49 then: nullopt publishes nothing and accepts; a plain value always 
     CHECK(nothing(message_of(Order{"o-1", 0})) == acemq::accept());
     CHECK(f.transport().queue_depth(invoices) == 0);
 
-    auto always = acemq::then<Order>(f.bus().publisher("", invoices),
-                                     [](const Message<Order>& m) { return Invoice{m.payload.id, 1}; });
+    auto always = acemq::then<Order>(f.bus().publisher("", invoices), [](const Message<Order>& m) {
+        return Invoice{m.payload.id, 1};
+    });
     CHECK(always(message_of(Order{"o-2", 0})) == acemq::accept());
     CHECK(f.wait_depth(invoices, 1));
     std::optional<acemq::Delivery> published = f.pull(invoices);
@@ -79,8 +80,10 @@ TEST_CASE("49 then: nullopt publishes nothing and accepts; a plain value always 
 TEST_CASE("49 then: a send that fails answers retry; a step that throws is not caught") {
     Fixture f;
     const std::string nowhere = f.name("nowhere");
-    auto unroutable = acemq::then<Order>(f.bus().publisher("", nowhere, {.mandatory = true}),
-                                         [](const Message<Order>& m) { return std::optional(Invoice{m.payload.id, 1}); });
+    auto unroutable =
+        acemq::then<Order>(f.bus().publisher("", nowhere, {.mandatory = true}), [](const Message<Order>& m) {
+            return std::optional(Invoice{m.payload.id, 1});
+        });
     const Message<Order> incoming = message_of(Order{"o-1", 0});
     const acemq::Ack ack = unroutable(incoming);
     REQUIRE(ack.kind() == acemq::AckKind::retry);
@@ -88,9 +91,9 @@ TEST_CASE("49 then: a send that fails answers retry; a step that throws is not c
                                                        " is done but the next message did not go out: "));
     CHECK(contains(acemq::describe(ack.failure()), "reached no queue"));
 
-    auto throwing = acemq::then<Order>(f.bus().publisher("", nowhere), [](const Message<Order>&) -> std::optional<Invoice> {
-        throw std::runtime_error("the step failed");
-    });
+    auto throwing = acemq::then<Order>(
+        f.bus().publisher("", nowhere),
+        [](const Message<Order>&) -> std::optional<Invoice> { throw std::runtime_error("the step failed"); });
     CHECK_THROWS_WITH(throwing(incoming), "the step failed");
 }
 
@@ -104,8 +107,8 @@ TEST_CASE("46-48 middleware composes with Bus::consume") {
     };
     CapturedLog log;
     {
-        acemq::Consumer consumer = f.bus().consume<Order>(
-            queue, acemq::chain<Order>(handle, acemq::with_logging(), acemq::with_timeout(10s)));
+        acemq::Consumer consumer =
+            f.bus().consume<Order>(queue, acemq::chain<Order>(handle, acemq::with_logging(), acemq::with_timeout(10s)));
         acemq::Publisher orders = f.bus().publisher("", queue);
         orders.send(Order{"o-1", 100});
         orders.send(Order{"o-2", 0});

@@ -30,13 +30,13 @@ struct Shop {
         if (envelope.id.empty()) envelope = acemq::Envelope::for_new_message(queue, "shop@test");
         if (envelope.error.empty()) envelope.error = "the handler rejected it: std::invalid_argument: no sku";
         const acemq::Encoded body = acemq::encode(*acemq::default_codec(), Order{std::string(payload_id), 100});
-        const acemq::PublishResult result = f.transport().publish(
-            acemq::OutboundMessage{.routing_key = target,
-                                   .body = body.body,
-                                   .content_type = body.content_type,
-                                   .message_id = envelope.id,
-                                   .headers = acemq::render_headers(envelope),
-                                   .mandatory = true});
+        const acemq::PublishResult result =
+            f.transport().publish(acemq::OutboundMessage{.routing_key = target,
+                                                         .body = body.body,
+                                                         .content_type = body.content_type,
+                                                         .message_id = envelope.id,
+                                                         .headers = acemq::render_headers(envelope),
+                                                         .mandatory = true});
         REQUIRE(result.confirmed);
         REQUIRE(result.routed);
         return envelope;

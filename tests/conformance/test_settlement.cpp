@@ -63,7 +63,8 @@ TEST_CASE("63/65/75 a consumer on a bare queue declares where failures go; a rej
     CHECK(envelope.type == queue);
     CHECK(envelope.causation == "cart-9");
     CHECK(copy->message().message_id == sent.message_id);
-    const auto order = acemq::decode<Order>(*acemq::default_codec(), copy->message().body, copy->message().content_type);
+    const auto order =
+        acemq::decode<Order>(*acemq::default_codec(), copy->message().body, copy->message().content_type);
     CHECK(order.id == "o-2");
     CHECK(order.cents == 250);
     copy->ack();
@@ -74,8 +75,8 @@ TEST_CASE("64 a consumer declares its policy's rungs with exactly the rung argum
     Fixture f;
     const std::string queue = f.source_queue("rungs");
     const acemq::RetryPolicy policy = acemq::exponential_retry(4, 20s, 1min);  // 20 s, 40 s, 60 s
-    auto consumer = f.bus().consume<Order>(queue, [](const Message<Order>&) { return acemq::accept(); },
-                                           {.retry = policy});
+    auto consumer =
+        f.bus().consume<Order>(queue, [](const Message<Order>&) { return acemq::accept(); }, {.retry = policy});
     CHECK_FALSE(f.transport().queue_exists(acemq::rung_queue(queue, 20s)));
     for (auto delay : {40s, 60s}) {
         const std::string rung = acemq::rung_queue(queue, delay);
@@ -141,13 +142,12 @@ TEST_CASE("67/70 retry: no_retry dead-letters; a policy republishes with the nex
         Fixture f;
         const std::string queue = f.source_queue("thrice");
         Seen seen;
-        auto consumer = f.bus().consume<Order>(
-            queue,
-            [&](const Message<Order>& message) -> acemq::Ack {
-                seen.add(message);
-                throw std::runtime_error("the warehouse is not answering");
-            },
-            {.retry = acemq::fixed_retry(3, 0ms)});
+        auto consumer = f.bus().consume<Order>(queue,
+                                               [&](const Message<Order>& message) -> acemq::Ack {
+                                                   seen.add(message);
+                                                   throw std::runtime_error("the warehouse is not answering");
+                                               },
+                                               {.retry = acemq::fixed_retry(3, 0ms)});
         const auto sent = f.bus().publisher("", queue).send(Order{"o-5", 77});
         REQUIRE(f.harness().wait_dead_lettered(queue, 1, 5s));
         consumer.close();
@@ -260,7 +260,8 @@ TEST_CASE("70 fatal failures and old messages skip the ladder; an exception is a
         consumer.close();
         auto copy = f.pull(acemq::dead_letter_queue(queue));
         REQUIRE(copy.has_value());
-        CHECK(envelope_of(*copy).error == "the handler reported an unprocessable message: acemq::FatalError: no such sku");
+        CHECK(envelope_of(*copy).error ==
+              "the handler reported an unprocessable message: acemq::FatalError: no such sku");
         copy->ack();
     }
     SECTION("FatalError thrown") {
@@ -290,22 +291,20 @@ TEST_CASE("70 fatal failures and old messages skip the ladder; an exception is a
         consumer.close();
         auto copy = f.pull(acemq::dead_letter_queue(queue));
         REQUIRE(copy.has_value());
-        CHECK(envelope_of(*copy).error ==
-              "exceeded the maximum message age of 1m: std::runtime_error: still down");
+        CHECK(envelope_of(*copy).error == "exceeded the maximum message age of 1m: std::runtime_error: still down");
         copy->ack();
     }
     SECTION("a plain exception: attempt 2 follows") {
         Fixture f;
         const std::string queue = f.source_queue("thrown");
         Seen seen;
-        auto consumer = f.bus().consume<Order>(
-            queue,
-            [&](const Message<Order>& message) -> acemq::Ack {
-                seen.add(message);
-                if (message.envelope.attempt == 1) throw std::runtime_error("flaky");
-                return acemq::accept();
-            },
-            {.retry = generous});
+        auto consumer = f.bus().consume<Order>(queue,
+                                               [&](const Message<Order>& message) -> acemq::Ack {
+                                                   seen.add(message);
+                                                   if (message.envelope.attempt == 1) throw std::runtime_error("flaky");
+                                                   return acemq::accept();
+                                               },
+                                               {.retry = generous});
         f.bus().publisher("", queue).send(Order{"o-12", 1});
         REQUIRE(f.harness().wait_settled(queue, Outcome::acked, 1, 5s));
         consumer.close();
@@ -331,8 +330,8 @@ TEST_CASE("72 an undecodable body is parked without running the handler") {
     CHECK(calls == 0);
     auto copy = f.pull(acemq::parked_queue(queue));
     REQUIRE(copy.has_value());
-    CHECK_THAT(envelope_of(*copy).error, Catch::StartsWith("could not be decoded: acemq::DecodeError:") &&
-                                             Catch::Contains("Order"));
+    CHECK_THAT(envelope_of(*copy).error,
+               Catch::StartsWith("could not be decoded: acemq::DecodeError:") && Catch::Contains("Order"));
     CHECK(copy->message().body == body);
     CHECK(copy->message().content_type == "application/msgpack");
     copy->ack();
@@ -392,7 +391,6 @@ TEST_CASE("73 every envelope field reaches the handler") {
 
 namespace {
 
-
 // A queue without .dlq (its consumer may not declare) and a handler that rejects everything.
 struct NowhereToSetAside {
     std::shared_ptr<acemq::InMemoryMetrics> metrics = std::make_shared<acemq::InMemoryMetrics>();
@@ -400,13 +398,12 @@ struct NowhereToSetAside {
     std::string queue = f.source_queue("nowhere", {});
     acemq::Labels labels{{"queue", queue}, {"target", acemq::dead_letter_queue(queue)}};
     testing_support::Tally runs;
-    acemq::Consumer consumer = f.bus().consume<Order>(
-        queue,
-        [this](const Message<Order>&) {
-            runs.add();
-            return acemq::reject(std::runtime_error("bad"));
-        },
-        {.declare = false});
+    acemq::Consumer consumer = f.bus().consume<Order>(queue,
+                                                      [this](const Message<Order>&) {
+                                                          runs.add();
+                                                          return acemq::reject(std::runtime_error("bad"));
+                                                      },
+                                                      {.declare = false});
 
     std::int64_t failed() const { return metrics->counter(acemq::metric::set_aside_failed, labels); }
 };
@@ -418,8 +415,8 @@ TEST_CASE("74 with nowhere to set it aside, a reject goes back to its queue, cou
     n.f.bus().publisher("", n.queue).send(Order{"o-14", 1});
     REQUIRE(n.runs.wait_at_least(2, 10s));  // handed back and delivered again, not lost
     CHECK(n.consumer.close());
-    CHECK(n.failed() == n.runs.count());  // every failed set-aside counted, with queue and target
-    CHECK(n.f.wait_depth(n.queue, 1));    // the message is still in its queue
+    CHECK(n.failed() == n.runs.count());            // every failed set-aside counted, with queue and target
+    CHECK(n.f.wait_depth(n.queue, 1));              // the message is still in its queue
     CHECK(n.f.harness().settled(n.queue).empty());  // nothing was settled: no outcome to report
     CHECK_FALSE(n.f.transport().queue_exists(acemq::dead_letter_queue(n.queue)));
 }
@@ -449,7 +446,7 @@ TEST_CASE("76 close drains: a stuck handler is cut off and its message left for 
     f.bus().publisher("", queue).send(Order{"o-15", 1});
     REQUIRE(gate.wait_waiting(1));
     CHECK_FALSE(consumer.close(100ms));  // the handler is still running
-    CHECK(f.wait_depth(queue, 1));        // its message went back, unsettled
+    CHECK(f.wait_depth(queue, 1));       // its message went back, unsettled
     gate.open();
 
     auto again = f.bus().consume<Order>(queue, [&](const Message<Order>&) { return acemq::accept(); });

@@ -14,8 +14,8 @@
 #include <msgpack.hpp>
 
 #include <algorithm>
-#include <bit>
 #include <array>
+#include <bit>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -104,9 +104,7 @@ struct Scaled {
 using testing_support::bytes_of;
 using testing_support::decode_error_of;
 
-std::string text_of(const Bytes& bytes) {
-    return {reinterpret_cast<const char*>(bytes.data()), bytes.size()};
-}
+std::string text_of(const Bytes& bytes) { return {reinterpret_cast<const char*>(bytes.data()), bytes.size()}; }
 
 template <class F>
 std::string encode_error_of(F&& f) {
@@ -125,33 +123,34 @@ class Generator {
 public:
     explicit Generator(std::uint32_t seed) : rng_(seed) {}
 
-    std::size_t below(std::size_t n) {
-        return std::uniform_int_distribution<std::size_t>(0, n - 1)(rng_);
-    }
+    std::size_t below(std::size_t n) { return std::uniform_int_distribution<std::size_t>(0, n - 1)(rng_); }
     bool coin() { return below(2) == 0; }
 
     template <class I>
     I integer() {
         using L = std::numeric_limits<I>;
         switch (below(5)) {
-            case 0: return L::min();
-            case 1: return L::max();
-            case 2: return I{0};
-            default: return static_cast<I>((std::uint64_t{rng_()} << 32) | rng_());
+            case 0:
+                return L::min();
+            case 1:
+                return L::max();
+            case 2:
+                return I{0};
+            default:
+                return static_cast<I>((std::uint64_t{rng_()} << 32) | rng_());
         }
     }
 
     double finite_double() {
-        static constexpr std::array<double, 9> special = {
-            0.0,
-            -0.0,
-            0.1,
-            -1.5,
-            1e300,
-            std::numeric_limits<double>::max(),
-            std::numeric_limits<double>::lowest(),
-            std::numeric_limits<double>::min(),
-            std::numeric_limits<double>::denorm_min()};
+        static constexpr std::array<double, 9> special = {0.0,
+                                                          -0.0,
+                                                          0.1,
+                                                          -1.5,
+                                                          1e300,
+                                                          std::numeric_limits<double>::max(),
+                                                          std::numeric_limits<double>::lowest(),
+                                                          std::numeric_limits<double>::min(),
+                                                          std::numeric_limits<double>::denorm_min()};
         if (coin()) return special[below(special.size())];
         for (;;) {  // random bit patterns, skipping NaN and infinities
             const std::uint64_t bits = (std::uint64_t{rng_()} << 32) | rng_();
@@ -177,14 +176,21 @@ public:
         for (std::size_t i = 0; i < length; ++i) {
             std::uint32_t cp;
             switch (below(5)) {
-                case 0: cp = static_cast<std::uint32_t>(below(0x80)); break;
-                case 1: cp = "\"\\/\b\n\x01"[below(6)]; break;
-                case 2: cp = 0x80 + static_cast<std::uint32_t>(below(0x800 - 0x80)); break;
+                case 0:
+                    cp = static_cast<std::uint32_t>(below(0x80));
+                    break;
+                case 1:
+                    cp = "\"\\/\b\n\x01"[below(6)];
+                    break;
+                case 2:
+                    cp = 0x80 + static_cast<std::uint32_t>(below(0x800 - 0x80));
+                    break;
                 case 3:
                     do cp = 0x800 + static_cast<std::uint32_t>(below(0x10000 - 0x800));
                     while (cp >= 0xD800 && cp <= 0xDFFF);
                     break;
-                default: cp = 0x10000 + static_cast<std::uint32_t>(below(0x110000 - 0x10000));
+                default:
+                    cp = 0x10000 + static_cast<std::uint32_t>(below(0x110000 - 0x10000));
             }
             append_utf8(out, cp);
         }
@@ -222,12 +228,10 @@ public:
         o.colour = static_cast<Colour>(below(3));
         for (std::size_t i = below(3); i > 0; --i) {
             o.matrix.emplace_back();
-            for (std::size_t j = below(4); j > 0; --j)
-                o.matrix.back().push_back(integer<std::uint64_t>());
+            for (std::size_t j = below(4); j > 0; --j) o.matrix.back().push_back(integer<std::uint64_t>());
         }
         for (std::size_t i = below(4); i > 0; --i)
-            o.sparse.push_back(coin() ? std::optional<std::int32_t>(integer<std::int32_t>())
-                                      : std::nullopt);
+            o.sparse.push_back(coin() ? std::optional<std::int32_t>(integer<std::int32_t>()) : std::nullopt);
         return o;
     }
 
@@ -235,12 +239,18 @@ public:
     Value value(bool json, std::size_t depth = 0) {
         const std::size_t kinds = depth > 3 ? 6 : 8;
         switch (below(kinds)) {
-            case 0: return Value();
-            case 1: return Value(coin());
-            case 2: return Value(integer<std::int64_t>());
-            case 3: return Value(integer<std::uint64_t>());
-            case 4: return Value(finite_double());
-            case 5: return json ? Value(text()) : (coin() ? Value(text()) : Value(blob()));
+            case 0:
+                return Value();
+            case 1:
+                return Value(coin());
+            case 2:
+                return Value(integer<std::int64_t>());
+            case 3:
+                return Value(integer<std::uint64_t>());
+            case 4:
+                return Value(finite_double());
+            case 5:
+                return json ? Value(text()) : (coin() ? Value(text()) : Value(blob()));
             case 6: {
                 Value::Array a;
                 for (std::size_t i = below(5); i > 0; --i) a.push_back(value(json, depth + 1));
@@ -250,8 +260,8 @@ public:
                 Value::Map m;
                 for (std::size_t i = below(5); i > 0; --i) {
                     Value key = json || coin() ? Value(text(6)) : value(json, depth + 1);
-                    const bool duplicate = std::any_of(
-                        m.begin(), m.end(), [&](const auto& kv) { return kv.first == key; });
+                    const bool duplicate =
+                        std::any_of(m.begin(), m.end(), [&](const auto& kv) { return kv.first == key; });
                     if (!duplicate) m.emplace_back(std::move(key), value(json, depth + 1));
                 }
                 return Value(std::move(m));
@@ -300,9 +310,7 @@ public:
     std::string_view content_type() const noexcept override { return real_->content_type(); }
     bool can_decode(std::string_view ct) const noexcept override { return real_->can_decode(ct); }
     std::vector<std::byte> encode(const Value& v) const override { return real_->encode(v); }
-    Value decode(std::span<const std::byte>, std::string_view) const override {
-        return Value(std::string(name()));
-    }
+    Value decode(std::span<const std::byte>, std::string_view) const override { return Value(std::string(name())); }
 
 private:
     std::shared_ptr<const acemq::Codec> real_;
@@ -332,14 +340,12 @@ TEST_CASE("Value equality treats integers by value, NaN as itself, records apart
 TEST_CASE("Value accessors name the kind they wanted and the kind they found") {
     const auto message = decode_error_of([] { (void)Value(42).as_string(); });
     CHECK(message == "acemq: expected a string, found a value of kind int64");
-    CHECK(decode_error_of([] { (void)Value(-1).as_uint64(); }).find("negative") !=
-          std::string::npos);
+    CHECK(decode_error_of([] { (void)Value(-1).as_uint64(); }).find("negative") != std::string::npos);
     CHECK(decode_error_of([] {
               (void)Value(std::numeric_limits<std::uint64_t>::max()).as_int64();
           }).find("INT64_MAX") != std::string::npos);
     CHECK(Value(3).as_double() == 3.0);
-    CHECK(decode_error_of([] { (void)Value(true).find("x"); }).find("a record or a map") !=
-          std::string::npos);
+    CHECK(decode_error_of([] { (void)Value(true).find("x"); }).find("a record or a map") != std::string::npos);
 }
 
 TEST_CASE("base64 is standard and padded, and refuses anything else") {
@@ -380,9 +386,8 @@ TEST_CASE("a struct becomes a record with its field names") {
 
     const auto& order_fields = acemq::detail::field_names<Order>;
     CHECK(std::vector<std::string_view>(order_fields.begin(), order_fields.end()) ==
-          std::vector<std::string_view>{"order_id", "total_cents", "paid", "ratio", "items", "note",
-                                        "gift", "tags", "by_number", "blob", "extremes", "triple",
-                                        "colour", "matrix", "sparse"});
+          std::vector<std::string_view>{"order_id", "total_cents", "paid", "ratio", "items", "note", "gift", "tags",
+                                        "by_number", "blob", "extremes", "triple", "colour", "matrix", "sparse"});
 }
 
 TEST_CASE("a struct reads from a record, a map by name, or an array by position") {
@@ -394,8 +399,8 @@ TEST_CASE("a struct reads from a record, a map by name, or an array by position"
     CHECK(acemq::from_value<Payment>(Value(Value::Array{Value("p-1"), Value(4250)})) == p);
 
     SECTION("an array of the wrong length") {
-        const auto message = decode_error_of(
-            [] { (void)acemq::from_value<Payment>(Value(Value::Array{Value("p-1")})); });
+        const auto message =
+            decode_error_of([] { (void)acemq::from_value<Payment>(Value(Value::Array{Value("p-1")})); });
         CHECK(message == "acemq: expected 2 fields for Payment, found an array of 1");
     }
     SECTION("a missing field names the type and the field") {
@@ -424,8 +429,7 @@ TEST_CASE("integers are range-checked against the target type") {
     CHECK(decode_error_of([] { (void)acemq::from_value<std::uint32_t>(Value(-1)); }) ==
           "acemq: -1 does not fit in uint32_t (0..4294967295)");
     CHECK(decode_error_of([] {
-              (void)acemq::from_value<std::int64_t>(
-                  Value(std::numeric_limits<std::uint64_t>::max()));
+              (void)acemq::from_value<std::int64_t>(Value(std::numeric_limits<std::uint64_t>::max()));
           }).find("18446744073709551615 does not fit in int64_t") != std::string::npos);
     CHECK(decode_error_of([] {
               (void)acemq::from_value<std::int16_t>(Value(40000));
@@ -435,21 +439,19 @@ TEST_CASE("integers are range-checked against the target type") {
           std::numeric_limits<std::uint64_t>::max());
     CHECK(decode_error_of([] { (void)acemq::from_value<int>(Value(1.5)); }) ==
           "acemq: expected an integer (int32_t), found a double");
-    CHECK(decode_error_of([] {
-              (void)acemq::from_value<float>(Value(1e300));
-          }).find("does not fit in float") != std::string::npos);
+    CHECK(decode_error_of([] { (void)acemq::from_value<float>(Value(1e300)); }).find("does not fit in float") !=
+          std::string::npos);
     CHECK(acemq::from_value<double>(Value(7)) == 7.0);
 }
 
 TEST_CASE("wrong kinds name the field path") {
     const Value cart(
         Value::Map{{Value("id"), Value("c-1")},
-                   {Value("items"),
-                    Value(Value::Array{
-                        Value(Value::Map{{Value("sku"), Value("a")}, {Value("qty"), Value(1)}}),
-                        Value(Value::Array{Value("b"), Value(2)}),
-                        Value(Value::Map{{Value("sku"), Value(7)}, {Value("qty"), Value(3)}}),
-                    })}});
+                   {Value("items"), Value(Value::Array{
+                                        Value(Value::Map{{Value("sku"), Value("a")}, {Value("qty"), Value(1)}}),
+                                        Value(Value::Array{Value("b"), Value(2)}),
+                                        Value(Value::Map{{Value("sku"), Value(7)}, {Value("qty"), Value(3)}}),
+                                    })}});
     CHECK(decode_error_of([&] { (void)acemq::from_value<Cart>(cart); }) ==
           "acemq: Cart.items[2].sku: expected a string (std::string), found an int64");
     const Value tags(Value::Map{{Value("eur"), Value("ten")}});
@@ -460,9 +462,8 @@ TEST_CASE("wrong kinds name the field path") {
     CHECK(decode_error_of([&] {
               (void)acemq::from_value<std::map<int, std::string>>(keys);
           }).find("the key \"x1\" is not a int32_t") != std::string::npos);
-    CHECK(decode_error_of([] {
-              (void)acemq::from_value<Bytes>(Value("not base64!"));
-          }).find("not base64") != std::string::npos);
+    CHECK(decode_error_of([] { (void)acemq::from_value<Bytes>(Value("not base64!")); }).find("not base64") !=
+          std::string::npos);
 }
 
 // ---- round trips ---------------------------------------------------------------------
@@ -472,9 +473,8 @@ TEST_CASE("generated structs survive msgpack and JSON unchanged") {
     const auto composite = acemq::default_codec();
     for (int i = 0; i < 400; ++i) {
         const Order order = gen.order();
-        for (const acemq::Codec* codec :
-             {static_cast<const acemq::Codec*>(&msgpack_codec),
-              static_cast<const acemq::Codec*>(&json_codec), composite.get()}) {
+        for (const acemq::Codec* codec : {static_cast<const acemq::Codec*>(&msgpack_codec),
+                                          static_cast<const acemq::Codec*>(&json_codec), composite.get()}) {
             INFO("case " << i << " via " << codec->name());
             const acemq::Encoded encoded = acemq::encode(*codec, order);
             CHECK(encoded.content_type == codec->content_type());
@@ -508,10 +508,18 @@ namespace {
 void reference_msgpack(msgpack::sbuffer& buffer, const Value& v) {
     msgpack::packer<msgpack::sbuffer> out(buffer);
     switch (v.kind()) {
-        case Value::Kind::null: out.pack_nil(); return;
-        case Value::Kind::boolean: v.as_bool() ? out.pack_true() : out.pack_false(); return;
-        case Value::Kind::int64: out.pack_int64(v.as_int64()); return;
-        case Value::Kind::uint64: out.pack_uint64(v.as_uint64()); return;
+        case Value::Kind::null:
+            out.pack_nil();
+            return;
+        case Value::Kind::boolean:
+            v.as_bool() ? out.pack_true() : out.pack_false();
+            return;
+        case Value::Kind::int64:
+            out.pack_int64(v.as_int64());
+            return;
+        case Value::Kind::uint64:
+            out.pack_uint64(v.as_uint64());
+            return;
         case Value::Kind::float64: {
             // msgpack-c packs an integral double as an integer: write float 64 by hand.
             const auto bits = std::bit_cast<std::uint64_t>(v.as_double());
@@ -559,13 +567,20 @@ Bytes reference_msgpack(const Value& v) {
 boost::json::value reference_json(const Value& v) {
     namespace json = boost::json;
     switch (v.kind()) {
-        case Value::Kind::null: return nullptr;
-        case Value::Kind::boolean: return v.as_bool();
-        case Value::Kind::int64: return v.as_int64();
-        case Value::Kind::uint64: return v.as_uint64();
-        case Value::Kind::float64: return v.as_double();
-        case Value::Kind::string: return json::string(v.as_string());
-        case Value::Kind::bytes: return json::string(acemq::detail::base64_encode(v.as_bytes()));
+        case Value::Kind::null:
+            return nullptr;
+        case Value::Kind::boolean:
+            return v.as_bool();
+        case Value::Kind::int64:
+            return v.as_int64();
+        case Value::Kind::uint64:
+            return v.as_uint64();
+        case Value::Kind::float64:
+            return v.as_double();
+        case Value::Kind::string:
+            return json::string(v.as_string());
+        case Value::Kind::bytes:
+            return json::string(acemq::detail::base64_encode(v.as_bytes()));
         case Value::Kind::array: {
             json::array out;
             for (const auto& element : v.as_array()) out.push_back(reference_json(element));
@@ -574,18 +589,16 @@ boost::json::value reference_json(const Value& v) {
         case Value::Kind::map: {
             json::object out;
             for (const auto& [key, element] : v.as_map()) {
-                const std::string name = key.kind() == Value::Kind::string ? key.as_string()
-                                         : key.kind() == Value::Kind::int64
-                                             ? std::to_string(key.as_int64())
-                                             : std::to_string(key.as_uint64());
+                const std::string name = key.kind() == Value::Kind::string  ? key.as_string()
+                                         : key.kind() == Value::Kind::int64 ? std::to_string(key.as_int64())
+                                                                            : std::to_string(key.as_uint64());
                 out.emplace(name, reference_json(element));
             }
             return out;
         }
         case Value::Kind::record: {
             json::object out;
-            for (const auto& [name, element] : v.as_record())
-                out.emplace(name, reference_json(element));
+            for (const auto& [name, element] : v.as_record()) out.emplace(name, reference_json(element));
             return out;
         }
     }
@@ -598,9 +611,7 @@ public:
     std::string_view name() const noexcept override { return "ValueOnlyCodec"; }
     std::string_view content_type() const noexcept override { return "application/x-kind"; }
     bool can_decode(std::string_view) const noexcept override { return false; }
-    std::vector<std::byte> encode(const Value& v) const override {
-        return bytes_of(acemq::kind_name(v.kind()));
-    }
+    std::vector<std::byte> encode(const Value& v) const override { return bytes_of(acemq::kind_name(v.kind())); }
     Value decode(std::span<const std::byte>, std::string_view) const override { return {}; }
 };
 
@@ -665,8 +676,7 @@ TEST_CASE("a codec written against Values alone still encodes typed values") {
 TEST_CASE("JSON keys are unique per object, however large, and may repeat across objects") {
     Value::Map big;
     for (int k = 0; k < 5000; ++k) big.emplace_back(Value(std::to_string(k)), Value(k));
-    const Value nested(Value::Map{{Value("a"), Value(Value::Map{{Value("a"), Value(1)}})},
-                                  {Value("b"), Value(big)}});
+    const Value nested(Value::Map{{Value("a"), Value(Value::Map{{Value("a"), Value(1)}})}, {Value("b"), Value(big)}});
     CHECK(json_codec.decode(json_codec.encode(nested), "") == nested);
     big.emplace_back(Value(4321), Value(true));
     CHECK(encode_error_of([&] { (void)json_codec.encode(Value(big)); }) ==
@@ -678,8 +688,7 @@ TEST_CASE("JSON keys are unique per object, however large, and may repeat across
 
 TEST_CASE("a record travels positionally in msgpack and by name in JSON") {
     const Payment p{"p-1", 4250};
-    CHECK(acemq::encode(msgpack_codec, p).body ==
-          bytes_of({0x92, 0xa3, 'p', '-', '1', 0xcd, 0x10, 0x9a}));
+    CHECK(acemq::encode(msgpack_codec, p).body == bytes_of({0x92, 0xa3, 'p', '-', '1', 0xcd, 0x10, 0x9a}));
     CHECK(text_of(acemq::encode(json_codec, p).body) == R"({"paymentId":"p-1","amountCents":4250})");
     CHECK(text_of(acemq::encode(json_as_is, p).body) == R"({"payment_id":"p-1","amount_cents":4250})");
     CHECK(msgpack_codec.decode(acemq::encode(msgpack_codec, p).body, "") ==
@@ -690,55 +699,43 @@ TEST_CASE("a record travels positionally in msgpack and by name in JSON") {
     CHECK(zero.kind() == Value::Kind::float64);
     CHECK(std::signbit(zero.as_double()));
     // Field order on the wire is the sender's business in JSON.
-    CHECK(acemq::decode<Payment>(json_codec,
-                                 bytes_of(R"({"amountCents":4250,"paymentId":"p-1"})"),
+    CHECK(acemq::decode<Payment>(json_codec, bytes_of(R"({"amountCents":4250,"paymentId":"p-1"})"),
                                  "application/json") == p);
 }
 
 TEST_CASE("JSON mapping details") {
     SECTION("bytes are base64 and integers are exact at both ends of their range") {
-        const Value v(Value::Array{Value(bytes_of("foo")),
-                                   Value(std::numeric_limits<std::int64_t>::min()),
+        const Value v(Value::Array{Value(bytes_of("foo")), Value(std::numeric_limits<std::int64_t>::min()),
                                    Value(std::numeric_limits<std::uint64_t>::max())});
-        CHECK(text_of(json_codec.encode(v)) ==
-              R"(["Zm9v",-9223372036854775808,18446744073709551615])");
+        CHECK(text_of(json_codec.encode(v)) == R"(["Zm9v",-9223372036854775808,18446744073709551615])");
     }
     SECTION("integer map keys are decimal text") {
         const std::map<std::int64_t, std::string> m{{-3, "a"}, {10, "b"}};
         const auto encoded = acemq::encode(json_codec, m);
         CHECK(text_of(encoded.body) == R"({"-3":"a","10":"b"})");
-        CHECK((acemq::decode<std::map<std::int64_t, std::string>>(json_codec, encoded.body, "") ==
-               m));
+        CHECK((acemq::decode<std::map<std::int64_t, std::string>>(json_codec, encoded.body, "") == m));
     }
     SECTION("non-finite doubles are refused when encoding, naming the type") {
         for (double d : {std::numeric_limits<double>::infinity(), std::nan("")}) {
-            const auto message =
-                encode_error_of([&] { (void)acemq::encode(json_codec, Scaled{d}); });
-            CHECK(message.starts_with(
-                "acemq: cannot encode a Scaled with JsonCodec: JSON has no form for "));
+            const auto message = encode_error_of([&] { (void)acemq::encode(json_codec, Scaled{d}); });
+            CHECK(message.starts_with("acemq: cannot encode a Scaled with JsonCodec: JSON has no form for "));
         }
         CHECK_NOTHROW(acemq::encode(msgpack_codec, Scaled{std::nan("")}));
     }
     SECTION("keys JSON cannot hold are refused") {
         const Value v(Value::Map{{Value(true), Value(1)}});
-        CHECK(encode_error_of([&] { (void)json_codec.encode(v); }).find("a map key of kind bool") !=
-              std::string::npos);
+        CHECK(encode_error_of([&] { (void)json_codec.encode(v); }).find("a map key of kind bool") != std::string::npos);
         const Value clash(Value::Map{{Value("1"), Value(1)}, {Value(1), Value(2)}});
-        CHECK(encode_error_of([&] { (void)json_codec.encode(clash); }).find("\"1\"") !=
-              std::string::npos);
+        CHECK(encode_error_of([&] { (void)json_codec.encode(clash); }).find("\"1\"") != std::string::npos);
     }
     SECTION("strings that are not UTF-8 are refused by every text format") {
         const Value bad(std::string("ab\xFF"));
-        CHECK(encode_error_of([&] { (void)json_codec.encode(bad); }).find("not valid UTF-8") !=
-              std::string::npos);
-        CHECK(encode_error_of([&] { (void)msgpack_codec.encode(bad); }).find("not valid UTF-8") !=
-              std::string::npos);
-        CHECK(encode_error_of([&] { (void)text_codec.encode(bad); }).find("not valid UTF-8") !=
-              std::string::npos);
+        CHECK(encode_error_of([&] { (void)json_codec.encode(bad); }).find("not valid UTF-8") != std::string::npos);
+        CHECK(encode_error_of([&] { (void)msgpack_codec.encode(bad); }).find("not valid UTF-8") != std::string::npos);
+        CHECK(encode_error_of([&] { (void)text_codec.encode(bad); }).find("not valid UTF-8") != std::string::npos);
     }
     SECTION("floats read as double, integers as int64 or uint64") {
-        const Value v =
-            json_codec.decode(bytes_of(R"([1.0, 2, -3, 18446744073709551615, 1e2])"), "");
+        const Value v = json_codec.decode(bytes_of(R"([1.0, 2, -3, 18446744073709551615, 1e2])"), "");
         CHECK(v.as_array()[0].kind() == Value::Kind::float64);
         CHECK(v.as_array()[1].kind() == Value::Kind::int64);
         CHECK(v.as_array()[2].as_int64() == -3);
@@ -754,14 +751,12 @@ TEST_CASE("JSON mapping details") {
 TEST_CASE("text and bytes codecs carry only their own kind") {
     const auto encoded = acemq::encode(text_codec, std::string("h\xC3\xA9llo"));
     CHECK(encoded.content_type == "text/plain; charset=utf-8");
-    CHECK(acemq::decode<std::string>(text_codec, encoded.body, encoded.content_type) ==
-          "h\xC3\xA9llo");
-    CHECK(
-        encode_error_of([] {
-            (void)acemq::encode(text_codec, Payment{"p", 1});
-        }) ==
-        "acemq: cannot encode a Payment with TextCodec: TextCodec writes only strings, not record "
-        "values; use JsonCodec or MsgpackCodec for structured data");
+    CHECK(acemq::decode<std::string>(text_codec, encoded.body, encoded.content_type) == "h\xC3\xA9llo");
+    CHECK(encode_error_of([] {
+              (void)acemq::encode(text_codec, Payment{"p", 1});
+          }) ==
+          "acemq: cannot encode a Payment with TextCodec: TextCodec writes only strings, not record "
+          "values; use JsonCodec or MsgpackCodec for structured data");
 
     const Bytes raw = bytes_of({0, 0xFF, 0x80});
     const auto b = acemq::encode(bytes_codec, raw);
@@ -839,11 +834,10 @@ TEST_CASE("the composite says what it tried when nothing can read a message") {
     const auto composite = acemq::default_codec();
 
     SECTION("the first claimant fails: its reason is final") {
-        const auto message = decode_error_of(
-            [&] { (void)composite->decode(bytes_of("{oops"), "application/json"); });
-        CHECK(message.starts_with(
-            "acemq: no codec could read this message. Tried MsgpackCodec: does "
-            "not read application/json; JsonCodec: the body is not valid JSON: "));
+        const auto message = decode_error_of([&] { (void)composite->decode(bytes_of("{oops"), "application/json"); });
+        CHECK(
+            message.starts_with("acemq: no codec could read this message. Tried MsgpackCodec: does "
+                                "not read application/json; JsonCodec: the body is not valid JSON: "));
         CHECK(message.find("BytesCodec") == std::string::npos);
     }
     SECTION("an untyped body is JSON's alone") {
@@ -864,8 +858,7 @@ TEST_CASE("the composite says what it tried when nothing can read a message") {
     }
     SECTION("the typed helper names the type and the content type") {
         const auto message = decode_error_of([&] {
-            (void)acemq::decode<Payment>(*composite,
-                                         bytes_of({0x92, 0xa3, 'p', '-', '1', 0xa1, 'x'}),
+            (void)acemq::decode<Payment>(*composite, bytes_of({0x92, 0xa3, 'p', '-', '1', 0xa1, 'x'}),
                                          "application/msgpack");
         });
         CHECK(message ==
@@ -883,37 +876,29 @@ TEST_CASE("the composite says what it tried when nothing can read a message") {
 TEST_CASE("wrong kinds in real bodies name the field, in both formats") {
     const auto json_message = decode_error_of([] {
         (void)acemq::decode<Cart>(
-            json_codec,
-            bytes_of(
-                R"({"id":"c","items":[{"sku":"a","qty":1},{"sku":"b","qty":2},{"sku":7,"qty":3}]})"),
+            json_codec, bytes_of(R"({"id":"c","items":[{"sku":"a","qty":1},{"sku":"b","qty":2},{"sku":7,"qty":3}]})"),
             "application/json");
     });
     CHECK(json_message ==
           "acemq: cannot decode a Cart from application/json: Cart.items[2].sku: "
           "expected a string (std::string), found an int64");
     const Value positional(Value::Array{
-        Value("c"), Value(Value::Array{Value(Value::Array{Value("a"), Value(1)}),
-                                       Value(Value::Array{Value("b"), Value("two")})})});
-    const auto msgpack_message = decode_error_of([&] {
-        (void)acemq::decode<Cart>(msgpack_codec, msgpack_codec.encode(positional),
-                                  "application/msgpack");
-    });
-    CHECK(msgpack_message.ends_with(
-        "Cart.items[1].qty: expected an integer (int32_t), found a string"));
+        Value("c"),
+        Value(Value::Array{Value(Value::Array{Value("a"), Value(1)}), Value(Value::Array{Value("b"), Value("two")})})});
+    const auto msgpack_message = decode_error_of(
+        [&] { (void)acemq::decode<Cart>(msgpack_codec, msgpack_codec.encode(positional), "application/msgpack"); });
+    CHECK(msgpack_message.ends_with("Cart.items[1].qty: expected an integer (int32_t), found a string"));
 
-    CHECK(decode_error_of(
-              [] { (void)acemq::decode<Reading>(json_codec, bytes_of(R"({"level":300})"), ""); }) ==
+    CHECK(decode_error_of([] { (void)acemq::decode<Reading>(json_codec, bytes_of(R"({"level":300})"), ""); }) ==
           "acemq: cannot decode a Reading from an untyped message: Reading.level: 300 does not fit "
           "in uint8_t (0..255)");
     CHECK(decode_error_of([] {
-              (void)acemq::decode<Reading>(msgpack_codec, bytes_of({0x91, 0xcd, 0x01, 0x2c}),
-                                           "application/msgpack");
+              (void)acemq::decode<Reading>(msgpack_codec, bytes_of({0x91, 0xcd, 0x01, 0x2c}), "application/msgpack");
           }).ends_with("Reading.level: 300 does not fit in uint8_t (0..255)"));
 }
 
 TEST_CASE("invalid UTF-8 is refused by text, JSON and msgpack readers") {
-    for (std::string_view bad :
-         {"\xFF", "ok\xC3\x28", "\xC0\xAF", "\xED\xA0\x80", "\xF4\x90\x80\x80", "\xE2\x82"}) {
+    for (std::string_view bad : {"\xFF", "ok\xC3\x28", "\xC0\xAF", "\xED\xA0\x80", "\xF4\x90\x80\x80", "\xE2\x82"}) {
         INFO("bytes " << Catch::Detail::stringify(std::string(bad)));
         CHECK(decode_error_of([&] {
                   (void)text_codec.decode(bytes_of(bad), "text/plain");
@@ -946,19 +931,17 @@ TEST_CASE("declared lengths larger than the body fail fast without allocating") 
         bytes_of({0xc9, 0xff, 0xff, 0xff, 0xff, 1}),              // ext32 of 4 GB
     };
     for (const auto& body : lies) {
-        INFO("body " << text_of(body).size() << " bytes starting "
-                     << std::to_integer<int>(body[0]));
+        INFO("body " << text_of(body).size() << " bytes starting " << std::to_integer<int>(body[0]));
         const auto message = decode_error_of([&] { (void)msgpack_codec.decode(body, ""); });
         const bool named = message.find("longer than the whole body") != std::string::npos ||
                            message.find("truncated") != std::string::npos;
         CHECK(named);
     }
-    CHECK(
-        decode_error_of([] {
-            (void)msgpack_codec.decode(bytes_of({0xdd, 0xff, 0xff, 0xff, 0xff, 1, 2, 3, 4, 5}), "");
-        }) ==
-        "acemq: the msgpack body declares an array, map, string or bin longer than the whole "
-        "body (10 bytes): it is truncated or not msgpack");
+    CHECK(decode_error_of([] {
+              (void)msgpack_codec.decode(bytes_of({0xdd, 0xff, 0xff, 0xff, 0xff, 1, 2, 3, 4, 5}), "");
+          }) ==
+          "acemq: the msgpack body declares an array, map, string or bin longer than the whole "
+          "body (10 bytes): it is truncated or not msgpack");
 }
 
 TEST_CASE("nesting is limited to 64 levels, the same for writing and reading") {
@@ -967,22 +950,20 @@ TEST_CASE("nesting is limited to 64 levels, the same for writing and reading") {
         for (std::size_t i = 0; i < depth; ++i) v = Value(Value::Array{v});
         return v;
     };
-    for (const acemq::Codec* codec : {static_cast<const acemq::Codec*>(&msgpack_codec),
-                                      static_cast<const acemq::Codec*>(&json_codec)}) {
+    for (const acemq::Codec* codec :
+         {static_cast<const acemq::Codec*>(&msgpack_codec), static_cast<const acemq::Codec*>(&json_codec)}) {
         INFO(codec->name());
         CHECK(codec->decode(codec->encode(nested(64)), "") == nested(64));
-        CHECK(encode_error_of([&] {
-                  (void)codec->encode(nested(65));
-              }).find("deeper than 64 levels") != std::string::npos);
+        CHECK(encode_error_of([&] { (void)codec->encode(nested(65)); }).find("deeper than 64 levels") !=
+              std::string::npos);
     }
     Bytes deep_msgpack(65, std::byte{0x91});
     deep_msgpack.push_back(std::byte{0xc0});
     CHECK(decode_error_of([&] { (void)msgpack_codec.decode(deep_msgpack, ""); }) ==
           "acemq: the msgpack body nests arrays and maps deeper than 64 levels");
     Bytes very_deep(100000, std::byte{0x91});  // would overflow a naive recursive reader
-    CHECK(decode_error_of([&] {
-              (void)msgpack_codec.decode(very_deep, "");
-          }).find("deeper than 64") != std::string::npos);
+    CHECK(decode_error_of([&] { (void)msgpack_codec.decode(very_deep, ""); }).find("deeper than 64") !=
+          std::string::npos);
     const std::string deep_json = std::string(100000, '[') + std::string(100000, ']');
     CHECK(decode_error_of([&] { (void)json_codec.decode(bytes_of(deep_json), ""); }) ==
           "acemq: the JSON body nests arrays and objects deeper than 64 levels");
@@ -994,14 +975,11 @@ TEST_CASE("trailing bytes and empty bodies are refused") {
           }) == "acemq: 2 bytes left over after the msgpack value; a body holds one value");
     CHECK(decode_error_of([] { (void)json_codec.decode(bytes_of("{} x"), ""); }) ==
           "acemq: 1 bytes left over after the JSON value; a body holds one value");
-    CHECK(decode_error_of([] {
-              (void)json_codec.decode(bytes_of("[1] [2]"), "");
-          }).find("bytes left over") != std::string::npos);
+    CHECK(decode_error_of([] { (void)json_codec.decode(bytes_of("[1] [2]"), ""); }).find("bytes left over") !=
+          std::string::npos);
     CHECK_NOTHROW(json_codec.decode(bytes_of(" {} \n"), ""));
-    CHECK(decode_error_of([] { (void)msgpack_codec.decode({}, ""); }) ==
-          "acemq: the msgpack body is empty");
-    CHECK(decode_error_of([] { (void)json_codec.decode({}, ""); }) ==
-          "acemq: the JSON body is empty");
+    CHECK(decode_error_of([] { (void)msgpack_codec.decode({}, ""); }) == "acemq: the msgpack body is empty");
+    CHECK(decode_error_of([] { (void)json_codec.decode({}, ""); }) == "acemq: the JSON body is empty");
     CHECK(decode_error_of([] {
               (void)msgpack_codec.decode(bytes_of({0xc1}), "");
           }).starts_with("acemq: the body is not msgpack"));
@@ -1014,24 +992,20 @@ TEST_CASE("every strict prefix of a valid body is refused") {
     Generator gen(99);
     for (int i = 0; i < 20; ++i) {
         const Order order = gen.order();
-        for (const acemq::Codec* codec : {static_cast<const acemq::Codec*>(&msgpack_codec),
-                                          static_cast<const acemq::Codec*>(&json_codec)}) {
+        for (const acemq::Codec* codec :
+             {static_cast<const acemq::Codec*>(&msgpack_codec), static_cast<const acemq::Codec*>(&json_codec)}) {
             const auto body = acemq::encode(*codec, order).body;
             for (std::size_t n = 0; n < body.size(); ++n) {
-                INFO(codec->name()
-                     << " case " << i << ", prefix of " << n << " of " << body.size() << " bytes");
+                INFO(codec->name() << " case " << i << ", prefix of " << n << " of " << body.size() << " bytes");
                 const std::span<const std::byte> prefix(body.data(), n);
-                const auto message =
-                    decode_error_of([&] { (void)codec->decode(prefix, codec->content_type()); });
-                const bool explained =
-                    message.find("truncated") != std::string::npos ||
-                    message.find("empty") != std::string::npos ||
-                    message.find("longer than the whole body") != std::string::npos ||
-                    message.find("not valid JSON") != std::string::npos ||
-                    message.find("not valid UTF-8") != std::string::npos;
+                const auto message = decode_error_of([&] { (void)codec->decode(prefix, codec->content_type()); });
+                const bool explained = message.find("truncated") != std::string::npos ||
+                                       message.find("empty") != std::string::npos ||
+                                       message.find("longer than the whole body") != std::string::npos ||
+                                       message.find("not valid JSON") != std::string::npos ||
+                                       message.find("not valid UTF-8") != std::string::npos;
                 REQUIRE(explained);
-                CHECK_THROWS_AS(acemq::decode<Order>(*codec, prefix, codec->content_type()),
-                                acemq::DecodeError);
+                CHECK_THROWS_AS(acemq::decode<Order>(*codec, prefix, codec->content_type()), acemq::DecodeError);
             }
         }
     }
@@ -1052,8 +1026,7 @@ TEST_CASE("random and mutated bodies end in a value or a DecodeError, never anyt
     Generator gen(31337);
     auto& rng = gen.engine();
     const auto composite = acemq::default_codec();
-    const std::vector<const acemq::Codec*> codecs = {&msgpack_codec, &json_codec, &text_codec,
-                                                     composite.get()};
+    const std::vector<const acemq::Codec*> codecs = {&msgpack_codec, &json_codec, &text_codec, composite.get()};
     std::vector<Bytes> valid;
     for (int i = 0; i < 10; ++i) {
         valid.push_back(acemq::encode(msgpack_codec, gen.order()).body);
@@ -1073,18 +1046,20 @@ TEST_CASE("random and mutated bodies end in a value or a DecodeError, never anyt
             for (std::size_t k = 1 + gen.below(4); k > 0; --k) {
                 const std::size_t at = gen.below(body.size());
                 switch (gen.below(3)) {
-                    case 0: body[at] = static_cast<std::byte>(rng()); break;
-                    case 1: body.erase(body.begin() + static_cast<std::ptrdiff_t>(at)); break;
+                    case 0:
+                        body[at] = static_cast<std::byte>(rng());
+                        break;
+                    case 1:
+                        body.erase(body.begin() + static_cast<std::ptrdiff_t>(at));
+                        break;
                     default:
-                        body.insert(body.begin() + static_cast<std::ptrdiff_t>(at),
-                                    static_cast<std::byte>(rng()));
+                        body.insert(body.begin() + static_cast<std::ptrdiff_t>(at), static_cast<std::byte>(rng()));
                 }
                 if (body.empty()) break;
             }
         }
         for (const acemq::Codec* codec : codecs) {
-            const std::string_view content_type =
-                i % 3 == 0 ? std::string_view{} : codec->content_type();
+            const std::string_view content_type = i % 3 == 0 ? std::string_view{} : codec->content_type();
             try {
                 (void)codec->decode(body, content_type);
             } catch (const acemq::DecodeError& e) {
@@ -1094,8 +1069,7 @@ TEST_CASE("random and mutated bodies end in a value or a DecodeError, never anyt
             try {
                 (void)acemq::decode<Order>(*codec, body, content_type);
             } catch (const acemq::DecodeError& e) {
-                REQUIRE(
-                    std::string_view(e.what()).starts_with("acemq: cannot decode an Order from "));
+                REQUIRE(std::string_view(e.what()).starts_with("acemq: cannot decode an Order from "));
             }
         }
     }

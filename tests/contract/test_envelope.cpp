@@ -7,10 +7,10 @@
 #include <set>
 #include <thread>
 
-#include "../support/fixtures.hpp"
 #include <acemq/envelope.hpp>
 #include <acemq/error.hpp>
 #include <acemq/uuid.hpp>
+#include "../support/fixtures.hpp"
 
 using namespace acemq;
 
@@ -20,9 +20,7 @@ bool is_uuid_v4(const std::string& id) {
     return is_canonical_uuid(id) && id[14] == '4' && std::string("89ab").find(id[19]) != std::string::npos;
 }
 
-Headers minimal_headers() {
-    return Headers{{"x-acemq-id", FieldValue("id-1")}, {"x-acemq-type", FieldValue("t")}};
-}
+Headers minimal_headers() { return Headers{{"x-acemq-id", FieldValue("id-1")}, {"x-acemq-type", FieldValue("t")}}; }
 
 }  // namespace
 
@@ -185,8 +183,9 @@ TEST_CASE("envelopes that must not be sent are refused with the reason") {
 
 TEST_CASE("reading is tolerant of every representation another client may hand back") {
     SECTION("integers of any width, whole doubles, decimal strings and byte strings") {
-        for (const FieldValue& two : {FieldValue(std::int32_t{2}), FieldValue(std::int64_t{2}), FieldValue(std::uint64_t{2}),
-                                      FieldValue(2.0), FieldValue("2"), FieldValue(Bytes{std::byte{'2'}})}) {
+        for (const FieldValue& two :
+             {FieldValue(std::int32_t{2}), FieldValue(std::int64_t{2}), FieldValue(std::uint64_t{2}), FieldValue(2.0),
+              FieldValue("2"), FieldValue(Bytes{std::byte{'2'}})}) {
             Headers headers = minimal_headers();
             headers["x-acemq-attempt"] = two;
             headers["x-acemq-version"] = two;
@@ -196,9 +195,10 @@ TEST_CASE("reading is tolerant of every representation another client may hand b
         }
     }
     SECTION("unreadable, zero, negative or oversized counters read as 1") {
-        for (const FieldValue& odd : {FieldValue("soon"), FieldValue(std::int32_t{0}), FieldValue(std::int64_t{-4}),
-                                      FieldValue(std::int64_t{1} << 40), FieldValue(2.5), FieldValue(true),
-                                      FieldValue(FieldArray{}), FieldValue(std::uint64_t{UINT64_MAX}), FieldValue("")}) {
+        for (const FieldValue& odd :
+             {FieldValue("soon"), FieldValue(std::int32_t{0}), FieldValue(std::int64_t{-4}),
+              FieldValue(std::int64_t{1} << 40), FieldValue(2.5), FieldValue(true), FieldValue(FieldArray{}),
+              FieldValue(std::uint64_t{UINT64_MAX}), FieldValue("")}) {
             Headers headers = minimal_headers();
             headers["x-acemq-attempt"] = odd;
             CHECK(read_envelope(headers, "k").attempt == 1);

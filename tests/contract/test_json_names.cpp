@@ -53,8 +53,7 @@ struct Order {
     bool operator==(const Order&) const = default;
 };
 
-const Order order{"A-1", 4250, {{"x", 2}, {"y", 1}}, Address{"Main St", std::nullopt},
-                  {{"sku_x", {"x", 2}}}, "i-1"};
+const Order order{"A-1", 4250, {{"x", 2}, {"y", 1}}, Address{"Main St", std::nullopt}, {{"sku_x", {"x", 2}}}, "i-1"};
 
 // The sku is "SKU" on the wire and class_ is named after a C++ keyword.
 struct Legacy {
@@ -138,22 +137,22 @@ TEST_CASE("camelCase keys from C++ names, at the edges of the rules") {
         {"order_id", "orderId"},
         {"total_cents", "totalCents"},
         {"id", "id"},
-        {"orderId", "orderId"},          // already camelCase
-        {"URL", "URL"},                  // capitals stay
+        {"orderId", "orderId"},  // already camelCase
+        {"URL", "URL"},          // capitals stay
         {"http_URL", "httpURL"},
         {"order_Id", "orderId"},
-        {"sha256", "sha256"},            // digits stay
-        {"line_2_sku", "line2Sku"},      // a digit after an underscore is not capitalised
+        {"sha256", "sha256"},        // digits stay
+        {"line_2_sku", "line2Sku"},  // a digit after an underscore is not capitalised
         {"item_2", "item2"},
         {"x_1y", "x1y"},
-        {"a__b", "aB"},                  // a run of underscores is one separator
+        {"a__b", "aB"},  // a run of underscores is one separator
         {"a___b_c", "aBC"},
-        {"_id", "_id"},                  // leading underscores stay
+        {"_id", "_id"},  // leading underscores stay
         {"__private_key", "__privateKey"},
-        {"class_", "class"},             // trailing underscores go
+        {"class_", "class"},  // trailing underscores go
         {"default__", "default"},
         {"_lead_and_trail_", "_leadAndTrail"},
-        {"_", "_"},                      // underscores only: as it is
+        {"_", "_"},  // underscores only: as it is
         {"__", "__"},
         {"", ""},
         {"a_\xC3\xA9t\xC3\xA9", "a\xC3\xA9t\xC3\xA9"},  // only ASCII letters change case
@@ -205,8 +204,7 @@ TEST_CASE("reading under camelCase: C++ names as a fallback, unknown keys ignore
         CHECK(read<LineItem>(camel, R"({"skuCode":"new","sku_code":"old","unitCount":2})").sku_code == "new");
     }
     SECTION("keys that match no field are ignored under both policies") {
-        CHECK(read<LineItem>(camel, R"({"skuCode":"x","extra":[1],"unitCount":2,"SkuCode":"no"})") ==
-              LineItem{"x", 2});
+        CHECK(read<LineItem>(camel, R"({"skuCode":"x","extra":[1],"unitCount":2,"SkuCode":"no"})") == LineItem{"x", 2});
         CHECK(read<LineItem>(as_is, R"({"sku_code":"x","unit_count":2,"skuCode":"no"})") == LineItem{"x", 2});
     }
     SECTION("a missing field names its key and its C++ name") {
@@ -230,8 +228,9 @@ TEST_CASE("reading under camelCase: C++ names as a fallback, unknown keys ignore
         CHECK(decode_error_of([] {
                   (void)read<Order>(camel, R"({"orderId":"A","totalCents":1,"lineItems":[{"skuCode":"x",)"
                                            R"("unitCount":-1}],"bySku":{},"id":"i"})");
-              }) == "acemq: cannot decode an Order from application/json: Order.line_items[0].unit_count: "
-                    "-1 does not fit in uint32_t (0..4294967295)");
+              }) ==
+              "acemq: cannot decode an Order from application/json: Order.line_items[0].unit_count: "
+              "-1 does not fit in uint32_t (0..4294967295)");
     }
 }
 
@@ -248,8 +247,9 @@ TEST_CASE("a renamed field has its key under every policy") {
           "(sku in C++; send it, or declare the field std::optional)");
     SECTION("a rename taking another field's C++ name leaves that field its camelCase key only") {
         CHECK(read<Shadowed>(camel, R"({"order_id":"l","orderId":"o"})") == Shadowed{"l", "o"});
-        CHECK(decode_error_of([] { (void)read<Shadowed>(camel, R"({"order_id":"l"})"); })
-                  .find("has no field \"orderId\"") != std::string::npos);
+        CHECK(decode_error_of([] {
+                  (void)read<Shadowed>(camel, R"({"order_id":"l"})");
+              }).find("has no field \"orderId\"") != std::string::npos);
     }
 }
 
@@ -268,7 +268,9 @@ TEST_CASE("two fields with one key are refused, naming both, under the policy th
     CHECK(read<Twins>(as_is, R"({"order_id":"a","orderId":"b"})").orderId == "b");
     // A rename that clashes does so under both.
     for (const acemq::JsonCodec* codec : {&camel, &as_is}) {
-        CHECK_THAT(encode_error_of([&] { (void)acemq::encode(*codec, Crowded{"1", "2"}); }),
+        CHECK_THAT(encode_error_of([&] {
+                       (void)acemq::encode(*codec, Crowded{"1", "2"});
+                   }),
                    Catch::Contains("the Crowded fields a and b both have the key \"b\""));
         CHECK_THAT(decode_error_of([&] { (void)read<Crowded>(*codec, R"({"b":"2"})"); }),
                    Catch::Contains("the Crowded fields a and b both have the key \"b\""));

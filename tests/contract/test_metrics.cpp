@@ -28,7 +28,8 @@ TEST_CASE("counters, summaries and gauges keyed by name and labels in any order"
 
 TEST_CASE("the Prometheus text: underscores in names, dots kept in values, quotes escaped") {
     InMemoryMetrics metrics;
-    metrics.count(metric::outbox_total, 2, {{"routing.key", "order.placed"}, {"exchange", "shop \"eu\""}, {"outcome", "published"}});
+    metrics.count(metric::outbox_total, 2,
+                  {{"routing.key", "order.placed"}, {"exchange", "shop \"eu\""}, {"outcome", "published"}});
     metrics.observe(metric::outbox_lag, 1.5, {{"outcome", "published"}});
     metrics.gauge(metric::consume_in_flight, 4, {});
     CHECK(metrics.prometheus_text() ==

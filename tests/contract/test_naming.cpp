@@ -1,7 +1,7 @@
 #include <catch2/catch.hpp>
 
-#include "../support/fixtures.hpp"
 #include <acemq/naming.hpp>
+#include "../support/fixtures.hpp"
 
 using namespace acemq;
 using std::chrono::milliseconds;
@@ -67,9 +67,8 @@ TEST_CASE("rung delay names: whole seconds, then the largest exact unit") {
 }
 
 TEST_CASE("the dead-letter arguments of a source queue") {
-    CHECK(dead_letter_args("orders.new") ==
-          FieldTable{{"x-dead-letter-exchange", FieldValue("acemq.dlx")},
-                     {"x-dead-letter-routing-key", FieldValue("orders.new.dlq")}});
+    CHECK(dead_letter_args("orders.new") == FieldTable{{"x-dead-letter-exchange", FieldValue("acemq.dlx")},
+                                                       {"x-dead-letter-routing-key", FieldValue("orders.new.dlq")}});
 }
 
 TEST_CASE("choosing a rung for a wait") {

@@ -2,9 +2,9 @@
 
 #include <regex>
 
-#include "../support/fixtures.hpp"
 #include <acemq/error.hpp>
 #include <acemq/retry.hpp>
+#include "../support/fixtures.hpp"
 
 using namespace acemq;
 using std::chrono::milliseconds;
@@ -88,7 +88,8 @@ TEST_CASE("every retry schedule of the contract fixture") {
 TEST_CASE("every maximum-message-age case of the contract fixture") {
     const auto document = fixtures::load("contract-fixtures.json");
     const auto& section = document.at("maxMessageAge");
-    CHECK(section.at("defaultMillis").to_number<std::int64_t>() == exponential_retry(5, std::chrono::seconds(1)).max_message_age().count());
+    CHECK(section.at("defaultMillis").to_number<std::int64_t>() ==
+          exponential_retry(5, std::chrono::seconds(1)).max_message_age().count());
     CHECK(fixed_retry(3, std::chrono::seconds(1)).max_message_age().count() == 0);
     CHECK(no_retry().max_message_age().count() == 0);
     const auto& cases = section.at("cases").as_array();
@@ -196,7 +197,8 @@ TEST_CASE("factories and modifiers are validated with the reason") {
 
 TEST_CASE("modifiers copy: a policy value never changes") {
     const RetryPolicy base = exponential_retry(5, std::chrono::seconds(1));
-    const RetryPolicy changed = base.with_jitter(0.0).wait_in_broker_from(milliseconds(0)).give_up_after(std::chrono::minutes(2));
+    const RetryPolicy changed =
+        base.with_jitter(0.0).wait_in_broker_from(milliseconds(0)).give_up_after(std::chrono::minutes(2));
     CHECK(base.jitter_factor() == 0.2);
     CHECK(base.broker_wait_threshold() == default_broker_wait_threshold);
     CHECK(base.max_message_age().count() == 0);

@@ -68,14 +68,16 @@ TEST_CASE("retry consults the policy") {
         CHECK(decide(retry(warehouse), at_attempt(2), policy, std::nullopt, 0.5).outcome == Outcome::retried);
     }
     SECTION("a fatal failure skips the ladder") {
-        const Settlement settlement = decide(retry(FatalError("no such sku")), at_attempt(1), fixed_retry(5, 1s), 0ms, 0.5);
+        const Settlement settlement =
+            decide(retry(FatalError("no such sku")), at_attempt(1), fixed_retry(5, 1s), 0ms, 0.5);
         CHECK(settlement.outcome == Outcome::dead_lettered);
         CHECK(settlement.reason == "the handler reported an unprocessable message: acemq::FatalError: no such sku");
     }
 }
 
 TEST_CASE("an undecodable body is parked with the decoder's words") {
-    const Settlement settlement = undecodable(DecodeError("acemq: cannot decode a Payment from application/msgpack: bad"));
+    const Settlement settlement =
+        undecodable(DecodeError("acemq: cannot decode a Payment from application/msgpack: bad"));
     CHECK(settlement.outcome == Outcome::parked);
     CHECK(settlement.reason ==
           "could not be decoded: acemq::DecodeError: acemq: cannot decode a Payment from application/msgpack: bad");

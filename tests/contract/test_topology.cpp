@@ -3,9 +3,9 @@
 #include <set>
 #include <sstream>
 
-#include "../support/fixtures.hpp"
 #include <acemq/error.hpp>
 #include <acemq/topology.hpp>
+#include "../support/fixtures.hpp"
 
 using namespace acemq;
 using std::chrono::milliseconds;
@@ -63,8 +63,10 @@ void check_against_fixture(const Topology& topology, const std::string& who) {
     for (const auto& entry : fixture.at("bindings").as_array()) {
         if (!declared_by(entry, who)) continue;
         ++bindings;
-        BindingDeclaration expected{fixtures::text(entry.at("queue")), fixtures::text(entry.at("exchange")),
-                                    fixtures::text(entry.at("routingKey")), {}};
+        BindingDeclaration expected{fixtures::text(entry.at("queue")),
+                                    fixtures::text(entry.at("exchange")),
+                                    fixtures::text(entry.at("routingKey")),
+                                    {}};
         INFO("binding " << expected.queue << " from " << expected.exchange);
         CHECK(std::count(topology.bindings().begin(), topology.bindings().end(), expected) == 1);
     }
@@ -125,7 +127,8 @@ TEST_CASE("no broker waits, no acemq.retry and no rungs") {
 }
 
 TEST_CASE("rungs within one second collapse into one rung") {
-    const RetryPolicy policy = exponential_retry(4, milliseconds(30000), milliseconds(30500)).wait_in_broker_from(seconds(30));
+    const RetryPolicy policy =
+        exponential_retry(4, milliseconds(30000), milliseconds(30500)).wait_in_broker_from(seconds(30));
     REQUIRE(policy.broker_rungs().size() == 2);  // 30000 and 30500
     const Topology topology = consumer_topology("q", policy);
     CHECK(topology.find_queue("q.retry.30s") != nullptr);
@@ -163,10 +166,8 @@ TEST_CASE("every queue-type default of the contract fixture") {
 }
 
 TEST_CASE("exclusive, auto-delete and transient queues stay classic; quorum with them is refused") {
-    Topology topology = Topology{}
-                            .queue("a", {.exclusive = true})
-                            .queue("b", {.auto_delete = true})
-                            .queue("c", {.durable = false});
+    Topology topology =
+        Topology{}.queue("a", {.exclusive = true}).queue("b", {.auto_delete = true}).queue("c", {.durable = false});
     for (const QueueDeclaration& queue : topology.queues()) {
         CHECK(queue.type == QueueType::classic);
         CHECK(queue.arguments.empty());
@@ -184,8 +185,9 @@ TEST_CASE("contradictions and repeats are refused with the reason") {
     CHECK_THROWS_WITH(
         Topology{}.queue("q", {.dead_letter = true, .arguments = {{"x-dead-letter-exchange", FieldValue("mine")}}}),
         Catch::Contains("asks for dead_letter and also sets x-dead-letter-exchange; pick one"));
-    CHECK_THROWS_WITH(Topology{}.queue("q", {.type = QueueType::quorum, .arguments = {{"x-queue-type", FieldValue("quorum")}}}),
-                      Catch::Contains("pick one"));
+    CHECK_THROWS_WITH(
+        Topology{}.queue("q", {.type = QueueType::quorum, .arguments = {{"x-queue-type", FieldValue("quorum")}}}),
+        Catch::Contains("pick one"));
     CHECK_THROWS_AS(Topology{}.queue("q", {.arguments = {{"x-queue-type", FieldValue("lazy")}}}), TopologyError);
     CHECK_THROWS_AS(Topology{}.queue("q").bind("q", "", "q"), TopologyError);
     // Dead letters for two queues share one acemq.dlx.
@@ -204,7 +206,8 @@ TEST_CASE("hostile names are refused") {
 
 TEST_CASE("validation: bindings must name what the topology declares") {
     Topology dangling = Topology{}.queue("q").bind("q", "nowhere", "k");
-    CHECK_THROWS_WITH(dangling.validate(), Catch::Contains("exchange \"nowhere\"") && Catch::Contains("existing_exchange"));
+    CHECK_THROWS_WITH(dangling.validate(),
+                      Catch::Contains("exchange \"nowhere\"") && Catch::Contains("existing_exchange"));
     CHECK(dangling.to_string().starts_with("Topology{invalid: acemq: queue \"q\" is bound to exchange \"nowhere\""));
     Topology no_queue = Topology{}.exchange("x", ExchangeKind::fanout).bind("ghost", "x", "");
     CHECK_THROWS_WITH(no_queue.validate(), Catch::Contains("queue \"ghost\""));
@@ -220,8 +223,9 @@ TEST_CASE("queues and exchanges owned elsewhere are named, not declared") {
     // The source queue is named, not declared: a consumer never declares it.
     const std::string printed = consumer_topology("orders.new", fixture_policy).to_string();
     CHECK(printed.starts_with("Topology: 2 exchanges, 5 queues, 3 bindings\n"));
-    CHECK(printed.ends_with("  declare binding orders.new (from acemq.retry on orders.new)\n"
-                            "  expect queue orders.new (declared by its owner)\n"));
+    CHECK(
+        printed.ends_with("  declare binding orders.new (from acemq.retry on orders.new)\n"
+                          "  expect queue orders.new (declared by its owner)\n"));
 }
 
 TEST_CASE("streams carry only the retention asked for") {
@@ -262,7 +266,8 @@ TEST_CASE("the printed form a person reads before applying it") {
           "  declare binding orders.new.parked (from acemq.dlx on orders.new.parked)\n"
           "  declare binding orders.new (from orders on order.*)\n"
           "  declare binding orders.new (from acemq.retry on orders.new)\n");
-    Topology odd = Topology{}.exchange("e", ExchangeKind::fanout, {.durable = false, .auto_delete = true})
+    Topology odd = Topology{}
+                       .exchange("e", ExchangeKind::fanout, {.durable = false, .auto_delete = true})
                        .queue("tmp", {.durable = false, .exclusive = true, .auto_delete = true});
     CHECK(odd.to_string() ==
           "Topology: 1 exchanges, 1 queues, 0 bindings\n"

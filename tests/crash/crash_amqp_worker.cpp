@@ -24,9 +24,9 @@
 #include <string>
 #include <string_view>
 
+#include <acemq/amqp.hpp>
 #include "../support/forwarding_transport.hpp"
 #include "../support/tally.hpp"
-#include <acemq/amqp.hpp>
 #include "drill.hpp"
 
 #include <acemq/stores/sql_idempotency_store.hpp>
@@ -60,7 +60,6 @@ public:
 private:
     std::string receipts_;
 };
-
 
 // The SQL store, noting in the books each claim it answered in_progress (how often the
 // drill's redeliveries met a live lease is printed, not asserted: it depends on timing).
@@ -161,9 +160,9 @@ struct Worker {
     void take_payment(std::string_view form) {
         if (form != drill::guard_form && form != drill::transaction_form)
             throw acemq::Error("unknown form \"" + std::string(form) + "\": give \"guard\" or \"transaction\"");
-        acemq::Consumer consumer = bus.consume<drill::Payment>(
-            payments, form == drill::guard_form ? guarded() : transactional(),
-            {.prefetch = 1, .concurrency = 1, .declare = false});
+        acemq::Consumer consumer =
+            bus.consume<drill::Payment>(payments, form == drill::guard_form ? guarded() : transactional(),
+                                        {.prefetch = 1, .concurrency = 1, .declare = false});
         // Generous: under a sanitizer, and after a kill at the claim the lease must run out.
         if (!handled.wait_at_least(1, 30s))
             throw acemq::Error("the payment was not handled within 30 s: look for it in " +

@@ -60,15 +60,16 @@ public:
         if (file < 0)
             return acemq::PublishResult{.confirmed = false, .routed = false, .return_reason = "cannot open the log"};
         const std::string line = message.message_id + "\n";
-        const bool written = ::write(file, line.data(), line.size()) == static_cast<ssize_t>(line.size()) &&
-                             ::fsync(file) == 0;
+        const bool written =
+            ::write(file, line.data(), line.size()) == static_cast<ssize_t>(line.size()) && ::fsync(file) == 0;
         ::close(file);
         if (!written)
             return acemq::PublishResult{.confirmed = false, .routed = false, .return_reason = "cannot write the log"};
         crash_if_at("relay-after-publish");  // the broker has it; mark_published has not run
         return acemq::PublishResult{.confirmed = true};
     }
-    std::unique_ptr<acemq::Subscription> consume(std::string_view, const acemq::ConsumeSpec&, acemq::DeliverFn) override {
+    std::unique_ptr<acemq::Subscription> consume(std::string_view, const acemq::ConsumeSpec&,
+                                                 acemq::DeliverFn) override {
         throw acemq::Error("the append log cannot be consumed");
     }
     std::optional<acemq::Delivery> pull(std::string_view) override { return std::nullopt; }
@@ -89,13 +90,15 @@ struct Shop {
     Shop() {
         fs::create_directories(dir);
         acemq::register_transport("appendlog", [](std::string_view url) -> std::shared_ptr<acemq::Transport> {
-            return std::make_shared<AppendLogTransport>(std::string(url.substr(std::string_view("appendlog://").size())));
+            return std::make_shared<AppendLogTransport>(
+                std::string(url.substr(std::string_view("appendlog://").size())));
         });
         acemq::sqlite::Database db{db_path};
         acemq::create_schema(db);
         auto connection = db.connect();
         // No uniqueness on purpose: a second charge for one payment must show up as a row.
-        connection->execute("CREATE TABLE charges (charge_no INTEGER PRIMARY KEY AUTOINCREMENT, payment_id TEXT NOT NULL)");
+        connection->execute(
+            "CREATE TABLE charges (charge_no INTEGER PRIMARY KEY AUTOINCREMENT, payment_id TEXT NOT NULL)");
     }
     ~Shop() {
         std::error_code ignored;  // a leftover temp folder harms nothing
@@ -227,7 +230,7 @@ TEST_CASE("killed at every dangerous point, every payment is charged once and an
         }
         std::printf("crash %-24s %d trials: killed %d, charged exactly once %d, announced %d (twice: %d)\n",
                     where.c_str(), trials_per_point, killed, charged_once, announced, announced_twice);
-        CHECK(killed == trials_per_point);  // the crash really happened every time
+        CHECK(killed == trials_per_point);                                     // the crash really happened every time
         if (!relay_point.empty()) CHECK(announced_twice == trials_per_point);  // at-least-once, seen
     }
 }

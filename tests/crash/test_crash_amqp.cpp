@@ -50,8 +50,9 @@ using namespace std::chrono_literals;
 std::string amqp_url() {
     const char* url = std::getenv("ACEMQ_TEST_AMQP_URL");
     if (url == nullptr || *url == '\0')
-        FAIL("ACEMQ_TEST_AMQP_URL is not set: the crash drill needs RabbitMQ. Run scripts/test, which starts a "
-             "throw-away broker and sets it, or set it yourself, e.g. amqp://guest:guest@127.0.0.1:5672/");
+        FAIL(
+            "ACEMQ_TEST_AMQP_URL is not set: the crash drill needs RabbitMQ. Run scripts/test, which starts a "
+            "throw-away broker and sets it, or set it yourself, e.g. amqp://guest:guest@127.0.0.1:5672/");
     return url;
 }
 
@@ -89,8 +90,8 @@ public:
     // Runs one worker to its end; true when it was killed (by its own SIGKILL).
     bool run_worker(std::string_view form, std::string_view point, const std::string& payment_id) {
         const std::string worker = ACEMQ_CRASH_AMQP_WORKER;
-        std::vector<std::string> arguments{worker, db_path_, payments_, receipts_, std::string(form),
-                                           std::string(point), payment_id};
+        std::vector<std::string> arguments{
+            worker, db_path_, payments_, receipts_, std::string(form), std::string(point), payment_id};
         std::vector<char*> argv;
         for (std::string& argument : arguments) argv.push_back(argument.data());
         argv.push_back(nullptr);
@@ -214,7 +215,8 @@ TEST_CASE("killed at every dangerous point with RabbitMQ redelivering, every pay
 // Why the drill takes the step-6 form around the commit, and proof that it sees a second
 // charge: idempotent() alone confirms after the handler's commit, so a kill in between
 // leaves a claim whose lease runs out and the redelivery charges again.
-TEST_CASE("idempotent() alone is a guard: killed after the commit and before its confirm, the redelivery charges again") {
+TEST_CASE(
+    "idempotent() alone is a guard: killed after the commit and before its confirm, the redelivery charges again") {
     Drill shop;
     const Point point{drill::after_commit_before_ack, drill::guard_form, false};
     constexpr int trials = 3;

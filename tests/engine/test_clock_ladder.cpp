@@ -29,14 +29,13 @@ TEST_CASE("a five-minute rung brings the message home when the clock says so, no
 
     std::mutex lock;
     std::vector<std::int32_t> attempts;
-    auto consumer = bus.consume<Order>(
-        "orders.new",
-        [&](const acemq::Message<Order>& message) -> acemq::Ack {
-            std::lock_guard guard(lock);
-            attempts.push_back(message.envelope.attempt);
-            throw std::runtime_error("the warehouse is not answering");
-        },
-        {.retry = acemq::fixed_retry(3, 5min)});
+    auto consumer = bus.consume<Order>("orders.new",
+                                       [&](const acemq::Message<Order>& message) -> acemq::Ack {
+                                           std::lock_guard guard(lock);
+                                           attempts.push_back(message.envelope.attempt);
+                                           throw std::runtime_error("the warehouse is not answering");
+                                       },
+                                       {.retry = acemq::fixed_retry(3, 5min)});
     auto seen = [&] {
         std::lock_guard guard(lock);
         return attempts;
@@ -77,8 +76,7 @@ TEST_CASE("a consumer-side wait follows the bus's clock too") {
     acemq::testing::Harness harness{bus};
     std::atomic<int> calls{0};
     auto consumer = bus.consume<Order>(
-        "orders.new",
-        [&](const acemq::Message<Order>&) { return ++calls == 1 ? acemq::retry() : acemq::accept(); },
+        "orders.new", [&](const acemq::Message<Order>&) { return ++calls == 1 ? acemq::retry() : acemq::accept(); },
         {.retry = acemq::fixed_retry(2, 10s)});
     bus.publisher("", "orders.new").send(Order{"o-2", 1});
 

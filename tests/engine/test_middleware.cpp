@@ -2,8 +2,8 @@
 // with_logging. Pure unit tests: they call the wrapped handlers directly with hand-made
 // messages, no bus. then() and middleware under Bus::consume need a bus and are in the
 // conformance suite (tests/conformance/test_middleware.cpp), run against every transport.
-#include "../support/handmade.hpp"
 #include <catch2/catch.hpp>
+#include "../support/handmade.hpp"
 
 #include <acemq/log.hpp>
 #include <acemq/middleware.hpp>
@@ -75,7 +75,8 @@ TEST_CASE("chain: the first middleware listed is outermost") {
 }
 
 TEST_CASE("chain with no middleware is the handler") {
-    auto handler = acemq::chain<Order>([](const acemq::Message<Order>&) { return acemq::reject(std::invalid_argument("no sku")); });
+    auto handler = acemq::chain<Order>(
+        [](const acemq::Message<Order>&) { return acemq::reject(std::invalid_argument("no sku")); });
     CHECK(handler(message_of(Order{"o-1", 100})) == acemq::reject(std::invalid_argument("no sku")));
 }
 
@@ -130,9 +131,7 @@ TEST_CASE("with_timeout: a handler past its limit is answered for with retry, an
 TEST_CASE("with_timeout: a handler that watches its stop token ends soon after the limit") {
     std::promise<bool> stopped;
     std::future<bool> stopped_early = stopped.get_future();
-    auto handler = acemq::chain<Order>(
-        watches_stop_token(stopped),
-        acemq::with_timeout(20ms));
+    auto handler = acemq::chain<Order>(watches_stop_token(stopped), acemq::with_timeout(20ms));
 
     CHECK(handler(message_of(Order{"o-1", 100})).kind() == acemq::AckKind::retry);
     REQUIRE(stopped_early.wait_for(5s) == std::future_status::ready);
@@ -142,9 +141,8 @@ TEST_CASE("with_timeout: a handler that watches its stop token ends soon after t
 TEST_CASE("with_timeout: an outer timeout stops an inner one's handler too") {
     std::promise<bool> stopped;
     std::future<bool> stopped_early = stopped.get_future();
-    auto handler = acemq::chain<Order>(
-        watches_stop_token(stopped),
-        acemq::with_timeout(20ms), acemq::with_timeout(10s));
+    auto handler =
+        acemq::chain<Order>(watches_stop_token(stopped), acemq::with_timeout(20ms), acemq::with_timeout(10s));
 
     CHECK(handler(message_of(Order{"o-1", 100})).kind() == acemq::AckKind::retry);
     REQUIRE(stopped_early.wait_for(5s) == std::future_status::ready);

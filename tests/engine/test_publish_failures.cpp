@@ -7,8 +7,8 @@
 
 #include <mutex>
 
-#include "../support/forwarding_transport.hpp"
 #include <thread>
+#include "../support/forwarding_transport.hpp"
 
 using namespace std::chrono_literals;
 
@@ -64,10 +64,11 @@ TEST_CASE("a nacked send throws PublishError with the family's sentence") {
         FAIL("a nacked publish returned normally");
     } catch (const acemq::PublishError& error) {
         CHECK_FALSE(error.unroutable());
-        CHECK_THAT(error.what(),
-                   Catch::StartsWith("acemq: cannot publish message " + error.message_id() +
-                                     " to exchange \"\" with key \"orders.refused\": the broker refused to confirm it.") &&
-                       Catch::Contains("must be treated as not sent") && Catch::Contains("(the broker said no)"));
+        CHECK_THAT(
+            error.what(),
+            Catch::StartsWith("acemq: cannot publish message " + error.message_id() +
+                              " to exchange \"\" with key \"orders.refused\": the broker refused to confirm it.") &&
+                Catch::Contains("must be treated as not sent") && Catch::Contains("(the broker said no)"));
     }
 }
 
@@ -94,14 +95,13 @@ TEST_CASE("a retry hop the broker refuses hands the message back instead of losi
     bus.declare(acemq::Topology{}.queue("work.refused"));
     std::mutex lock;
     std::vector<std::pair<std::int32_t, bool>> seen;  // attempt, redelivered
-    auto consumer = bus.consume<Order>(
-        "work.refused",
-        [&](const acemq::Message<Order>& message) {
-            std::lock_guard guard(lock);
-            seen.emplace_back(message.envelope.attempt, message.redelivered);
-            return acemq::retry(std::runtime_error("try again"));
-        },
-        {.retry = acemq::fixed_retry(5, 0ms)});
+    auto consumer = bus.consume<Order>("work.refused",
+                                       [&](const acemq::Message<Order>& message) {
+                                           std::lock_guard guard(lock);
+                                           seen.emplace_back(message.envelope.attempt, message.redelivered);
+                                           return acemq::retry(std::runtime_error("try again"));
+                                       },
+                                       {.retry = acemq::fixed_retry(5, 0ms)});
     seed(name, "work.refused");
     const auto deadline = std::chrono::steady_clock::now() + 5s;
     for (;;) {

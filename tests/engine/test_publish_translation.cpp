@@ -114,13 +114,13 @@ TEST_CASE("replay reports paused, lost and refused republishes each as what they
         const std::string dlq = answer.queue + ".dlq";
         bus.declare(acemq::Topology{}.queue(answer.queue).queue(dlq));
         const acemq::Envelope envelope = acemq::Envelope::for_new_message(answer.queue);
-        const acemq::PublishResult seeded = direct->publish(
-            acemq::OutboundMessage{.routing_key = dlq,
-                                   .body = acemq::encode(*acemq::default_codec(), Order{"o-9", 9}).body,
-                                   .content_type = "application/msgpack",
-                                   .message_id = envelope.id,
-                                   .headers = acemq::render_headers(envelope),
-                                   .mandatory = true});
+        const acemq::PublishResult seeded =
+            direct->publish(acemq::OutboundMessage{.routing_key = dlq,
+                                                   .body = acemq::encode(*acemq::default_codec(), Order{"o-9", 9}).body,
+                                                   .content_type = "application/msgpack",
+                                                   .message_id = envelope.id,
+                                                   .headers = acemq::render_headers(envelope),
+                                                   .mandatory = true});
         REQUIRE(seeded.confirmed);
         try {
             acemq::replay(bus, dlq);

@@ -75,22 +75,31 @@ private:
 
 // The names the envelope reader looks for, so random tables reach its branches.
 inline constexpr std::array<std::string_view, 16> header_names = {
-    "x-acemq-attempt", "x-acemq-causation", "x-acemq-claim",          "x-acemq-correlation",
-    "x-acemq-error",   "x-acemq-first-seen", "x-acemq-id",            "x-acemq-origin",
-    "x-acemq-route",   "x-acemq-route-id",   "x-acemq-route-position", "x-acemq-type",
-    "x-acemq-version", "x-acemq-unknown",    "traceparent",           "tracestate"};
+    "x-acemq-attempt",     "x-acemq-causation",      "x-acemq-claim",
+    "x-acemq-correlation", "x-acemq-error",          "x-acemq-first-seen",
+    "x-acemq-id",          "x-acemq-origin",         "x-acemq-route",
+    "x-acemq-route-id",    "x-acemq-route-position", "x-acemq-type",
+    "x-acemq-version",     "x-acemq-unknown",        "traceparent",
+    "tracestate"};
 
 acemq::FieldTable field_table(Choices& in, int depth);
 
 inline acemq::FieldValue field_value(Choices& in, int depth) {
     switch (in.below(12)) {
-        case 0: return {};
-        case 1: return in.byte() % 2 == 1;
-        case 2: return static_cast<std::int32_t>(in.number());
-        case 3: return static_cast<std::int64_t>(in.number());
-        case 4: return in.number();
-        case 5: return std::bit_cast<double>(in.number());
-        case 6: return std::to_string(static_cast<std::int64_t>(in.number()));  // a decimal string
+        case 0:
+            return {};
+        case 1:
+            return in.byte() % 2 == 1;
+        case 2:
+            return static_cast<std::int32_t>(in.number());
+        case 3:
+            return static_cast<std::int64_t>(in.number());
+        case 4:
+            return in.number();
+        case 5:
+            return std::bit_cast<double>(in.number());
+        case 6:
+            return std::to_string(static_cast<std::int64_t>(in.number()));  // a decimal string
         case 7: {
             std::string text = in.text();
             acemq::Bytes bytes;
@@ -107,7 +116,8 @@ inline acemq::FieldValue field_value(Choices& in, int depth) {
         case 9:
             if (depth > 0) return field_table(in, depth - 1);
             return {};
-        default: return in.text();
+        default:
+            return in.text();
     }
 }
 
@@ -134,7 +144,8 @@ inline void mutate(acemq::FieldTable& table, Choices& in) {
             case 1:
                 if (!table.empty()) table.erase(table.begin() + static_cast<std::ptrdiff_t>(in.below(table.size())));
                 break;
-            default: table.merge(field_table(in, 2));
+            default:
+                table.merge(field_table(in, 2));
         }
     }
 }

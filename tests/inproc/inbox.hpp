@@ -12,8 +12,8 @@
 #include <string>
 
 #include <acemq/clock.hpp>
-#include <acemq/transport.hpp>
 #include <acemq/inproc.hpp>
+#include <acemq/transport.hpp>
 #include "inproc/inproc_transport.hpp"
 
 namespace inproc_test {

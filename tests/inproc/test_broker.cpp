@@ -17,7 +17,9 @@ namespace {
 class MessageContains : public Catch::MatcherBase<std::exception> {
 public:
     explicit MessageContains(std::string part) : part_(std::move(part)) {}
-    bool match(const std::exception& error) const override { return std::string(error.what()).find(part_) != std::string::npos; }
+    bool match(const std::exception& error) const override {
+        return std::string(error.what()).find(part_) != std::string::npos;
+    }
     std::string describe() const override { return "has a message containing \"" + part_ + "\""; }
 
 private:
@@ -209,21 +211,23 @@ TEST_CASE("publish_batch answers for each message in order", "[inproc][routing]"
     CHECK_FALSE(results[1].routed);
 }
 
-TEST_CASE("redeclaring with other settings fails with PRECONDITION_FAILED naming each difference", "[inproc][topology]") {
+TEST_CASE("redeclaring with other settings fails with PRECONDITION_FAILED naming each difference",
+          "[inproc][topology]") {
     auto transport = connect(unique_name("redeclare"));
     transport->declare(Topology{}
                            .exchange("x", ExchangeKind::topic)
                            .queue("orders", classic({{"x-message-ttl", FieldValue(std::int64_t{60000})}})));
 
     SECTION("an identical redeclaration is fine, 32- and 64-bit integers alike") {
-        CHECK_NOTHROW(transport->declare(Topology{}
-                                             .exchange("x", ExchangeKind::topic)
-                                             .queue("orders", classic({{"x-message-ttl", FieldValue(std::int32_t{60000})}}))));
+        CHECK_NOTHROW(
+            transport->declare(Topology{}
+                                   .exchange("x", ExchangeKind::topic)
+                                   .queue("orders", classic({{"x-message-ttl", FieldValue(std::int32_t{60000})}}))));
     }
     SECTION("an argument differs") {
         CHECK_THROWS_MATCHES(
             transport->declare(Topology{}.queue("orders", classic({{"x-message-ttl", FieldValue(std::int64_t{30000})},
-                                                                  {"x-max-length", FieldValue(std::int64_t{5})}}))),
+                                                                   {"x-max-length", FieldValue(std::int64_t{5})}}))),
             TopologyError,
             Catch::Message("acemq: cannot declare queue \"orders\": PRECONDITION_FAILED - x-max-length: existing "
                            "(absent), asked 5; x-message-ttl: existing 60000, asked 30000; it exists with other "
@@ -260,11 +264,14 @@ TEST_CASE("declarations the broker refuses", "[inproc][topology]") {
     CHECK_THROWS_MATCHES(b->bind(connection, {"missing", "d", "k", {}}), TopologyError,
                          MessageContains("NOT_FOUND - no queue \"missing\""));
     CHECK_THROWS_MATCHES(
-        b->declare_queue(connection, {"bad", QueueType::classic, true, false, false, {{"x-message-ttl", FieldValue("5m")}}}),
+        b->declare_queue(connection,
+                         {"bad", QueueType::classic, true, false, false, {{"x-message-ttl", FieldValue("5m")}}}),
         TopologyError, MessageContains("invalid x-message-ttl 5m"));
-    CHECK_THROWS_MATCHES(b->declare_queue(connection, {"bad", QueueType::classic, true, false, false,
-                                                       {{"x-dead-letter-routing-key", FieldValue("k")}}}),
-                         TopologyError, MessageContains("together with x-dead-letter-exchange"));
+    CHECK_THROWS_MATCHES(
+        b->declare_queue(
+            connection,
+            {"bad", QueueType::classic, true, false, false, {{"x-dead-letter-routing-key", FieldValue("k")}}}),
+        TopologyError, MessageContains("together with x-dead-letter-exchange"));
     CHECK_FALSE(b->queue_exists(connection, "bad"));
     b->close_connection(connection);
 }
@@ -484,7 +491,7 @@ TEST_CASE("delete_queue drops messages, cancels consumers and is idempotent", "[
     transport->delete_queue("q");
     CHECK_FALSE(transport->queue_exists("q"));
     CHECK_NOTHROW(transport->delete_queue("q"));
-    CHECK_NOTHROW(a->nack(true));  // settles, and goes nowhere
+    CHECK_NOTHROW(a->nack(true));                                             // settles, and goes nowhere
     CHECK(transport->publish(message("d", "k", "c", true)).routed == false);  // its binding went with it
 
     transport->declare(Topology{}.queue("q", classic()));
@@ -503,7 +510,8 @@ TEST_CASE("an exclusive queue belongs to the connection that declared it", "[inp
     Inbox inbox;
     CHECK_THROWS_WITH(other->consume("mine", {}, inbox.deliver()), Catch::Contains("RESOURCE_LOCKED"));
     CHECK_THROWS_WITH(other->pull("mine"), Catch::Contains("RESOURCE_LOCKED"));
-    CHECK_THROWS_WITH(other->declare(Topology{}.queue("mine", {.exclusive = true})), Catch::Contains("RESOURCE_LOCKED"));
+    CHECK_THROWS_WITH(other->declare(Topology{}.queue("mine", {.exclusive = true})),
+                      Catch::Contains("RESOURCE_LOCKED"));
     CHECK_THROWS_WITH(other->delete_queue("mine"), Catch::Contains("RESOURCE_LOCKED"));
     CHECK(other->publish(message("", "mine", "to it", true)).routed);  // publishing to it is allowed
     CHECK(owner->queue_depth("mine") == 1);
@@ -541,7 +549,8 @@ TEST_CASE("inproc://NAME in two places is one broker, and a fresh one after all 
     CHECK_FALSE(later->queue_exists("q"));
 }
 
-TEST_CASE("a broker made with a clock is the one open_transport finds; another clock is refused", "[inproc][instances]") {
+TEST_CASE("a broker made with a clock is the one open_transport finds; another clock is refused",
+          "[inproc][instances]") {
     const std::string name = unique_name("clocked");
     auto clock = std::make_shared<ManualClock>();
     auto made = inproc::broker(name, clock);

@@ -3,8 +3,8 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
-#include <numeric>
 #include <atomic>
+#include <numeric>
 #include <thread>
 #include <vector>
 
@@ -58,8 +58,8 @@ TEST_CASE("concurrent publishers and ackers: every message delivered exactly onc
         threads.emplace_back([&, p] {
             for (int i = 0; i < per_publisher; ++i) {
                 const bool direct = p % 2 == 0;
-                const PublishResult result = transport->publish(
-                    message(direct ? "" : "t", direct ? "q" : "work.item", std::to_string(p * per_publisher + i), true));
+                const PublishResult result = transport->publish(message(direct ? "" : "t", direct ? "q" : "work.item",
+                                                                        std::to_string(p * per_publisher + i), true));
                 if (!result.routed) ++unrouted;
             }
         });
@@ -118,14 +118,15 @@ TEST_CASE("timers firing on the clock's thread race publishers and consumers saf
     auto clock = std::make_shared<ManualClock>();
     auto broker = inproc::broker(name, clock);
     auto transport = open_transport("inproc://" + name);
-    transport->declare(Topology{}
-                           .exchange("back", ExchangeKind::direct)
-                           .queue("wait", QueueOptions{.type = QueueType::classic,
-                                                       .arguments = {{"x-message-ttl", FieldValue(std::int64_t{1000})},
-                                                                     {"x-dead-letter-exchange", FieldValue("back")},
-                                                                     {"x-dead-letter-routing-key", FieldValue("home")}}})
-                           .queue("home", QueueOptions{.type = QueueType::classic})
-                           .bind("home", "back", "home"));
+    transport->declare(
+        Topology{}
+            .exchange("back", ExchangeKind::direct)
+            .queue("wait", QueueOptions{.type = QueueType::classic,
+                                        .arguments = {{"x-message-ttl", FieldValue(std::int64_t{1000})},
+                                                      {"x-dead-letter-exchange", FieldValue("back")},
+                                                      {"x-dead-letter-routing-key", FieldValue("home")}}})
+            .queue("home", QueueOptions{.type = QueueType::classic})
+            .bind("home", "back", "home"));
     Inbox inbox;
     auto subscription = transport->consume("home", with_prefetch(0), inbox.deliver());
     constexpr int total = 2000;

@@ -236,7 +236,8 @@ TEST_CASE("handed-out messages do not expire; requeued ones keep their first enq
     CHECK(f.transport->queue_depth("orders") == 2);
 }
 
-TEST_CASE("a message that dead-letters back into its own queue by expiry is dropped, as RabbitMQ does", "[inproc][ttl]") {
+TEST_CASE("a message that dead-letters back into its own queue by expiry is dropped, as RabbitMQ does",
+          "[inproc][ttl]") {
     Fixture f;
     f.transport->declare(Topology{}
                              .exchange("loop", ExchangeKind::fanout)

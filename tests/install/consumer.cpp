@@ -53,8 +53,8 @@ int main([[maybe_unused]] int argc, [[maybe_unused]] char** argv) {
 #else
     acemq::InMemoryIdempotencyStore seen;
 #endif
-    acemq::Consumer consumer = bus.consume<OrderPlaced>("orders.new",
-        acemq::idempotent(seen, [](const acemq::Message<OrderPlaced>& m) {
+    acemq::Consumer consumer = bus.consume<OrderPlaced>(
+        "orders.new", acemq::idempotent(seen, [](const acemq::Message<OrderPlaced>& m) {
             std::cout << "consumed " << m.payload.order_id << ' ' << m.payload.total_cents << '\n';
             return acemq::accept();
         }));

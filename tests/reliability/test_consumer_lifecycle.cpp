@@ -84,7 +84,6 @@ private:
     std::shared_ptr<Events> events_;
 };
 
-
 std::size_t threads_of_this_process() {
     const std::filesystem::directory_iterator tasks("/proc/self/task");
     return static_cast<std::size_t>(std::distance(begin(tasks), end(tasks)));
@@ -102,13 +101,12 @@ TEST_CASE("Bus::close drains three stuck consumers at once, under one deadline")
     for (int i = 0; i < 3; ++i) {
         const std::string queue = "stuck-" + std::to_string(i);
         bus.declare(acemq::Topology{}.queue(queue, {.dead_letter = true}));
-        consumers.push_back(bus.consume<Order>(
-            queue,
-            [gate](const Message<Order>&) {
-                gate->pass();
-                return acemq::accept();
-            },
-            {.drain_timeout = 1s}));
+        consumers.push_back(bus.consume<Order>(queue,
+                                               [gate](const Message<Order>&) {
+                                                   gate->pass();
+                                                   return acemq::accept();
+                                               },
+                                               {.drain_timeout = 1s}));
         bus.publisher("", queue).send(Order{"o-" + std::to_string(i), 1});
     }
     REQUIRE(gate->wait_waiting(3));
@@ -154,15 +152,14 @@ TEST_CASE("close() inside the consumer's own handler returns at once; the delive
     testing_support::Tally closed;
     std::atomic<int> runs{0};
     std::atomic<bool> answer{true};
-    consumer.emplace(bus.consume<Order>(
-        "orders",
-        [&](const Message<Order>&) {
-            ++runs;
-            answer = consumer->close();  // a 30 s drain deadline, were it waited for
-            closed.add();
-            return acemq::accept();
-        },
-        {.drain_timeout = 30s}));
+    consumer.emplace(bus.consume<Order>("orders",
+                                        [&](const Message<Order>&) {
+                                            ++runs;
+                                            answer = consumer->close();  // a 30 s drain deadline, were it waited for
+                                            closed.add();
+                                            return acemq::accept();
+                                        },
+                                        {.drain_timeout = 30s}));
     bus.publisher("", "orders").send(Order{"o-1", 1});
     REQUIRE(closed.wait_at_least(1, 10s));
     CHECK_FALSE(answer);  // its own handler was still running
@@ -186,20 +183,18 @@ TEST_CASE("a Consumer destroyed inside its own handler does not wait for it; the
     // Held by the handler, so expired once the last worker let go of the consumer.
     auto held_by_handler = std::make_shared<int>(0);
     const std::weak_ptr<int> handler_alive = held_by_handler;
-    consumer.emplace(bus.consume<Order>(
-        "orders",
-        [&, held_by_handler = std::move(held_by_handler)](const Message<Order>&) {
-            consumer.reset();
-            destroyed.add();
-            return acemq::accept();
-        },
-        {.concurrency = 2, .drain_timeout = 30s}));
+    consumer.emplace(bus.consume<Order>("orders",
+                                        [&, held_by_handler = std::move(held_by_handler)](const Message<Order>&) {
+                                            consumer.reset();
+                                            destroyed.add();
+                                            return acemq::accept();
+                                        },
+                                        {.concurrency = 2, .drain_timeout = 30s}));
     bus.publisher("", "orders").send(Order{"o-1", 1});
     REQUIRE(destroyed.wait_at_least(1, 10s));
     CHECK(harness.wait_settled("orders", acemq::Outcome::acked, 1, 10s));
     bus.close();  // the core is gone or going: closing the bus does not wait on it
     const auto deadline = std::chrono::steady_clock::now() + 10s;
-    while (!handler_alive.expired() && std::chrono::steady_clock::now() < deadline)
-        std::this_thread::sleep_for(5ms);
+    while (!handler_alive.expired() && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(5ms);
     CHECK(handler_alive.expired());  // the last worker out released the consumer, handler and all
 }

@@ -72,7 +72,8 @@ TEST_CASE("any exception from decoding parks the message and the consumer keeps 
         REQUIRE(copy.has_value());
         reasons.push_back(envelope_of(*copy).error);
     }
-    const auto bad_alloc = std::find(reasons.begin(), reasons.end(), "could not be decoded: std::bad_alloc: std::bad_alloc");
+    const auto bad_alloc =
+        std::find(reasons.begin(), reasons.end(), "could not be decoded: std::bad_alloc: std::bad_alloc");
     REQUIRE(bad_alloc != reasons.end());
     const std::string& other = reasons[bad_alloc == reasons.begin() ? 1 : 0];
     CHECK_THAT(other, Catch::StartsWith("could not be decoded: "));

@@ -54,10 +54,10 @@ void check_throws_library_error(const std::function<void()>& action) {
 }  // namespace
 
 TEST_CASE("an unknown URL scheme is refused without echoing the password") {
-    for (const std::string& url : {"AMQP://guest:" + std::string(secret) + "@localhost:5672/",
-                                  "ampq://guest:" + std::string(secret) + "@localhost",
-                                  " amqp://guest:" + std::string(secret) + "@localhost",
-                                  "guest:" + std::string(secret) + "@localhost:5672"}) {
+    for (const std::string& url :
+         {"AMQP://guest:" + std::string(secret) + "@localhost:5672/",
+          "ampq://guest:" + std::string(secret) + "@localhost", " amqp://guest:" + std::string(secret) + "@localhost",
+          "guest:" + std::string(secret) + "@localhost:5672"}) {
         const std::string text = refusal_of_connect(url);
         INFO(text);
         CHECK_THAT(text, Catch::StartsWith("acemq: no transport for \"") && Catch::Contains("***@localhost") &&
@@ -68,7 +68,8 @@ TEST_CASE("an unknown URL scheme is refused without echoing the password") {
 
 TEST_CASE("redacted_url hides everything before the last '@' of the authority") {
     using acemq::redacted_url;
-    CHECK(redacted_url("amqp://guest:" + std::string(secret) + "@rabbit:5672/orders") == "amqp://***@rabbit:5672/orders");
+    CHECK(redacted_url("amqp://guest:" + std::string(secret) + "@rabbit:5672/orders") ==
+          "amqp://***@rabbit:5672/orders");
     // An '@' inside the password: the last one ends the userinfo.
     CHECK(redacted_url("amqp://guest:p@ss@" + std::string(secret) + "@rabbit/") == "amqp://***@rabbit/");
     // Percent-encoded, the password is still hidden whole.
@@ -99,7 +100,8 @@ TEST_CASE("an inproc URL that cannot be used is refused without echoing a passwo
 TEST_CASE("a thrown value that is not a std::exception is named by its type") {
     const acemq::Failure failure = acemq::Failure::of(std::make_exception_ptr(42));
     CHECK(failure.type_name == "int");
-    CHECK(failure.message == "a non-standard exception of type int was thrown (it does not derive from std::exception)");
+    CHECK(failure.message ==
+          "a non-standard exception of type int was thrown (it does not derive from std::exception)");
     CHECK_FALSE(failure.fatal);
     struct Oops {};
     CHECK_THAT(acemq::describe(acemq::Failure::of(std::make_exception_ptr(Oops{}))),
@@ -117,9 +119,8 @@ TEST_CASE("a handler that throws 42 dead-letters the message with the type and t
     acemq::Bus bus = acemq::connect("inproc://errors-" + acemq::new_uuid().substr(0, 8));
     acemq::testing::Harness harness{bus};
     bus.declare(acemq::Topology{}.queue("payments", {.dead_letter = true}));
-    auto consumer = bus.consume<std::string>("payments", [](const acemq::Message<std::string>&) -> acemq::Ack {
-        throw 42;
-    });
+    auto consumer =
+        bus.consume<std::string>("payments", [](const acemq::Message<std::string>&) -> acemq::Ack { throw 42; });
     const acemq::SendResult sent = bus.publisher("", "payments").send(std::string("charge"));
     REQUIRE(harness.wait_dead_lettered("payments", 1, 10s));
     consumer.close();
@@ -127,7 +128,8 @@ TEST_CASE("a handler that throws 42 dead-letters the message with the type and t
     REQUIRE(settled.size() == 1);
     CHECK_THAT(settled[0].settlement.reason,
                Catch::Contains("int: a non-standard exception of type int was thrown in the handler of queue payments "
-                               "(message " + sent.message_id + ")") &&
+                               "(message " +
+                               sent.message_id + ")") &&
                    !Catch::Contains("unknown exception"));
 }
 
@@ -135,10 +137,11 @@ TEST_CASE("table names that are SQL keywords are refused up front, in any case")
     for (const char* keyword : {"order", "select", "ORDER", "Select", "user", "table", "group", "where", "transaction",
                                 "index", "left", "values", "analyze"}) {
         INFO(keyword);
-        CHECK_THROWS_WITH(acemq::sql::check_identifier(keyword),
-                          Catch::Contains("reserved word") && Catch::Contains(keyword) &&
-                              Catch::Contains("choose another name"));
-        CHECK_THROWS_AS(acemq::schema_ddl(acemq::sql::Dialect::sqlite, {.idempotency = keyword}), acemq::InvalidArgument);
+        CHECK_THROWS_WITH(acemq::sql::check_identifier(keyword), Catch::Contains("reserved word") &&
+                                                                     Catch::Contains(keyword) &&
+                                                                     Catch::Contains("choose another name"));
+        CHECK_THROWS_AS(acemq::schema_ddl(acemq::sql::Dialect::sqlite, {.idempotency = keyword}),
+                        acemq::InvalidArgument);
     }
     CHECK_THROWS_WITH(acemq::sql::check_identifier("sqlite_orders"), Catch::Contains("sqlite_"));
     // Words that merely contain a keyword, and keywords that both databases accept as names.
@@ -223,8 +226,8 @@ TEST_CASE("every kind of error is an acemq::Error of its precise class") {
         bus.close();
         // Without declaring, so that the bus answers rather than its closed transport.
         check_throws_library_error<acemq::UsageError>([&] {
-            (void)bus.consume_raw(
-                "payments", [](const acemq::Message<acemq::Bytes>&) { return acemq::accept(); }, {.declare = false});
+            (void)bus.consume_raw("payments", [](const acemq::Message<acemq::Bytes>&) { return acemq::accept(); },
+                                  {.declare = false});
         });
 
         acemq::sqlite::Database database(":memory:");
@@ -244,8 +247,9 @@ TEST_CASE("every kind of error is an acemq::Error of its precise class") {
         // One catch of acemq::ConnectionError handles all three; the subclass still says which.
         check_throws_library_error<acemq::ConnectionError, acemq::sql::ConnectionError>(
             [] { (void)acemq::sqlite::Database("/nonexistent-acemq-dir/sub/test.db").connect(); });
-        check_throws_library_error<acemq::ConnectionError, acemq::sql::ConnectionError>(
-            [] { (void)acemq::postgres::Database("postgresql://acemq@127.0.0.1:1/acemq?connect_timeout=5").connect(); });
+        check_throws_library_error<acemq::ConnectionError, acemq::sql::ConnectionError>([] {
+            (void)acemq::postgres::Database("postgresql://acemq@127.0.0.1:1/acemq?connect_timeout=5").connect();
+        });
         check_throws_library_error<acemq::ConnectionError, acemq::amqp::ConnectionError>(
             [] { (void)acemq::connect("amqp://127.0.0.1:1/"); });
     }

@@ -27,7 +27,8 @@ std::uint64_t setting(const char* name, std::uint64_t fallback) {
 
 std::string hex(const Bytes& input) {
     std::ostringstream out;
-    for (std::byte b : input) out << "0123456789abcdef"[std::to_integer<int>(b) >> 4] << "0123456789abcdef"[std::to_integer<int>(b) & 15];
+    for (std::byte b : input)
+        out << "0123456789abcdef"[std::to_integer<int>(b) >> 4] << "0123456789abcdef"[std::to_integer<int>(b) & 15];
     return out.str();
 }
 
@@ -68,22 +69,33 @@ public:
 
     // A few bytes changed, dropped, added, repeated, set to a length-like 0xff, or the tail cut.
     Bytes mutated(Bytes body) {
-        static constexpr std::string_view interesting = "\x00\xff\xc0\xc1\xdc\xdd\xde\xdf\xdb\xc6\xc9\x7f\x80\x90\x9f{}[]\":,\\-0e";
+        static constexpr std::string_view interesting =
+            "\x00\xff\xc0\xc1\xdc\xdd\xde\xdf\xdb\xc6\xc9\x7f\x80\x90\x9f{}[]\":,\\-0e";
         for (std::size_t k = 1 + below(4); k > 0 && !body.empty(); --k) {
             const std::size_t at = below(body.size());
             const auto where = body.begin() + static_cast<std::ptrdiff_t>(at);
             switch (below(6)) {
-                case 0: body[at] = static_cast<std::byte>(rng_()); break;
-                case 1: body[at] = static_cast<std::byte>(interesting[below(interesting.size())]); break;
-                case 2: body.erase(where); break;
-                case 3: body.insert(where, static_cast<std::byte>(rng_())); break;
+                case 0:
+                    body[at] = static_cast<std::byte>(rng_());
+                    break;
+                case 1:
+                    body[at] = static_cast<std::byte>(interesting[below(interesting.size())]);
+                    break;
+                case 2:
+                    body.erase(where);
+                    break;
+                case 3:
+                    body.insert(where, static_cast<std::byte>(rng_()));
+                    break;
                 case 4: {
                     const std::size_t n = 1 + below(std::min<std::size_t>(16, body.size() - at));
                     const Bytes slice(where, where + static_cast<std::ptrdiff_t>(n));
                     body.insert(where, slice.begin(), slice.end());
                     break;
                 }
-                default: body.resize(at); break;
+                default:
+                    body.resize(at);
+                    break;
             }
         }
         return body;
@@ -110,8 +122,9 @@ struct Shapes {
     fuzz::Order order() {
         fuzz::Order o{text(), {}, std::nullopt, {}, {}, loop.below(2) == 1};
         for (std::size_t n = loop.below(4); n > 0; --n)
-            o.lines.push_back({text(), static_cast<std::int32_t>(loop.rng()()),
-                               loop.below(2) == 1 ? std::optional<double>(static_cast<double>(loop.below(1000)) / 8) : std::nullopt});
+            o.lines.push_back(
+                {text(), static_cast<std::int32_t>(loop.rng()()),
+                 loop.below(2) == 1 ? std::optional<double>(static_cast<double>(loop.below(1000)) / 8) : std::nullopt});
         if (loop.below(2) == 1) o.note = text();
         for (std::size_t n = loop.below(3); n > 0; --n) o.tags[text()] = static_cast<std::int64_t>(loop.rng()());
         for (std::size_t n = loop.below(3); n > 0; --n)
@@ -129,7 +142,8 @@ struct Shapes {
             for (auto& m : maps) m[static_cast<std::int32_t>(loop.rng()())] = text();
             d.nest.emplace_back(std::move(maps));
         }
-        d.extra = acemq::Value(acemq::Value::Array{acemq::Value(text()), acemq::Value(static_cast<std::int64_t>(loop.rng()()))});
+        d.extra = acemq::Value(
+            acemq::Value::Array{acemq::Value(text()), acemq::Value(static_cast<std::int64_t>(loop.rng()()))});
         d.blob = loop.random_bytes(6);
         d.pair = {static_cast<std::uint16_t>(loop.below(65536)), 7};
         return d;
@@ -152,12 +166,14 @@ void fuzz_codec(std::string_view what, const acemq::Codec& codec, void (*one)(st
     loop.run(
         [&] {
             switch (turn++ % 3) {
-                case 0: return loop.random_bytes(64);
+                case 0:
+                    return loop.random_bytes(64);
                 case 1: {
                     const Bytes& body = valid[loop.below(valid.size())];
                     return Bytes(body.begin(), body.begin() + static_cast<std::ptrdiff_t>(loop.below(body.size())));
                 }
-                default: return loop.mutated(valid[loop.below(valid.size())]);
+                default:
+                    return loop.mutated(valid[loop.below(valid.size())]);
             }
         },
         [&](const Bytes& input) { one(input); });

@@ -102,17 +102,16 @@ TEST_CASE("a 20 MB msgpack array of nils is refused without building its tree") 
     const Bytes body = msgpack_nils(20u << 20);
     const acemq::MsgpackCodec codec;
 
-    const auto message = decode_error_of(
-        [&] { (void)acemq::decode<Payment>(codec, body, acemq::content_types::msgpack); });
+    const auto message =
+        decode_error_of([&] { (void)acemq::decode<Payment>(codec, body, acemq::content_types::msgpack); });
     CHECK_THAT(message, Catch::StartsWith("acemq: cannot decode a Payment from application/msgpack: ") &&
                             Catch::Contains("more than 1000000 values"));
     CHECK_THROWS_AS(acemq::decode<Batch>(codec, body, acemq::content_types::msgpack), acemq::DecodeError);
     CHECK_THROWS_AS(acemq::default_codec()->decode(body, acemq::content_types::msgpack), acemq::DecodeError);
 
     if (sanitized) return;
-    CHECK(exit_code_under_memory_limit(memory_limit, [&] {
-              (void)acemq::decode<Payment>(codec, body, acemq::content_types::msgpack);
-          }) == 0);
+    CHECK(exit_code_under_memory_limit(
+              memory_limit, [&] { (void)acemq::decode<Payment>(codec, body, acemq::content_types::msgpack); }) == 0);
 }
 
 TEST_CASE("nested msgpack arrays that each claim the whole body allocate only what is read") {
@@ -186,8 +185,8 @@ TEST_CASE("a content type no codec claims is named, with the codecs that were as
     }
     SECTION("a bin body under a content type a codec claims keeps its own reason") {
         const Bytes bin = {std::byte{0xc4}, std::byte{0x01}, std::byte{0x00}};
-        CHECK_THAT(decode_error_of(
-                       [&] { (void)acemq::decode<Payment>(*acemq::default_codec(), bin, "application/msgpack"); }),
-                   Catch::Contains("found bytes") && !Catch::Contains("no codec reads"));
+        CHECK_THAT(
+            decode_error_of([&] { (void)acemq::decode<Payment>(*acemq::default_codec(), bin, "application/msgpack"); }),
+            Catch::Contains("found bytes") && !Catch::Contains("no codec reads"));
     }
 }

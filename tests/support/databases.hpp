@@ -16,8 +16,9 @@ namespace testing_support {
 inline std::string postgres_url() {
     const char* url = std::getenv("ACEMQ_TEST_POSTGRES_URL");
     if (url == nullptr || *url == '\0')
-        FAIL("ACEMQ_TEST_POSTGRES_URL is not set: the PostgreSQL tests need a server. Run scripts/test, which starts "
-             "a throw-away one and sets it, or set it yourself, e.g. postgresql://postgres@127.0.0.1:5442/postgres");
+        FAIL(
+            "ACEMQ_TEST_POSTGRES_URL is not set: the PostgreSQL tests need a server. Run scripts/test, which starts "
+            "a throw-away one and sets it, or set it yourself, e.g. postgresql://postgres@127.0.0.1:5442/postgres");
     return url;
 }
 

@@ -13,7 +13,9 @@ public:
     explicit ForwardingTransport(std::shared_ptr<acemq::Transport> inner) : inner_(std::move(inner)) {}
 
     void declare(const acemq::Topology& topology) override { inner_->declare(topology); }
-    acemq::PublishResult publish(acemq::OutboundMessage message) override { return inner_->publish(std::move(message)); }
+    acemq::PublishResult publish(acemq::OutboundMessage message) override {
+        return inner_->publish(std::move(message));
+    }
     std::unique_ptr<acemq::Subscription> consume(std::string_view queue, const acemq::ConsumeSpec& spec,
                                                  acemq::DeliverFn deliver) override {
         return inner_->consume(queue, spec, std::move(deliver));

@@ -15,8 +15,13 @@ namespace handmade {
 // A message as a consumer would hand it to a handler, made by hand.
 template <class T>
 acemq::Message<T> message_of(T payload, std::string_view routing_key = "orders.new") {
-    return acemq::Message<T>{std::move(payload), acemq::Envelope::for_new_message(routing_key, "shop@test"),
-                             std::string(routing_key), std::string(routing_key), "", "", false};
+    return acemq::Message<T>{std::move(payload),
+                             acemq::Envelope::for_new_message(routing_key, "shop@test"),
+                             std::string(routing_key),
+                             std::string(routing_key),
+                             "",
+                             "",
+                             false};
 }
 
 // Every line written through acemq::log while it exists; restores the previous sink.

@@ -46,12 +46,23 @@ std::string Address::printable() const {
     std::string escaped;
     for (const char c : vhost_part) {
         switch (c) {
-        case '/': escaped += "%2f"; break;
-        case '%': escaped += "%25"; break;
-        case '?': escaped += "%3f"; break;
-        case '#': escaped += "%23"; break;
-        case '@': escaped += "%40"; break;
-        default: escaped += c;
+            case '/':
+                escaped += "%2f";
+                break;
+            case '%':
+                escaped += "%25";
+                break;
+            case '?':
+                escaped += "%3f";
+                break;
+            case '#':
+                escaped += "%23";
+                break;
+            case '@':
+                escaped += "%40";
+                break;
+            default:
+                escaped += c;
         }
     }
     // An IPv6 address goes in brackets, as in the URL it came from.
@@ -81,7 +92,8 @@ Address parse_address(std::string_view url) {
         authority = authority.substr(at + 1);
         const auto colon = userinfo.find(':');
         address.user = percent_decoded(userinfo.substr(0, colon), url, "user name");
-        if (colon != std::string_view::npos) address.password = percent_decoded(userinfo.substr(colon + 1), url, "password");
+        if (colon != std::string_view::npos)
+            address.password = percent_decoded(userinfo.substr(colon + 1), url, "password");
         if (address.user->empty()) refuse(url, "the user name before '@' is empty");
     }
     std::string_view host = authority;

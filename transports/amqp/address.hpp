@@ -12,7 +12,7 @@ struct Address {
     std::string host;
     int port = 5672;
     std::string vhost = "/";
-    std::optional<std::string> user{};      // from the URL's userinfo, percent-decoded
+    std::optional<std::string> user{};  // from the URL's userinfo, percent-decoded
     std::optional<std::string> password{};
 
     // "amqp://host:port/vhost", never the credentials: safe for logs and errors.

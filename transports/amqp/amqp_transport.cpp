@@ -2,9 +2,9 @@
 // and the registration of the URL schemes. The work is done by AmqpTransport::Impl
 // (transport_impl.hpp) and the parts it owns.
 
+#include <acemq/amqp.hpp>
 #include <acemq/error.hpp>
 #include <acemq/uuid.hpp>
-#include <acemq/amqp.hpp>
 #include "amqp/transport_impl.hpp"
 #include "amqp/wire.hpp"
 
@@ -64,7 +64,8 @@ std::vector<PublishResult> AmqpTransport::publish_batch(std::vector<OutboundMess
     return impl_->publish(std::move(messages));
 }
 
-std::unique_ptr<Subscription> AmqpTransport::consume(std::string_view queue, const ConsumeSpec& spec, DeliverFn deliver) {
+std::unique_ptr<Subscription> AmqpTransport::consume(std::string_view queue, const ConsumeSpec& spec,
+                                                     DeliverFn deliver) {
     return std::make_unique<AmqpSubscription>(impl_, impl_->subscribe(queue, spec, std::move(deliver)));
 }
 
@@ -76,8 +77,9 @@ std::optional<Delivery> AmqpTransport::pull(std::string_view queue) {
 
 std::uint64_t AmqpTransport::queue_depth(std::string_view queue) {
     const auto depth = impl_->call<std::optional<std::uint64_t>>(
-        "ask the depth of queue " + in_quotes(queue),
-        [this, name = std::string(queue)](Connection& connection) { return impl_->topology().message_count(connection, name); });
+        "ask the depth of queue " + in_quotes(queue), [this, name = std::string(queue)](Connection& connection) {
+            return impl_->topology().message_count(connection, name);
+        });
     if (!depth)
         throw Error("acemq: cannot ask the depth of queue " + in_quotes(queue) + " on " + impl_->address().printable() +
                     ": NOT_FOUND - no such queue; declare it first");
@@ -86,9 +88,10 @@ std::uint64_t AmqpTransport::queue_depth(std::string_view queue) {
 
 bool AmqpTransport::queue_exists(std::string_view queue) {
     return impl_
-        ->call<std::optional<std::uint64_t>>(
-            "ask whether queue " + in_quotes(queue) + " exists",
-            [this, name = std::string(queue)](Connection& connection) { return impl_->topology().message_count(connection, name); })
+        ->call<std::optional<std::uint64_t>>("ask whether queue " + in_quotes(queue) + " exists",
+                                             [this, name = std::string(queue)](Connection& connection) {
+                                                 return impl_->topology().message_count(connection, name);
+                                             })
         .has_value();
 }
 
@@ -128,12 +131,14 @@ Health AmqpTransport::check_health(std::chrono::milliseconds timeout) {
     try {
         impl_->call<std::optional<std::uint64_t>>(
             "check the connection's health",
-            [this, &probe](Connection& connection) { return impl_->topology().message_count(connection, probe); }, timeout);
+            [this, &probe](Connection& connection) { return impl_->topology().message_count(connection, probe); },
+            timeout);
     } catch (const Error& error) {
         report.detail = std::string("the broker did not answer: ") + error.what();
         return report;
     }
-    report.round_trip = std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - started);
+    report.round_trip =
+        std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - started);
     const std::vector<std::string> cancelled = stopped_queues();
     if (!cancelled.empty()) {
         report.status = Health::Status::degraded;

@@ -18,8 +18,8 @@ void Confirms::confirm(std::uint64_t sequence, bool multiple, bool ok) {
     for (auto it = first; it != last; ++it) {
         PendingPublish& pending = *it->second;
         if (ok)
-            pending.answer.set(PublishResult{
-                .confirmed = true, .routed = !pending.returned, .return_reason = pending.return_reason});
+            pending.answer.set(
+                PublishResult{.confirmed = true, .routed = !pending.returned, .return_reason = pending.return_reason});
         else
             pending.answer.set(PublishResult{.return_reason = "the broker sent basic.nack",
                                              .why = PublishResult::Unconfirmed::refused});

@@ -15,17 +15,22 @@ namespace acemq::amqp {
 namespace {
 
 timeval timeval_of(std::chrono::milliseconds duration) {
-    return timeval{static_cast<time_t>(duration.count() / 1000), static_cast<suseconds_t>((duration.count() % 1000) * 1000)};
+    return timeval{static_cast<time_t>(duration.count() / 1000),
+                   static_cast<suseconds_t>((duration.count() % 1000) * 1000)};
 }
 
 std::string library_error(int status) { return amqp_error_string2(status); }
 
 const char* kind_name(ExchangeKind kind) {
     switch (kind) {
-    case ExchangeKind::direct: return "direct";
-    case ExchangeKind::topic: return "topic";
-    case ExchangeKind::fanout: return "fanout";
-    case ExchangeKind::headers: return "headers";
+        case ExchangeKind::direct:
+            return "direct";
+        case ExchangeKind::topic:
+            return "topic";
+        case ExchangeKind::fanout:
+            return "fanout";
+        case ExchangeKind::headers:
+            return "headers";
     }
     return "direct";
 }
@@ -70,7 +75,8 @@ Connection::Connection(const Address& address, const Credentials::Resolved& cred
     if (state_ == nullptr) throw ConnectionError("acemq: cannot connect to " + printable_ + ": out of memory");
     try {
         amqp_socket_t* socket = address.tls ? amqp_ssl_socket_new(state_) : amqp_tcp_socket_new(state_);
-        if (socket == nullptr) throw ConnectionError("acemq: cannot connect to " + printable_ + ": cannot make a socket");
+        if (socket == nullptr)
+            throw ConnectionError("acemq: cannot connect to " + printable_ + ": cannot make a socket");
         if (address.tls) configure_tls(socket, address, options.tls.value_or(Tls{}), printable_);
         timeval connect_timeout = timeval_of(options.connect_timeout);
         const int opened = amqp_socket_open_noblock(socket, address.host.c_str(), address.port, &connect_timeout);
@@ -80,13 +86,16 @@ Connection::Connection(const Address& address, const Credentials::Resolved& cred
             // on the broker's certificate: the handshake itself failed, typically because the
             // port is a plain AMQP listener or the broker refused this client's certificate.
             if (opened == AMQP_STATUS_SSL_PEER_VERIFY_FAILED || opened == AMQP_STATUS_SSL_HOSTNAME_VERIFY_FAILED)
-                hint = "the broker's certificate was not accepted: check that the CA that signed it is the one "
-                       "trusted (Tls::ca_file) and that it names the host (Tls::server_name)";
+                hint =
+                    "the broker's certificate was not accepted: check that the CA that signed it is the one "
+                    "trusted (Tls::ca_file) and that it names the host (Tls::server_name)";
             else if (opened == AMQP_STATUS_SSL_CONNECTION_FAILED)
-                hint = "check that this port is the broker's TLS listener (a plain AMQP port needs an amqp:// "
-                       "URL) and, when the broker checks client certificates, that it accepts this one "
-                       "(Tls::client_certificate)";
-            throw ConnectionError("acemq: cannot connect to " + printable_ + ": " + library_error(opened) + "; " + hint);
+                hint =
+                    "check that this port is the broker's TLS listener (a plain AMQP port needs an amqp:// "
+                    "URL) and, when the broker checks client certificates, that it accepts this one "
+                    "(Tls::client_certificate)";
+            throw ConnectionError("acemq: cannot connect to " + printable_ + ": " + library_error(opened) + "; " +
+                                  hint);
         }
         timeval handshake_timeout = connect_timeout;
         amqp_set_handshake_timeout(state_, &handshake_timeout);
@@ -158,36 +167,39 @@ std::size_t Connection::frame_max() const noexcept { return static_cast<std::siz
 void Connection::check_status(int status, std::string_view what) {
     if (status >= 0) return;
     open_ = false;
-    throw ConnectionLost("acemq: cannot " + std::string(what) + " on " + printable_ +
-                         ": the connection was lost (" + library_error(status) + ")");
+    throw ConnectionLost("acemq: cannot " + std::string(what) + " on " + printable_ + ": the connection was lost (" +
+                         library_error(status) + ")");
 }
 
 void Connection::check(amqp_rpc_reply_t reply, std::string_view what, amqp_channel_t channel) {
     switch (reply.reply_type) {
-    case AMQP_RESPONSE_NORMAL:
-        return;
-    case AMQP_RESPONSE_NONE:
-        open_ = false;
-        throw ConnectionLost("acemq: cannot " + std::string(what) + " on " + printable_ + ": the broker sent no reply");
-    case AMQP_RESPONSE_LIBRARY_EXCEPTION:
-        open_ = false;
-        throw ConnectionLost("acemq: cannot " + std::string(what) + " on " + printable_ +
-                             ": the connection was lost (" + library_error(reply.library_error) + ")");
-    case AMQP_RESPONSE_SERVER_EXCEPTION:
-        if (reply.reply.id == AMQP_CHANNEL_CLOSE_METHOD) {
-            const auto* close = static_cast<const amqp_channel_close_t*>(reply.reply.decoded);
-            std::string text = reply_text(close->reply_code, close->reply_text);
-            acknowledge_channel_close(channel);
-            throw ChannelClosed("acemq: cannot " + std::string(what) + ": " + text, close->reply_code);
-        }
-        if (reply.reply.id == AMQP_CONNECTION_CLOSE_METHOD) {
-            const auto* close = static_cast<const amqp_connection_close_t*>(reply.reply.decoded);
-            std::string text = reply_text(close->reply_code, close->reply_text);
-            acknowledge_connection_close();
-            throw ConnectionLost("acemq: cannot " + std::string(what) + ": the broker closed the connection (" + text + ")");
-        }
-        open_ = false;
-        throw ConnectionLost("acemq: cannot " + std::string(what) + ": the broker answered with an unexpected method");
+        case AMQP_RESPONSE_NORMAL:
+            return;
+        case AMQP_RESPONSE_NONE:
+            open_ = false;
+            throw ConnectionLost("acemq: cannot " + std::string(what) + " on " + printable_ +
+                                 ": the broker sent no reply");
+        case AMQP_RESPONSE_LIBRARY_EXCEPTION:
+            open_ = false;
+            throw ConnectionLost("acemq: cannot " + std::string(what) + " on " + printable_ +
+                                 ": the connection was lost (" + library_error(reply.library_error) + ")");
+        case AMQP_RESPONSE_SERVER_EXCEPTION:
+            if (reply.reply.id == AMQP_CHANNEL_CLOSE_METHOD) {
+                const auto* close = static_cast<const amqp_channel_close_t*>(reply.reply.decoded);
+                std::string text = reply_text(close->reply_code, close->reply_text);
+                acknowledge_channel_close(channel);
+                throw ChannelClosed("acemq: cannot " + std::string(what) + ": " + text, close->reply_code);
+            }
+            if (reply.reply.id == AMQP_CONNECTION_CLOSE_METHOD) {
+                const auto* close = static_cast<const amqp_connection_close_t*>(reply.reply.decoded);
+                std::string text = reply_text(close->reply_code, close->reply_text);
+                acknowledge_connection_close();
+                throw ConnectionLost("acemq: cannot " + std::string(what) + ": the broker closed the connection (" +
+                                     text + ")");
+            }
+            open_ = false;
+            throw ConnectionLost("acemq: cannot " + std::string(what) +
+                                 ": the broker answered with an unexpected method");
     }
 }
 
@@ -240,9 +252,9 @@ void Connection::publish(amqp_channel_t channel, const OutboundMessage& message)
         properties._flags |= AMQP_BASIC_REPLY_TO_FLAG;
         properties.reply_to = bytes_of(message.reply_to);
     }
-    const int status = amqp_basic_publish(state_, channel, bytes_of(message.exchange), bytes_of(message.routing_key),
-                                          message.mandatory ? 1 : 0, 0, &properties,
-                                          amqp_bytes_t{message.body.size(), const_cast<std::byte*>(message.body.data())});
+    const int status = amqp_basic_publish(
+        state_, channel, bytes_of(message.exchange), bytes_of(message.routing_key), message.mandatory ? 1 : 0, 0,
+        &properties, amqp_bytes_t{message.body.size(), const_cast<std::byte*>(message.body.data())});
     check_status(status, "publish to exchange " + in_quotes(message.exchange));
 }
 
@@ -324,7 +336,8 @@ void Connection::delete_queue(amqp_channel_t channel, const std::string& queue) 
 }
 
 std::optional<std::uint64_t> Connection::message_count(amqp_channel_t channel, const std::string& queue) {
-    const amqp_queue_declare_ok_t* ok = amqp_queue_declare(state_, channel, bytes_of(queue), 1, 0, 0, 0, amqp_empty_table);
+    const amqp_queue_declare_ok_t* ok =
+        amqp_queue_declare(state_, channel, bytes_of(queue), 1, 0, 0, 0, amqp_empty_table);
     try {
         check_reopening(amqp_get_rpc_reply(state_), "ask about queue " + in_quotes(queue), channel);
     } catch (const ChannelClosed& closed) {

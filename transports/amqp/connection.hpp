@@ -13,10 +13,10 @@
 #include <string>
 #include <string_view>
 
-#include "amqp/address.hpp"
 #include <acemq/amqp.hpp>
 #include <acemq/topology.hpp>
 #include <acemq/transport.hpp>
+#include "amqp/address.hpp"
 
 namespace acemq::amqp {
 

@@ -20,8 +20,11 @@ std::vector<PublishResult> AmqpTransport::Impl::publish(std::vector<OutboundMess
     sendable.reserve(messages.size());
     for (std::size_t i = 0; i < messages.size(); ++i) {
         std::string refusal = encoding_refusal(messages[i], frame_max_.load());
-        if (refusal.empty()) sendable.push_back(i);
-        else results[i] = PublishResult{.return_reason = std::move(refusal), .why = PublishResult::Unconfirmed::too_large};
+        if (refusal.empty())
+            sendable.push_back(i);
+        else
+            results[i] =
+                PublishResult{.return_reason = std::move(refusal), .why = PublishResult::Unconfirmed::too_large};
     }
     Chunk pending;
     pending.reserve(sendable.size());
@@ -102,8 +105,8 @@ bool AmqpTransport::Impl::publish_directly(Chunk& chunk, Clock::time_point deadl
 void AmqpTransport::Impl::write_publishes(Connection* connection, Chunk& chunk) {
     if (connection == nullptr) {
         for (auto& pending : chunk)
-            pending->answer.set(
-                PublishResult{.return_reason = "the AMQP transport is closed", .why = PublishResult::Unconfirmed::unsent});
+            pending->answer.set(PublishResult{.return_reason = "the AMQP transport is closed",
+                                              .why = PublishResult::Unconfirmed::unsent});
         window_.give_back(chunk.size());
         return;
     }

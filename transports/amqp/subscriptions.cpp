@@ -13,8 +13,10 @@ void Settler::settle(std::uint64_t delivery_tag, bool ack, bool requeue) {
         // broker gave that message back already, so nothing is settled.
         const amqp_channel_t channel = subscription_ ? subscription_->channel : fixed_channel_;
         if (generation_of(delivery_tag) != generation || channel == 0) return;
-        if (ack) connection.ack(channel, broker_tag_of(delivery_tag));
-        else connection.nack(channel, broker_tag_of(delivery_tag), requeue);
+        if (ack)
+            connection.ack(channel, broker_tag_of(delivery_tag));
+        else
+            connection.nack(channel, broker_tag_of(delivery_tag), requeue);
     });
 }
 
@@ -50,7 +52,8 @@ void Subscriptions::deliver(Connection& connection, Incoming delivery, std::uint
             connection.give_back(delivery.channel, delivery.broker_tag);
             return;
         }
-        state->deliver(Delivery(std::move(delivery.message), *state->settler, tag_for(generation, delivery.broker_tag)));
+        state->deliver(
+            Delivery(std::move(delivery.message), *state->settler, tag_for(generation, delivery.broker_tag)));
         return;
     }
 }

@@ -34,8 +34,10 @@ template <class T, class Same>
 void declare_and_remember(Connection& connection, std::vector<T>& list, const T& item, Same same) {
     declare_one(connection, item);
     const auto found = std::find_if(list.begin(), list.end(), same);
-    if (found == list.end()) list.push_back(item);
-    else *found = item;
+    if (found == list.end())
+        list.push_back(item);
+    else
+        *found = item;
 }
 
 }  // namespace

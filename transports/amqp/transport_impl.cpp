@@ -6,8 +6,7 @@
 namespace acemq::amqp {
 
 AmqpTransport::Impl::Impl(Address address, Options options)
-    : address_(std::move(address)),
-      options_(std::move(options)),
+    : address_(std::move(address)), options_(std::move(options)),
       window_(options_.max_outstanding_publishes, options_.confirm_timeout) {}
 
 AmqpTransport::Impl::~Impl() { shut_down(); }
@@ -58,7 +57,7 @@ void AmqpTransport::Impl::write_soon(std::function<void(Connection&, std::uint64
 }
 
 std::shared_ptr<SubscriptionState> AmqpTransport::Impl::subscribe(std::string_view queue, const ConsumeSpec& spec,
-                                                                   DeliverFn deliver) {
+                                                                  DeliverFn deliver) {
     auto state = std::make_shared<SubscriptionState>();
     state->queue = std::string(queue);
     state->spec = spec;

@@ -19,8 +19,8 @@
 #include <thread>
 #include <vector>
 
-#include "amqp/address.hpp"
 #include <acemq/amqp.hpp>
+#include "amqp/address.hpp"
 #include "amqp/answer.hpp"
 #include "amqp/command_queue.hpp"
 #include "amqp/confirms.hpp"
@@ -49,8 +49,8 @@ public:
     R on_io_thread(std::string_view what, std::function<R(Connection*)> work, std::chrono::milliseconds timeout) {
         if (std::this_thread::get_id() == io_thread_id_)
             throw UsageError("acemq: cannot " + std::string(what) +
-                        " from inside a delivery callback of the same AMQP transport: hand the delivery to "
-                        "another thread first");
+                             " from inside a delivery callback of the same AMQP transport: hand the delivery to "
+                             "another thread first");
         auto answer = std::make_shared<Answer<R>>();
         post([answer, work = std::move(work)](Connection* connection) {
             try {

@@ -11,8 +11,8 @@
 namespace acemq::inproc {
 
 using detail::Consumer;
-using detail::quoted;
 using detail::Queue;
+using detail::quoted;
 using detail::Registry;
 
 std::shared_ptr<Broker> broker(std::string_view name, std::shared_ptr<Clock> clock) {
@@ -39,7 +39,9 @@ Broker::ConnectionId Broker::open_connection() { return impl_->open_connection()
 void Broker::close_connection(ConnectionId connection) { impl_->close_connection(connection); }
 void Broker::declare(ConnectionId connection, const Topology& topology) { impl_->declare(connection, topology); }
 void Broker::declare_exchange(const ExchangeDeclaration& exchange) { impl_->declare_exchange(exchange); }
-void Broker::declare_queue(ConnectionId connection, const QueueDeclaration& queue) { impl_->declare_queue(connection, queue); }
+void Broker::declare_queue(ConnectionId connection, const QueueDeclaration& queue) {
+    impl_->declare_queue(connection, queue);
+}
 void Broker::bind(ConnectionId connection, const BindingDeclaration& binding) { impl_->bind(connection, binding); }
 PublishResult Broker::publish(OutboundMessage message) { return impl_->publish(std::move(message)); }
 
@@ -48,11 +50,15 @@ std::unique_ptr<Subscription> Broker::consume(ConnectionId connection, std::stri
     return impl_->consume(connection, queue, spec, std::move(deliver));
 }
 
-std::optional<Delivery> Broker::pull(ConnectionId connection, std::string_view queue) { return impl_->pull(connection, queue); }
+std::optional<Delivery> Broker::pull(ConnectionId connection, std::string_view queue) {
+    return impl_->pull(connection, queue);
+}
 std::uint64_t Broker::queue_depth(ConnectionId connection, std::string_view queue) {
     return impl_->queue_depth(connection, queue);
 }
-bool Broker::queue_exists(ConnectionId connection, std::string_view queue) { return impl_->queue_exists(connection, queue); }
+bool Broker::queue_exists(ConnectionId connection, std::string_view queue) {
+    return impl_->queue_exists(connection, queue);
+}
 void Broker::delete_queue(ConnectionId connection, std::string_view queue) { impl_->delete_queue(connection, queue); }
 
 // ---------------------------------------------------------------------------------------

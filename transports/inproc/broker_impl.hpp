@@ -103,8 +103,8 @@ private:
     std::unordered_map<ConnectionId, std::uint64_t> connections_;  // → the consumer id of its pulls
     std::uint64_t next_id_ = 1;                                    // connections and consumers alike
     std::uint64_t route_epoch_ = 0;                                // the mark of the latest routing
-    std::vector<detail::Queue*> routed_;  // publish's routing result, kept to reuse its memory
-    std::vector<Clock::TimerId> retired_timers_;  // to cancel once the lock is let go (Guard)
+    std::vector<detail::Queue*> routed_;                           // publish's routing result, kept to reuse its memory
+    std::vector<Clock::TimerId> retired_timers_;                   // to cancel once the lock is let go (Guard)
 };
 
 // Holds the broker lock for one operation; on the way out, after unlocking, cancels the

@@ -14,13 +14,8 @@ constexpr std::uint64_t sequence_mask = (std::uint64_t{1} << sequence_bits) - 1;
 
 Consumer::Consumer(std::uint64_t id, Broker::ConnectionId connection, std::shared_ptr<Queue> queue, std::string tag,
                    std::uint16_t prefetch, DeliverFn deliver)
-    : id_(id),
-      connection_(connection),
-      queue_(std::move(queue)),
-      tag_(std::move(tag)),
-      prefetch_(prefetch),
-      deliver_(std::move(deliver)),
-      active_(true) {}
+    : id_(id), connection_(connection), queue_(std::move(queue)), tag_(std::move(tag)), prefetch_(prefetch),
+      deliver_(std::move(deliver)), active_(true) {}
 
 Consumer::Consumer(std::uint64_t id, Broker::ConnectionId connection) : id_(id), connection_(connection) {}
 
@@ -28,7 +23,8 @@ std::uint64_t Consumer::id_of(std::uint64_t delivery_tag) noexcept { return deli
 
 std::uint64_t Consumer::hand_out(std::shared_ptr<Queue> from, StoredMessage&& stored) {
     const std::uint64_t sequence = next_sequence_++;
-    handed_out_.push_back(Entry{.sequence = sequence, .delivery = {.queue = std::move(from), .stored = std::move(stored)}});
+    handed_out_.push_back(
+        Entry{.sequence = sequence, .delivery = {.queue = std::move(from), .stored = std::move(stored)}});
     ++outstanding_;
     return id_ << sequence_bits | sequence;
 }
@@ -67,8 +63,10 @@ Consumer::Entry* Consumer::find(std::uint64_t sequence) {
     std::size_t low = 0, high = handed_out_.size();
     while (low < high) {
         const std::size_t middle = (low + high) / 2;
-        if (handed_out_[middle].sequence < sequence) low = middle + 1;
-        else high = middle;
+        if (handed_out_[middle].sequence < sequence)
+            low = middle + 1;
+        else
+            high = middle;
     }
     return low < handed_out_.size() && handed_out_[low].sequence == sequence ? &handed_out_[low] : nullptr;
 }

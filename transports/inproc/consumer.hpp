@@ -18,8 +18,8 @@
 #include <string>
 #include <vector>
 
-#include <acemq/transport.hpp>
 #include <acemq/inproc.hpp>
+#include <acemq/transport.hpp>
 #include "inproc/ring.hpp"
 #include "inproc/stored_message.hpp"
 

@@ -11,8 +11,8 @@
 namespace acemq::inproc {
 
 using detail::Consumer;
-using detail::quoted;
 using detail::Queue;
+using detail::quoted;
 using detail::StoredMessage;
 
 class Broker::ConsumerSubscription final : public Subscription {
@@ -47,8 +47,9 @@ std::unique_ptr<Subscription> Broker::Impl::consume(ConnectionId connection, std
     if (!spec.tag.empty())
         for (const auto& [id, other] : consumers_)
             if (other->connection() == connection && other->tag() == spec.tag)
-                throw InvalidArgument("acemq: cannot consume from queue " + quoted(queue_name) + ": NOT_ALLOWED - consumer tag " +
-                            quoted(spec.tag) + " is in use on this connection; pick another or leave it empty");
+                throw InvalidArgument("acemq: cannot consume from queue " + quoted(queue_name) +
+                                      ": NOT_ALLOWED - consumer tag " + quoted(spec.tag) +
+                                      " is in use on this connection; pick another or leave it empty");
     const std::uint64_t id = next_id_++;
     auto consumer = std::make_unique<Consumer>(id, connection, queue, spec.tag, spec.prefetch, std::move(deliver));
     auto subscription = std::make_unique<ConsumerSubscription>(owner_.shared_from_this(), id);
@@ -85,7 +86,9 @@ void Broker::Impl::close_consumer(std::uint64_t consumer) {
 }
 
 void Broker::Impl::ack(std::uint64_t tag) { settle(tag, Settlement::ack); }
-void Broker::Impl::nack(std::uint64_t tag, bool requeue) { settle(tag, requeue ? Settlement::requeue : Settlement::reject); }
+void Broker::Impl::nack(std::uint64_t tag, bool requeue) {
+    settle(tag, requeue ? Settlement::requeue : Settlement::reject);
+}
 
 // After messages came back to a queue or a consumer got room: expire, deliver, re-arm.
 void Broker::Impl::refresh(Queue& queue) {
@@ -115,13 +118,15 @@ void Broker::Impl::settle(std::uint64_t tag, Settlement settlement) {
     if (found != consumers_.end()) settled = found->second->settle(tag);
     if (!settled)
         throw UsageError("acemq: cannot " + std::string(settlement == Settlement::ack ? "ack" : "nack") + " delivery " +
-                    std::to_string(tag) + " on inproc broker " + quoted(name_) +
-                    ": PRECONDITION_FAILED - unknown delivery tag; its subscription or transport was closed, "
-                    "which handed it back to its queue. Settle deliveries before closing what they came from");
+                         std::to_string(tag) + " on inproc broker " + quoted(name_) +
+                         ": PRECONDITION_FAILED - unknown delivery tag; its subscription or transport was closed, "
+                         "which handed it back to its queue. Settle deliveries before closing what they came from");
     Consumer& consumer = *found->second;
     Queue& queue = *settled->queue;
-    if (settlement == Settlement::requeue && !queue.deleted()) queue.requeue(std::move(settled->stored));
-    else if (settlement == Settlement::reject && !queue.deleted()) dead_letter(queue, std::move(settled->stored), "rejected");
+    if (settlement == Settlement::requeue && !queue.deleted())
+        queue.requeue(std::move(settled->stored));
+    else if (settlement == Settlement::reject && !queue.deleted())
+        dead_letter(queue, std::move(settled->stored), "rejected");
     if (settled->queue != consumer.queue()) refresh(queue);  // a pull: its queue may have got it back
     if (consumer.queue()) refresh(*consumer.queue());        // the consumer has room again
 }

@@ -34,13 +34,14 @@ void InprocTransport::declare(const Topology& topology) { broker_->declare(conne
 
 PublishResult InprocTransport::publish(OutboundMessage message) {
     if (closed_.load(std::memory_order_relaxed))
-        return PublishResult{.return_reason = "the transport to inproc broker \"" + broker_->name() +
-                                              "\" is closed; open a new one",
-                             .why = PublishResult::Unconfirmed::unsent};
+        return PublishResult{
+            .return_reason = "the transport to inproc broker \"" + broker_->name() + "\" is closed; open a new one",
+            .why = PublishResult::Unconfirmed::unsent};
     return broker_->publish(std::move(message));
 }
 
-std::unique_ptr<Subscription> InprocTransport::consume(std::string_view queue, const ConsumeSpec& spec, DeliverFn deliver) {
+std::unique_ptr<Subscription> InprocTransport::consume(std::string_view queue, const ConsumeSpec& spec,
+                                                       DeliverFn deliver) {
     return broker_->consume(connection_, queue, spec, std::move(deliver));
 }
 

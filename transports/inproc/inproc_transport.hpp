@@ -12,8 +12,8 @@
 #include <atomic>
 #include <memory>
 
-#include <acemq/transport.hpp>
 #include <acemq/inproc.hpp>
+#include <acemq/transport.hpp>
 
 namespace acemq::inproc {
 

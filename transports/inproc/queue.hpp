@@ -17,8 +17,8 @@
 #include <string>
 #include <vector>
 
-#include <acemq/topology.hpp>
 #include <acemq/inproc.hpp>
+#include <acemq/topology.hpp>
 #include "inproc/declarations.hpp"
 #include "inproc/expiry_timer.hpp"
 #include "inproc/ring.hpp"

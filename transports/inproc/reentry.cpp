@@ -16,8 +16,8 @@ thread_local int deliveries_in_progress = 0;
 void refuse_reentry(std::string_view action) {
     if (deliveries_in_progress > 0)
         throw UsageError("acemq: cannot " + std::string(action) +
-                    " from inside a DeliverFn of the inproc broker: a DeliverFn must only queue the delivery "
-                    "and return; settle, publish and subscribe from the thread that takes it off that queue");
+                         " from inside a DeliverFn of the inproc broker: a DeliverFn must only queue the delivery "
+                         "and return; settle, publish and subscribe from the thread that takes it off that queue");
 }
 
 DeliveringScope::DeliveringScope() noexcept { ++deliveries_in_progress; }

@@ -7,7 +7,8 @@ Registry& Registry::instance() {
     return *registry;
 }
 
-std::shared_ptr<Broker> Registry::find_or_add(std::string_view name, const std::function<std::shared_ptr<Broker>()>& make) {
+std::shared_ptr<Broker> Registry::find_or_add(std::string_view name,
+                                              const std::function<std::shared_ptr<Broker>()>& make) {
     std::lock_guard guard(lock_);
     std::shared_ptr<Broker> found;
     if (const auto entry = brokers_.find(name); entry != brokers_.end()) found = entry->second.lock();
@@ -19,7 +20,8 @@ std::shared_ptr<Broker> Registry::find_or_add(std::string_view name, const std::
 
 void Registry::forget(std::string_view name) {
     std::lock_guard guard(lock_);
-    if (const auto entry = brokers_.find(name); entry != brokers_.end() && entry->second.expired()) brokers_.erase(entry);
+    if (const auto entry = brokers_.find(name); entry != brokers_.end() && entry->second.expired())
+        brokers_.erase(entry);
 }
 
 }  // namespace acemq::inproc::detail

@@ -50,9 +50,12 @@ public:
         Node* node = &root_;
         for (std::string_view word : split_words(pattern)) {
             std::unique_ptr<Node>* next;
-            if (word == "*") next = &node->any_one;
-            else if (word == "#") next = &node->any_run;
-            else next = &node->words[std::string(word)];
+            if (word == "*")
+                next = &node->any_one;
+            else if (word == "#")
+                next = &node->any_run;
+            else
+                next = &node->words[std::string(word)];
             if (!*next) *next = std::make_unique<Node>();
             node = next->get();
         }
@@ -85,7 +88,8 @@ private:
             for (const Target& target : node.targets) visit(target);
             return;
         }
-        if (auto found = node.words.find(words[at]); found != node.words.end()) walk(*found->second, words, at + 1, visit);
+        if (auto found = node.words.find(words[at]); found != node.words.end())
+            walk(*found->second, words, at + 1, visit);
         if (node.any_one) walk(*node.any_one, words, at + 1, visit);
     }
 

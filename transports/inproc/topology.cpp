@@ -8,8 +8,8 @@
 namespace acemq::inproc {
 
 using detail::Exchange;
-using detail::quoted;
 using detail::Queue;
+using detail::quoted;
 
 void Broker::Impl::declare(ConnectionId connection, const Topology& topology) {
     {
@@ -24,8 +24,9 @@ void Broker::Impl::declare(ConnectionId connection, const Topology& topology) {
 void Broker::Impl::declare_exchange(const ExchangeDeclaration& asked) {
     Guard guard(*this, "declare an exchange");
     if (asked.name.empty())
-        throw TopologyError("acemq: cannot declare the default exchange \"\": ACCESS_REFUSED - it always exists; "
-                            "publish to it with exchange \"\" and the queue's name as routing key");
+        throw TopologyError(
+            "acemq: cannot declare the default exchange \"\": ACCESS_REFUSED - it always exists; "
+            "publish to it with exchange \"\" and the queue's name as routing key");
     if (asked.kind == ExchangeKind::headers)
         throw TopologyError("acemq: cannot declare exchange " + quoted(asked.name) +
                             " (headers): the inproc broker does not route headers exchanges; use a direct, "
@@ -41,8 +42,9 @@ void Broker::Impl::declare_queue(ConnectionId connection, const QueueDeclaration
     Guard guard(*this, "declare a queue");
     require_open(connection, "declare queue " + quoted(asked.name));
     if (asked.name.empty())
-        throw TopologyError("acemq: cannot declare a queue without a name on the inproc broker: it does not "
-                            "generate names; give the queue one");
+        throw TopologyError(
+            "acemq: cannot declare a queue without a name on the inproc broker: it does not "
+            "generate names; give the queue one");
     if (auto found = queues_.find(asked.name); found != queues_.end()) {
         require_access(*found->second, connection, "declare");
         detail::check_redeclaration(found->second->declaration(), asked);
@@ -97,7 +99,7 @@ void Broker::Impl::delete_queue(ConnectionId connection, std::string_view queue_
 void Broker::Impl::require_open(ConnectionId connection, const std::string& what) const {
     if (!connections_.contains(connection))
         throw UsageError("acemq: cannot " + what + ": the connection to inproc broker " + quoted(name_) +
-                    " is closed; open a new transport");
+                         " is closed; open a new transport");
 }
 
 void Broker::Impl::require_access(const Queue& queue, ConnectionId connection, std::string_view action) const {
@@ -128,8 +130,10 @@ void Broker::Impl::remove_queue(std::shared_ptr<Queue> queue) {
         Exchange& from = *exchange->second;
         const std::size_t removed = from.unbind(*queue);
         // RabbitMQ deletes an auto-delete exchange when its last binding goes.
-        if (removed > 0 && !from.has_bindings() && from.declaration().auto_delete) exchange = exchanges_.erase(exchange);
-        else ++exchange;
+        if (removed > 0 && !from.has_bindings() && from.declaration().auto_delete)
+            exchange = exchanges_.erase(exchange);
+        else
+            ++exchange;
     }
 }
 

@@ -29,14 +29,18 @@ namespace detail {
 
 template <class T>
 std::string type_name() {
-    if constexpr (std::is_same_v<T, bool>) return "bool";
-    else if constexpr (std::is_same_v<T, char>) return "char";
+    if constexpr (std::is_same_v<T, bool>)
+        return "bool";
+    else if constexpr (std::is_same_v<T, char>)
+        return "char";
     else if constexpr (std::is_integral_v<T>)
-        return std::string(std::is_signed_v<T> ? "int" : "uint") +
-               std::to_string(sizeof(T) * 8) + "_t";
-    else if constexpr (std::is_same_v<T, std::string>) return "std::string";
-    else if constexpr (std::is_same_v<T, Value>) return "acemq::Value";
-    else return demangle(typeid(T).name());
+        return std::string(std::is_signed_v<T> ? "int" : "uint") + std::to_string(sizeof(T) * 8) + "_t";
+    else if constexpr (std::is_same_v<T, std::string>)
+        return "std::string";
+    else if constexpr (std::is_same_v<T, Value>)
+        return "acemq::Value";
+    else
+        return demangle(typeid(T).name());
 }
 
 // ---- where in the value a problem is ------------------------------------------------
@@ -53,8 +57,8 @@ struct Path {
 };
 
 [[noreturn]] void throw_decode_error(const Path& where, std::string_view problem);
-[[noreturn]] void throw_wrong_kind(const Path& where, std::string_view wanted,
-                                   std::string_view cpp_type, const Value& found);
+[[noreturn]] void throw_wrong_kind(const Path& where, std::string_view wanted, std::string_view cpp_type,
+                                   const Value& found);
 
 // ---- field names of aggregates --------------------------------------------------------
 
@@ -82,8 +86,7 @@ consteval std::string_view last_identifier_of_argument(std::string_view pretty) 
     while (end > start && pretty[end - 1] == ')') --end;
     auto begin = end;
     const auto identifier_char = [](char c) {
-        return c == '_' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-               (c >= '0' && c <= '9');
+        return c == '_' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
     };
     while (begin > start && identifier_char(pretty[begin - 1])) --begin;
     if (begin < start + 2 || pretty.substr(begin - 2, 2) != "::") return {};
@@ -92,9 +95,9 @@ consteval std::string_view last_identifier_of_argument(std::string_view pretty) 
 
 template <class T, std::size_t I>
 consteval std::string_view field_name() {
-    constexpr std::string_view name = last_identifier_of_argument(
-        pretty_function_of<&boost::pfr::detail::sequence_tuple::get<I>(
-            boost::pfr::detail::tie_as_tuple(field_name_object<T>.value))>());
+    constexpr std::string_view name =
+        last_identifier_of_argument(pretty_function_of<&boost::pfr::detail::sequence_tuple::get<I>(
+                                        boost::pfr::detail::tie_as_tuple(field_name_object<T>.value))>());
     static_assert(!name.empty(),
                   "acemq: could not read a field name of this struct from the compiler; "
                   "this technique needs g++ 12 or a compatible __PRETTY_FUNCTION__");
@@ -192,8 +195,8 @@ inline constexpr auto as_is_keys = make_record_keys<T>(FieldNames::as_is);
 template <class T>
 inline constexpr auto camel_case_keys = make_record_keys<T>(FieldNames::camel_case);
 
-std::string key_clash_message(std::string_view type, FieldNames names, std::string_view first,
-                              std::string_view second, std::string_view key);
+std::string key_clash_message(std::string_view type, FieldNames names, std::string_view first, std::string_view second,
+                              std::string_view key);
 
 // T's keys under `names`; throws Refusal (EncodeError or DecodeError) when two fields share one.
 template <class T, class Refusal>
@@ -207,19 +210,25 @@ const auto& record_keys(FieldNames names) {
 
 // ---- classification -------------------------------------------------------------------
 
-template <class T> struct is_vector : std::false_type {};
-template <class T, class A> struct is_vector<std::vector<T, A>> : std::true_type {};
-template <class T> struct is_std_array : std::false_type {};
-template <class T, std::size_t N> struct is_std_array<std::array<T, N>> : std::true_type {};
-template <class T> struct is_optional : std::false_type {};
-template <class T> struct is_optional<std::optional<T>> : std::true_type {};
-template <class T> struct is_std_map : std::false_type {};
+template <class T>
+struct is_vector : std::false_type {};
+template <class T, class A>
+struct is_vector<std::vector<T, A>> : std::true_type {};
+template <class T>
+struct is_std_array : std::false_type {};
+template <class T, std::size_t N>
+struct is_std_array<std::array<T, N>> : std::true_type {};
+template <class T>
+struct is_optional : std::false_type {};
+template <class T>
+struct is_optional<std::optional<T>> : std::true_type {};
+template <class T>
+struct is_std_map : std::false_type {};
 template <class K, class V, class C, class A>
 struct is_std_map<std::map<K, V, C, A>> : std::true_type {};
 
 template <class T>
-inline constexpr bool is_reflected_struct =
-    std::is_class_v<T> && std::is_aggregate_v<T> && !is_std_array<T>::value;
+inline constexpr bool is_reflected_struct = std::is_class_v<T> && std::is_aggregate_v<T> && !is_std_array<T>::value;
 
 template <class T>
 inline constexpr bool unsupported = false;
@@ -234,8 +243,10 @@ void write(const T& v, ValueWriter& out) {
     } else if constexpr (std::is_same_v<T, bool>) {
         out.boolean(v);
     } else if constexpr (std::is_integral_v<T>) {
-        if constexpr (std::is_signed_v<T>) out.int64(static_cast<std::int64_t>(v));
-        else out.uint64(static_cast<std::uint64_t>(v));
+        if constexpr (std::is_signed_v<T>)
+            out.int64(static_cast<std::int64_t>(v));
+        else
+            out.uint64(static_cast<std::uint64_t>(v));
     } else if constexpr (std::is_enum_v<T>) {
         write(static_cast<std::underlying_type_t<T>>(v), out);
     } else if constexpr (std::is_floating_point_v<T>) {
@@ -249,8 +260,10 @@ void write(const T& v, ValueWriter& out) {
         for (const auto& element : v) write(element, out);
         out.end_array();
     } else if constexpr (is_optional<T>::value) {
-        if (v) write(*v, out);
-        else out.null();
+        if (v)
+            write(*v, out);
+        else
+            out.null();
     } else if constexpr (is_std_map<T>::value) {
         out.begin_map(v.size());
         for (const auto& [key, element] : v) {
@@ -283,9 +296,8 @@ template <class T>
 T decode_integer(const Value& v, const Path& at) {
     using limits = std::numeric_limits<T>;
     const auto out_of_range = [&](const std::string& number) {
-        throw_decode_error(at, number + " does not fit in " + type_name<T>() + " (" +
-                                   std::to_string(limits::min()) + ".." +
-                                   std::to_string(limits::max()) + ")");
+        throw_decode_error(at, number + " does not fit in " + type_name<T>() + " (" + std::to_string(limits::min()) +
+                                   ".." + std::to_string(limits::max()) + ")");
     };
     if (v.kind() == Value::Kind::int64) {
         const std::int64_t i = v.as_int64();
@@ -331,8 +343,8 @@ auto decode_field(const Value& v, const Path& at, FieldNames names, const Keys* 
         return Field{};
     } else {
         const std::string cpp_name = key == name ? "" : std::string(name) + " in C++; ";
-        throw_decode_error(at, "the " + type_name<T>() + " has no field \"" + std::string(key) +
-                                   "\" (" + cpp_name + "send it, or declare the field std::optional)");
+        throw_decode_error(at, "the " + type_name<T>() + " has no field \"" + std::string(key) + "\" (" + cpp_name +
+                                   "send it, or declare the field std::optional)");
     }
 }
 
@@ -342,14 +354,16 @@ T decode_struct(const Value& v, const Path& at, FieldNames names) {
     const decltype(as_is_keys<T>)* keys = nullptr;
     switch (v.kind()) {
         case Value::Kind::record:
-        case Value::Kind::map: keys = &record_keys<T, DecodeError>(names); break;
+        case Value::Kind::map:
+            keys = &record_keys<T, DecodeError>(names);
+            break;
         case Value::Kind::array:
             if (v.as_array().size() != fields)
-                throw_decode_error(at, "expected " + std::to_string(fields) + " fields for " +
-                                           type_name<T>() + ", found an array of " +
-                                           std::to_string(v.as_array().size()));
+                throw_decode_error(at, "expected " + std::to_string(fields) + " fields for " + type_name<T>() +
+                                           ", found an array of " + std::to_string(v.as_array().size()));
             break;
-        default: throw_wrong_kind(at, "a record, map or array", type_name<T>(), v);
+        default:
+            throw_wrong_kind(at, "a record, map or array", type_name<T>(), v);
     }
     return [&]<std::size_t... I>(std::index_sequence<I...>) {
         return T{decode_field<T, I>(v, at, names, keys)...};
@@ -398,8 +412,8 @@ T decode(const Value& v, const Path& at, FieldNames names) {
             return out;
         } else {
             if (elements.size() != std::tuple_size_v<T>)
-                throw_decode_error(at, "expected " + std::to_string(std::tuple_size_v<T>) +
-                                           " elements, found " + std::to_string(elements.size()));
+                throw_decode_error(at, "expected " + std::to_string(std::tuple_size_v<T>) + " elements, found " +
+                                           std::to_string(elements.size()));
             return [&]<std::size_t... I>(std::index_sequence<I...>) {
                 return T{element_at(I)...};
             }(std::make_index_sequence<std::tuple_size_v<T>>{});
@@ -453,8 +467,7 @@ T from_value(const Value& value, FieldNames names) {
     // Demangling costs more than a small decode, so it is done once per type; the name is
     // only read when an error message needs it.
     static const std::string root = detail::type_name<T>();
-    return detail::decode<T>(value, detail::Path{detail::Path::Step::root, nullptr, root, 0, nullptr},
-                             names);
+    return detail::decode<T>(value, detail::Path{detail::Path::Step::root, nullptr, root, 0, nullptr}, names);
 }
 
 }  // namespace acemq

@@ -14,10 +14,10 @@
 #include <string>
 #include <vector>
 
-#include "../../support/databases.hpp"
 #include <acemq/sql.hpp>
 #include <acemq/stores/postgres.hpp>
 #include <acemq/stores/sqlite.hpp>
+#include "../../support/databases.hpp"
 
 namespace drivers_test {
 
@@ -46,8 +46,7 @@ private:
 };
 
 struct SqliteTarget {
-    explicit SqliteTarget(acemq::sqlite::Options options = {})
-        : database((dir.path() / "test.db").string(), options) {}
+    explicit SqliteTarget(acemq::sqlite::Options options = {}) : database((dir.path() / "test.db").string(), options) {}
 
     sql::Database& db() { return database; }
     std::string table(const std::string& base) { return "t_" + base; }
@@ -58,7 +57,6 @@ struct SqliteTarget {
     TempDir dir;
     acemq::sqlite::Database database;
 };
-
 
 struct PostgresTarget {
     PostgresTarget() : database(postgres_url()), prefix("acemq_t" + unique_suffix() + "_") {}

@@ -27,12 +27,12 @@ Bytes megabyte() {
 
 }  // namespace
 
-TEMPLATE_TEST_CASE("every kind of value goes in and comes back unchanged", "[driver]", SqliteTarget,
-                   PostgresTarget) {
+TEMPLATE_TEST_CASE("every kind of value goes in and comes back unchanged", "[driver]", SqliteTarget, PostgresTarget) {
     TestType target;
     const auto t = target.table("values");
     auto connection = target.db().connect();
-    connection->execute("CREATE TABLE " + t + " (id INTEGER NOT NULL PRIMARY KEY, i BIGINT, r DOUBLE PRECISION, s TEXT, b " +
+    connection->execute("CREATE TABLE " + t +
+                        " (id INTEGER NOT NULL PRIMARY KEY, i BIGINT, r DOUBLE PRECISION, s TEXT, b " +
                         TestType::blob_type() + ")");
     const std::vector<sql::Row> rows = {
         {std::int64_t{1}, INT64_MAX, 0.1, "żółw 🐢 日本語 ü", bytes({0, 1, 0, 255, 0})},
@@ -92,7 +92,7 @@ TEMPLATE_TEST_CASE("a transaction is invisible until committed and gone unless c
         tx.connection().execute("INSERT INTO " + t + " (k) VALUES (?)", {"rolled-back"});
         CHECK(count_rows(tx.connection(), t) == 1);
         CHECK(count_rows(*other, t) == 0);  // not visible to another connection before commit
-    }  // no commit: rolled back here
+    }                                       // no commit: rolled back here
     CHECK(count_rows(*other, t) == 0);
 
     {
@@ -172,7 +172,8 @@ TEMPLATE_TEST_CASE("a refused statement is a DatabaseError with the database's c
         CHECK_THROWS_AS(connection->query("SELECT * FROM " + t + "_missing"), sql::DatabaseError);
     }
     SECTION("the wrong number of parameters is the caller's mistake") {
-        CHECK_THROWS_AS(connection->execute("INSERT INTO " + t + " (id, k) VALUES (?, ?)", {3}), acemq::InvalidArgument);
+        CHECK_THROWS_AS(connection->execute("INSERT INTO " + t + " (id, k) VALUES (?, ?)", {3}),
+                        acemq::InvalidArgument);
         CHECK_THROWS_AS(connection->query("SELECT ?", {1, 2}), acemq::InvalidArgument);
     }
     SECTION("one statement at a time") {

@@ -74,8 +74,8 @@ TEST_CASE("the connection string never appears in an error", "[conninfo]") {
     SECTION("malformed strings") {
         for (const std::string& conninfo : std::vector<std::string>{
                  "postgresql://acemq:secret@127.0.0.1:notaport/orders", "postgresql://acemq:sec%zzret@127.0.0.1/orders",
-              "host=127.0.0.1 password=secret bogus=1", "host=127.0.0.1 password='secret", "secret=1",
-              "postgresql://acemq:secret@127.0.0.1:" + port + "/orders?secret=1"}) {
+                 "host=127.0.0.1 password=secret bogus=1", "host=127.0.0.1 password='secret", "secret=1",
+                 "postgresql://acemq:secret@127.0.0.1:" + port + "/orders?secret=1"}) {
             INFO(conninfo);
             const auto what = failure_of(conninfo);
             CHECK_THAT(what, !Contains("secret") && !Contains("sec%zz"));
@@ -160,9 +160,16 @@ TEST_CASE("PostgreSQL column types map to values", "[postgres]") {
         "SELECT 1::smallint, 2::integer, 3::bigint, 1.5::real, 'Infinity'::float8, 'x'::varchar, true, "
         "12.50::numeric, '\\x00ff'::bytea, ''::bytea, NULL::integer");
     REQUIRE(rows.size() == 1);
-    const sql::Row expected = {std::int64_t{1}, std::int64_t{2}, std::int64_t{3}, 1.5,
+    const sql::Row expected = {std::int64_t{1},
+                               std::int64_t{2},
+                               std::int64_t{3},
+                               1.5,
                                std::numeric_limits<double>::infinity(),
-                               "x", "t", "12.50", acemq::Bytes{std::byte{0}, std::byte{0xff}}, acemq::Bytes{},
+                               "x",
+                               "t",
+                               "12.50",
+                               acemq::Bytes{std::byte{0}, std::byte{0xff}},
+                               acemq::Bytes{},
                                nullptr};
     CHECK(rows[0] == expected);
 }

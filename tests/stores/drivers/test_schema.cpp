@@ -3,8 +3,8 @@
 #include "support.hpp"
 
 using namespace drivers_test;
-using acemq::SchemaNames;
 using acemq::schema_ddl;
+using acemq::SchemaNames;
 using acemq::sql::Dialect;
 using Catch::Matchers::Contains;
 using Catch::Matchers::StartsWith;
@@ -54,18 +54,22 @@ TEST_CASE("schema_ddl: eight statements by default, BLOB vs BYTEA the only diffe
                               Contains("format VARCHAR(32) NOT NULL") && Contains("definition TEXT NOT NULL") &&
                               Contains("fingerprint VARCHAR(64) NOT NULL") &&
                               Contains("registered_at BIGINT NOT NULL"));
-    CHECK(sqlite[5] == "CREATE UNIQUE INDEX IF NOT EXISTS acemq_schema_registry_fingerprint ON acemq_schema_registry "
-                       "(subject, fingerprint)");
-    CHECK(sqlite[6] ==
-          "CREATE UNIQUE INDEX IF NOT EXISTS acemq_schema_registry_version ON acemq_schema_registry (subject, version)");
-    CHECK(sqlite[7] == "CREATE TABLE IF NOT EXISTS acemq_schema_registry_seq (\n"
-                       "    only_row INTEGER NOT NULL PRIMARY KEY,\n"
-                       "    last_id INTEGER NOT NULL\n"
-                       ")");
+    CHECK(sqlite[5] ==
+          "CREATE UNIQUE INDEX IF NOT EXISTS acemq_schema_registry_fingerprint ON acemq_schema_registry "
+          "(subject, fingerprint)");
+    CHECK(
+        sqlite[6] ==
+        "CREATE UNIQUE INDEX IF NOT EXISTS acemq_schema_registry_version ON acemq_schema_registry (subject, version)");
+    CHECK(sqlite[7] ==
+          "CREATE TABLE IF NOT EXISTS acemq_schema_registry_seq (\n"
+          "    only_row INTEGER NOT NULL PRIMARY KEY,\n"
+          "    last_id INTEGER NOT NULL\n"
+          ")");
 }
 
 TEST_CASE("schema_ddl: renamed and skipped tables", "[schema]") {
-    const auto renamed = schema_ddl(Dialect::postgres, {.idempotency = "seen", .outbox = "Out_Box2", .registry = "_reg"});
+    const auto renamed =
+        schema_ddl(Dialect::postgres, {.idempotency = "seen", .outbox = "Out_Box2", .registry = "_reg"});
     REQUIRE(renamed.size() == 8);
     CHECK_THAT(renamed[0], StartsWith("CREATE TABLE IF NOT EXISTS seen ("));
     CHECK(renamed[1] == "CREATE INDEX IF NOT EXISTS seen_expiry ON seen (expires_at)");
@@ -106,8 +110,8 @@ TEST_CASE("schema_ddl refuses names that are not plain identifiers", "[schema]")
 
 TEMPLATE_TEST_CASE("create_schema makes usable tables and may run twice", "[schema]", SqliteTarget, PostgresTarget) {
     TestType target;
-    const SchemaNames names{.idempotency = target.table("idem"), .outbox = target.table("outbox"),
-                            .registry = target.table("registry")};
+    const SchemaNames names{
+        .idempotency = target.table("idem"), .outbox = target.table("outbox"), .registry = target.table("registry")};
     target.table("registry_seq");  // for the PostgreSQL target's clean-up
     acemq::create_schema(target.db(), names);
     acemq::create_schema(target.db(), names);  // IF NOT EXISTS everywhere

@@ -6,14 +6,14 @@
 // Without ACEMQ_TEST_POSTGRES_URL the PostgreSQL tests fail: they are never skipped.
 #pragma once
 
-#include "../../support/databases.hpp"
 #include <catch2/catch.hpp>
+#include "../../support/databases.hpp"
 
 #include <acemq/schema.hpp>
 #include <acemq/sql.hpp>
-#include <acemq/uuid.hpp>
 #include <acemq/stores/postgres.hpp>
 #include <acemq/stores/sqlite.hpp>
+#include <acemq/uuid.hpp>
 
 #include <cstdlib>
 #include <filesystem>
@@ -63,7 +63,6 @@ private:
     acemq::sqlite::Database database_;
     std::string table_ = "acemq_idempotency";
 };
-
 
 class PostgresTarget {
 public:

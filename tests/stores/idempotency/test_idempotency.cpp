@@ -2,9 +2,9 @@
 // §1.1-§1.3, §1.5; §8 items 1-14), with the family's rule that a throwing handler keeps its
 // claim (docs/patterns.md §1.5). Handlers are called directly with hand-made messages,
 // except the last test, which runs a consumer on the embedded broker.
+#include <catch2/catch.hpp>
 #include "../../support/gate.hpp"
 #include "../../support/handmade.hpp"
-#include <catch2/catch.hpp>
 
 #include <acemq/acemq.hpp>
 #include <acemq/idempotency.hpp>
@@ -229,9 +229,10 @@ TEST_CASE("10 a failing confirm does not change the accept, and says so in the l
     CHECK(runs == 1);
     bool logged = false;
     for (const auto& [level, line] : log.lines())
-        logged = logged || (level == acemq::LogLevel::warning && contains(line, "could not confirm the idempotency key") &&
-                            contains(line, message.envelope.id) && contains(line, "the confirm went nowhere") &&
-                            contains(line, "its claim will expire and a redelivery may be handled again"));
+        logged =
+            logged || (level == acemq::LogLevel::warning && contains(line, "could not confirm the idempotency key") &&
+                       contains(line, message.envelope.id) && contains(line, "the confirm went nowhere") &&
+                       contains(line, "its claim will expire and a redelivery may be handled again"));
     CHECK(logged);
 }
 
@@ -268,8 +269,8 @@ TEST_CASE("12 a handler retried whose forget failed: the next delivery is in_pro
     CHECK(runs == 1);
     bool logged = false;
     for (const auto& [level, line] : log.lines())
-        logged = logged || (contains(line, "could not forget the idempotency key") && contains(line, "after a failure") &&
-                            contains(line, "the forget went nowhere"));
+        logged = logged || (contains(line, "could not forget the idempotency key") &&
+                            contains(line, "after a failure") && contains(line, "the forget went nowhere"));
     CHECK(logged);
 }
 
@@ -423,10 +424,9 @@ TEST_CASE("with_idempotency is idempotent() as middleware, with or without a key
     CHECK(trace == std::vector<std::string>{"p-1", "p-2"});
 
     REQUIRE(store.claim("held") == Claim::claimed);
-    auto held = acemq::chain<Payment>(handle, acemq::with_idempotency(store, 2s),
-                                      acemq::with_idempotency<Payment>(store, {.key = [](const Message<Payment>&) {
-                                          return std::string("held");
-                                      }}));
+    auto held = acemq::chain<Payment>(
+        handle, acemq::with_idempotency(store, 2s),
+        acemq::with_idempotency<Payment>(store, {.key = [](const Message<Payment>&) { return std::string("held"); }}));
     CHECK(held(message_of(Payment{"p-3", 1})) == acemq::in_progress(acemq::default_in_progress_delay));
     CHECK_THROWS_AS(acemq::with_idempotency(store, -1s), acemq::InvalidArgument);
 }
@@ -448,9 +448,9 @@ TEST_CASE("end to end: a payment published twice with one message id is charged 
         return acemq::accept();
     };
     {
-        acemq::Consumer consumer = bus.consume<Payment>(
-            queue, acemq::idempotent(store, take_payment, {.in_progress_delay = 20ms}),
-            {.retry = acemq::fixed_retry(3, 0ms)});
+        acemq::Consumer consumer =
+            bus.consume<Payment>(queue, acemq::idempotent(store, take_payment, {.in_progress_delay = 20ms}),
+                                 {.retry = acemq::fixed_retry(3, 0ms)});
         acemq::Publisher payments = bus.publisher("", queue);
         const std::string id = acemq::new_uuid();
         payments.send(Payment{"p-1", 4250}, {.message_id = id});

@@ -64,8 +64,8 @@ TEMPLATE_TEST_CASE("15 SQL: stores racing first_time on one key: exactly one win
     CHECK(first.size() == 1);
 }
 
-TEMPLATE_TEST_CASE("SQL: threads on their own connections race first_time: one winner per key", "[sql]",
-                   SqliteTarget, PostgresTarget) {
+TEMPLATE_TEST_CASE("SQL: threads on their own connections race first_time: one winner per key", "[sql]", SqliteTarget,
+                   PostgresTarget) {
     TestType target;
     constexpr int racers = 6;
     constexpr int keys = 20;
@@ -141,8 +141,8 @@ TEMPLATE_TEST_CASE("18 SQL: claim answers for mine, theirs, my own again, and co
     CHECK(theirs.claim("k") == Claim::duplicate);
 }
 
-TEMPLATE_TEST_CASE("19 SQL through idempotent: a failed forget waits out a 50 ms lease, then runs once more",
-                   "[sql]", SqliteTarget, PostgresTarget) {
+TEMPLATE_TEST_CASE("19 SQL through idempotent: a failed forget waits out a 50 ms lease, then runs once more", "[sql]",
+                   SqliteTarget, PostgresTarget) {
     handmade::CapturedLog log;  // the failed forget is logged; keep it out of the test output
     TestType target;
     SqlIdempotencyStore sql_store{target.database(), {.table = target.table(), .claim_timeout = 50ms}};
@@ -197,8 +197,8 @@ TEMPLATE_TEST_CASE("21 SQL: purge_expired removes the expired lease only", "[sql
     CHECK(store.purge_expired() == 0);
 }
 
-TEMPLATE_TEST_CASE("22 SQL: an empty key is refused; confirming a key never claimed records it", "[sql]",
-                   SqliteTarget, PostgresTarget) {
+TEMPLATE_TEST_CASE("22 SQL: an empty key is refused; confirming a key never claimed records it", "[sql]", SqliteTarget,
+                   PostgresTarget) {
     TestType target;
     SqlIdempotencyStore store{target.database(), {.table = target.table()}};
     CHECK_THROWS_WITH(store.claim(""), Catch::Contains("cannot be empty"));

@@ -2,8 +2,8 @@
 // refuse, break or hold a publish, and remembers what it was asked to send.
 #pragma once
 
-#include "../../support/forwarding_transport.hpp"
 #include <catch2/catch.hpp>
+#include "../../support/forwarding_transport.hpp"
 
 #include <acemq/acemq.hpp>
 #include <acemq/outbox.hpp>
@@ -179,8 +179,7 @@ public:
     void relayed(const acemq::RelayedEvent& event) override {
         std::lock_guard guard(lock_);
         seen_.push_back(Seen{std::string(event.id), std::string(event.exchange), std::string(event.routing_key),
-                             event.outcome,
-                             event.lag ? std::optional<double>(event.lag->count()) : std::nullopt,
+                             event.outcome, event.lag ? std::optional<double>(event.lag->count()) : std::nullopt,
                              std::string(event.error)});
     }
     std::vector<Seen> seen() const {

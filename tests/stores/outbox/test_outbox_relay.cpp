@@ -83,13 +83,14 @@ TEST_CASE("record encodes now, with the envelope's headers and the bus's origin 
 TEST_CASE("an empty record id is refused (39)", "[outbox]") {
     InMemoryOutboxStore store;
     acemq::OutboxRecord nameless;
-    CHECK_THAT(what_of<acemq::InvalidArgument>([&] { store.add(nameless); }), Catch::Matchers::Contains("an outbox record needs an id"));
+    CHECK_THAT(what_of<acemq::InvalidArgument>([&] { store.add(nameless); }),
+               Catch::Matchers::Contains("an outbox record needs an id"));
     CHECK(store.count() == 0);
-    CHECK_THAT(what_of<acemq::InvalidArgument>([&] { InMemoryOutboxStore(0); }), Catch::Matchers::Contains("max_attempts must be at least 1"));
+    CHECK_THAT(what_of<acemq::InvalidArgument>([&] { InMemoryOutboxStore(0); }),
+               Catch::Matchers::Contains("max_attempts must be at least 1"));
 }
 
-TEST_CASE("the in-memory store: first write kept, oldest first, removal, failures and retirement (27-30)",
-          "[outbox]") {
+TEST_CASE("the in-memory store: first write kept, oldest first, removal, failures and retirement (27-30)", "[outbox]") {
     Fixture fixture;
     InMemoryOutboxStore store{3};
     const auto newest = order_record(fixture.bus, fixture.queue, "c", 1s);
@@ -127,8 +128,10 @@ TEST_CASE("the in-memory store: first write kept, oldest first, removal, failure
 TEST_CASE("a relay refuses a non-positive interval and an empty batch", "[outbox]") {
     Fixture fixture;
     InMemoryOutboxStore store;
-    CHECK_THAT(what_of<acemq::InvalidArgument>([&] { OutboxRelay(fixture.bus, store, {.interval = 0ms}); }), Catch::Matchers::Contains("a relay interval must be positive"));
-    CHECK_THAT(what_of<acemq::InvalidArgument>([&] { OutboxRelay(fixture.bus, store, {.batch = 0}); }), Catch::Matchers::Contains("a relay batch must be at least 1"));
+    CHECK_THAT(what_of<acemq::InvalidArgument>([&] { OutboxRelay(fixture.bus, store, {.interval = 0ms}); }),
+               Catch::Matchers::Contains("a relay interval must be positive"));
+    CHECK_THAT(what_of<acemq::InvalidArgument>([&] { OutboxRelay(fixture.bus, store, {.batch = 0}); }),
+               Catch::Matchers::Contains("a relay batch must be at least 1"));
 }
 
 TEST_CASE("a sweep publishes persistent, mandatory copies of the records and removes them (32, 27)", "[outbox]") {
@@ -184,15 +187,15 @@ TEST_CASE("a sweep takes one batch (34)", "[outbox]") {
     CHECK(store.count() == 3);
 }
 
-TEST_CASE("a transport error stops the sweep, keeps the record and counts it failed, without a lag (35)",
-          "[outbox]") {
+TEST_CASE("a transport error stops the sweep, keeps the record and counts it failed, without a lag (35)", "[outbox]") {
     Fixture fixture{"orders.broken"};
     InMemoryOutboxStore store;
     const auto made = order_record(fixture.bus, fixture.queue, "o-1");
     store.add(made);
     auto events = std::make_shared<Events>();
     OutboxRelay relay{fixture.bus, store, {.observer = events}};
-    CHECK_THAT(what_of<acemq::Error>([&] { relay.sweep(); }), Catch::Matchers::Contains("connection to the broker was lost"));
+    CHECK_THAT(what_of<acemq::Error>([&] { relay.sweep(); }),
+               Catch::Matchers::Contains("connection to the broker was lost"));
     CHECK(store.count() == 1);
     CHECK(store.pending(0).at(0).attempts == 1);
     CHECK(store.pending(0).at(0).last_error == "acemq: the connection to the broker was lost");
@@ -285,8 +288,7 @@ TEST_CASE("close waits for the sweep in flight, which finishes its batch", "[out
     CHECK(fixture.bus.transport().queue_depth(fixture.queue) == 2);
 }
 
-TEST_CASE("the relay's counts and lag: published per record, lag from created_at, never negative (40)",
-          "[outbox]") {
+TEST_CASE("the relay's counts and lag: published per record, lag from created_at, never negative (40)", "[outbox]") {
     Fixture fixture;
     InMemoryOutboxStore store;
     store.add(order_record(fixture.bus, fixture.queue, "old", 1h));
@@ -362,8 +364,7 @@ TEST_CASE("a nacked poison record retires after max_attempts and stops blocking 
     CHECK(relay.failed() == 3);
 }
 
-TEST_CASE("an unroutable record is an unroutable PublishError, counted, and retires with the reason (42)",
-          "[outbox]") {
+TEST_CASE("an unroutable record is an unroutable PublishError, counted, and retires with the reason (42)", "[outbox]") {
     Fixture fixture;
     InMemoryOutboxStore store{2};
     const auto lost = order_record(fixture.bus, "nobody.listens", "o-1");

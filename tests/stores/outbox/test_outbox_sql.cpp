@@ -29,13 +29,15 @@ void create_outbox(sql::Connection& connection, const std::string& table, const 
     const std::string blob = connection.dialect() == sql::Dialect::postgres ? "BYTEA" : "BLOB";
     connection.execute("CREATE TABLE " + table +
                        " (id VARCHAR(64) NOT NULL PRIMARY KEY, exchange_name VARCHAR(255) NOT NULL,"
-                       " routing_key VARCHAR(255) NOT NULL, body " + blob + " NOT NULL,"
+                       " routing_key VARCHAR(255) NOT NULL, body " +
+                       blob +
+                       " NOT NULL,"
                        " content_type VARCHAR(255) NOT NULL, headers TEXT NOT NULL, created_at BIGINT NOT NULL,"
                        " attempts INTEGER NOT NULL DEFAULT 0, last_error TEXT,"
-                       " claimed_by VARCHAR(64), claim_expires_at BIGINT" + extra + ")");
+                       " claimed_by VARCHAR(64), claim_expires_at BIGINT" +
+                       extra + ")");
     connection.execute("CREATE INDEX " + table + "_pending ON " + table + " (created_at)");
 }
-
 
 // A database and a fresh outbox table (plus a business table) for one test; dropped after.
 class Backend {
@@ -78,7 +80,6 @@ private:
     std::string path_;
     acemq::sqlite::Database db_;
 };
-
 
 class PostgresBackend final : public Backend {
 public:
@@ -123,16 +124,16 @@ template <class Store>
 concept adds_without_a_connection = requires(Store& store, const acemq::OutboxRecord& made) { store.add(made); };
 static_assert(!adds_without_a_connection<SqlOutboxStore>);
 
-#define OUTBOX_SQL_TEST_TAGGED(name, tags, body)                                      \
-    static void body(Backend& backend);                                               \
-    TEST_CASE(name " (SQLite)", "[outbox][sqlite]" tags) {                             \
-        SqliteBackend backend;                                                        \
-        body(backend);                                                                \
-    }                                                                                 \
-    TEST_CASE(name " (PostgreSQL)", "[outbox][postgres]" tags) {                       \
-        PostgresBackend backend;                                                      \
-        body(backend);                                                                \
-    }                                                                                 \
+#define OUTBOX_SQL_TEST_TAGGED(name, tags, body)                 \
+    static void body(Backend& backend);                          \
+    TEST_CASE(name " (SQLite)", "[outbox][sqlite]" tags) {       \
+        SqliteBackend backend;                                   \
+        body(backend);                                           \
+    }                                                            \
+    TEST_CASE(name " (PostgreSQL)", "[outbox][postgres]" tags) { \
+        PostgresBackend backend;                                 \
+        body(backend);                                           \
+    }                                                            \
     static void body(Backend& backend)
 #define OUTBOX_SQL_TEST(name, body) OUTBOX_SQL_TEST_TAGGED(name, "", body)
 
@@ -170,8 +171,7 @@ OUTBOX_SQL_TEST("a rolled-back record never existed; a committed one round-trips
     CHECK(pending[0].headers.at(acemq::header::first_seen).holds<std::int64_t>());
 }
 
-OUTBOX_SQL_TEST("add refuses a connection outside a transaction, an empty id and a bytes header (26, 39)",
-                refusals) {
+OUTBOX_SQL_TEST("add refuses a connection outside a transaction, an empty id and a bytes header (26, 39)", refusals) {
     Fixture fixture;
     SqlOutboxStore store{backend.db(), {.table = backend.table}};
     auto plain = backend.db().connect();
