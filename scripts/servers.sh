@@ -1,7 +1,7 @@
 # Throw-away RabbitMQ and PostgreSQL servers for the test suite: loopback only, own data
 # directories under one temporary folder, stopped by the pids this shell started.
 # Source it, call start_rabbitmq / start_postgres, and trap stop_servers on EXIT.
-# Measured recipes: ../shared/spec/debian-setup.md §2, §7, §8.
+# Why it is done this way: docs/setup.md §2 and §3.
 
 # 5672 is the AMQP default, so amqp://guest:guest@127.0.0.1:5672/ reaches the test broker;
 # set ACEMQ_TEST_AMQP_PORT / ACEMQ_TEST_AMQPS_PORT when another broker already holds them.
