@@ -87,24 +87,21 @@ std::string library_error(int status) { return amqp_error_string2(status); }
 
 std::string reply_error(const amqp_rpc_reply_t& reply) {
     switch (reply.reply_type) {
-        case AMQP_RESPONSE_NORMAL:
-            return "ok";
-        case AMQP_RESPONSE_NONE:
-            return "no reply";
-        case AMQP_RESPONSE_LIBRARY_EXCEPTION:
-            return library_error(reply.library_error);
-        case AMQP_RESPONSE_SERVER_EXCEPTION:
-            if (reply.reply.id == AMQP_CONNECTION_CLOSE_METHOD) {
-                const auto* close = static_cast<const amqp_connection_close_t*>(reply.reply.decoded);
-                return "connection closed: " + std::to_string(close->reply_code) + " " +
-                       std::string(static_cast<const char*>(close->reply_text.bytes), close->reply_text.len);
-            }
-            if (reply.reply.id == AMQP_CHANNEL_CLOSE_METHOD) {
-                const auto* close = static_cast<const amqp_channel_close_t*>(reply.reply.decoded);
-                return "channel closed: " + std::to_string(close->reply_code) + " " +
-                       std::string(static_cast<const char*>(close->reply_text.bytes), close->reply_text.len);
-            }
-            return "server exception";
+    case AMQP_RESPONSE_NORMAL: return "ok";
+    case AMQP_RESPONSE_NONE: return "no reply";
+    case AMQP_RESPONSE_LIBRARY_EXCEPTION: return library_error(reply.library_error);
+    case AMQP_RESPONSE_SERVER_EXCEPTION:
+        if (reply.reply.id == AMQP_CONNECTION_CLOSE_METHOD) {
+            const auto* close = static_cast<const amqp_connection_close_t*>(reply.reply.decoded);
+            return "connection closed: " + std::to_string(close->reply_code) + " " +
+                   std::string(static_cast<const char*>(close->reply_text.bytes), close->reply_text.len);
+        }
+        if (reply.reply.id == AMQP_CHANNEL_CLOSE_METHOD) {
+            const auto* close = static_cast<const amqp_channel_close_t*>(reply.reply.decoded);
+            return "channel closed: " + std::to_string(close->reply_code) + " " +
+                   std::string(static_cast<const char*>(close->reply_text.bytes), close->reply_text.len);
+        }
+        return "server exception";
     }
     return "unknown reply";
 }
@@ -242,21 +239,16 @@ public:
             if (status != AMQP_STATUS_OK) throw std::runtime_error("read a confirm: " + library_error(status));
             if (frame.frame_type != AMQP_FRAME_METHOD) continue;  // a return's content
             switch (frame.payload.method.id) {
-                case AMQP_BASIC_ACK_METHOD: {
-                    const auto* ack = static_cast<const amqp_basic_ack_t*>(frame.payload.method.decoded);
-                    confirm(ack->delivery_tag, ack->multiple != 0);
-                    break;
-                }
-                case AMQP_BASIC_NACK_METHOD:
-                    throw std::runtime_error("the broker sent basic.nack");
-                case AMQP_BASIC_RETURN_METHOD:
-                    throw std::runtime_error("the broker returned a publish as unroutable");
-                case AMQP_CHANNEL_CLOSE_METHOD:
-                    throw std::runtime_error("the broker closed the publish channel");
-                case AMQP_CONNECTION_CLOSE_METHOD:
-                    throw std::runtime_error("the broker closed the connection");
-                default:
-                    break;
+            case AMQP_BASIC_ACK_METHOD: {
+                const auto* ack = static_cast<const amqp_basic_ack_t*>(frame.payload.method.decoded);
+                confirm(ack->delivery_tag, ack->multiple != 0);
+                break;
+            }
+            case AMQP_BASIC_NACK_METHOD: throw std::runtime_error("the broker sent basic.nack");
+            case AMQP_BASIC_RETURN_METHOD: throw std::runtime_error("the broker returned a publish as unroutable");
+            case AMQP_CHANNEL_CLOSE_METHOD: throw std::runtime_error("the broker closed the publish channel");
+            case AMQP_CONNECTION_CLOSE_METHOD: throw std::runtime_error("the broker closed the connection");
+            default: break;
             }
         }
         amqp_maybe_release_buffers(state_);

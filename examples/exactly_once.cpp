@@ -160,12 +160,9 @@ void step6_all_together(acemq::Bus& bus, acemq::testing::Harness& harness, acemq
     auto handle = [&](const acemq::Message<Payment>& m) -> acemq::Ack {
         acemq::sql::Transaction tx = db.begin();
         switch (seen.claim(m.envelope.id, tx)) {
-            case acemq::Claim::duplicate:
-                return acemq::accept();
-            case acemq::Claim::in_progress:
-                return acemq::in_progress(5s);
-            case acemq::Claim::claimed:
-                break;
+        case acemq::Claim::duplicate: return acemq::accept();
+        case acemq::Claim::in_progress: return acemq::in_progress(5s);
+        case acemq::Claim::claimed: break;
         }
         tx.connection().execute("INSERT INTO charges (payment_id, amount_cents) VALUES (?, ?)",
                                 {m.payload.payment_id, m.payload.amount_cents});

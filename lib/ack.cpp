@@ -53,16 +53,11 @@ std::string describe(const std::optional<Failure>& failure) {
 
 std::string_view to_string(AckKind kind) noexcept {
     switch (kind) {
-        case AckKind::accept:
-            return "accept";
-        case AckKind::retry:
-            return "retry";
-        case AckKind::reject:
-            return "reject";
-        case AckKind::park:
-            return "park";
-        case AckKind::in_progress:
-            return "in_progress";
+    case AckKind::accept: return "accept";
+    case AckKind::retry: return "retry";
+    case AckKind::reject: return "reject";
+    case AckKind::park: return "park";
+    case AckKind::in_progress: return "in_progress";
     }
     return "unknown";
 }

@@ -269,18 +269,14 @@ bool ConsumerCore::set_aside(Delivery& delivery, const ConsumeContext& context, 
 
 bool ConsumerCore::carry_out(Delivery& delivery, const ConsumeContext& context, const Settlement& settlement) {
     switch (settlement.outcome) {
-        case Outcome::acked:
-            return settle(delivery, true);
-        case Outcome::parked:
-            return set_aside(delivery, context, parked_queue(queue_), settlement.reason);
-        case Outcome::rejected:
-        case Outcome::dead_lettered:
-            return set_aside(delivery, context, dead_letter_queue(queue_), settlement.reason);
-        case Outcome::in_progress:
-            if (!wait(settlement.delay)) return settle(delivery, false, true);
-            return requeue_copy(delivery, context, context.envelope);
-        case Outcome::retried:
-            break;
+    case Outcome::acked: return settle(delivery, true);
+    case Outcome::parked: return set_aside(delivery, context, parked_queue(queue_), settlement.reason);
+    case Outcome::rejected:
+    case Outcome::dead_lettered: return set_aside(delivery, context, dead_letter_queue(queue_), settlement.reason);
+    case Outcome::in_progress:
+        if (!wait(settlement.delay)) return settle(delivery, false, true);
+        return requeue_copy(delivery, context, context.envelope);
+    case Outcome::retried: break;
     }
     Envelope next = context.envelope;
     if (next.attempt < std::numeric_limits<std::int32_t>::max()) ++next.attempt;

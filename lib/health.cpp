@@ -9,12 +9,9 @@ namespace acemq {
 
 std::string_view to_string(Health::Status status) {
     switch (status) {
-        case Health::Status::up:
-            return "up";
-        case Health::Status::degraded:
-            return "degraded";
-        case Health::Status::down:
-            return "down";
+    case Health::Status::up: return "up";
+    case Health::Status::degraded: return "degraded";
+    case Health::Status::down: return "down";
     }
     return "down";
 }

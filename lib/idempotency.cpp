@@ -9,12 +9,9 @@ namespace acemq {
 
 std::string_view to_string(Claim claim) noexcept {
     switch (claim) {
-        case Claim::claimed:
-            return "claimed";
-        case Claim::duplicate:
-            return "duplicate";
-        case Claim::in_progress:
-            return "in_progress";
+    case Claim::claimed: return "claimed";
+    case Claim::duplicate: return "duplicate";
+    case Claim::in_progress: return "in_progress";
     }
     return "unknown";
 }
@@ -79,12 +76,9 @@ Ack run_idempotently(IdempotencyStore& store, const std::string& key, const std:
         return retry(Failure::of(std::current_exception()));
     }
     switch (claim) {
-        case Claim::duplicate:
-            return accept();
-        case Claim::in_progress:
-            return in_progress(in_progress_delay);
-        case Claim::claimed:
-            break;
+    case Claim::duplicate: return accept();
+    case Claim::in_progress: return in_progress(in_progress_delay);
+    case Claim::claimed: break;
     }
 
     // Not caught: a handler that throws may have done the work before the throw (charged the

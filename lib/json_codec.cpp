@@ -38,33 +38,19 @@ void write_quoted(std::string_view text, Put put) {
         plain = i + 1;
         put('\\');
         switch (c) {
-            case '"':
-                put('"');
-                break;
-            case '\\':
-                put('\\');
-                break;
-            case '\b':
-                put('b');
-                break;
-            case '\t':
-                put('t');
-                break;
-            case '\n':
-                put('n');
-                break;
-            case '\f':
-                put('f');
-                break;
-            case '\r':
-                put('r');
-                break;
-            default: {
-                constexpr std::string_view hex = "0123456789abcdef";
-                put(std::string_view("u00"));
-                put(hex[c >> 4]);
-                put(hex[c & 15]);
-            }
+        case '"': put('"'); break;
+        case '\\': put('\\'); break;
+        case '\b': put('b'); break;
+        case '\t': put('t'); break;
+        case '\n': put('n'); break;
+        case '\f': put('f'); break;
+        case '\r': put('r'); break;
+        default: {
+            constexpr std::string_view hex = "0123456789abcdef";
+            put(std::string_view("u00"));
+            put(hex[c >> 4]);
+            put(hex[c & 15]);
+        }
         }
     }
     put(text.substr(plain));

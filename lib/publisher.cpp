@@ -41,27 +41,25 @@ std::optional<PublishError> publish_failure(const PublishResult& result, const P
     if (!result.confirmed) {
         const std::string reason = result.return_reason.empty() ? "" : " (" + result.return_reason + ")";
         switch (result.why) {
-            case PublishResult::Unconfirmed::paused:
-                return PublishError("acemq: publishing is paused because the broker blocked this connection" +
-                                        (reason.empty() ? std::string(" (no reason given)") : reason),
-                                    id, false, true);
-            case PublishResult::Unconfirmed::lost:
-                return PublishError("acemq: cannot publish message " + id + " to " + where +
-                                        ": no confirm came from the broker, so it is unknown whether it arrived; treat "
-                                        "it as not sent" +
-                                        reason,
-                                    id, false);
-            case PublishResult::Unconfirmed::too_large:
-                return PublishError("acemq: cannot publish message " + id + " to " + where + ": " +
-                                        result.return_reason +
-                                        ". Nothing was written; make it smaller and publish again",
-                                    id, false);
-            case PublishResult::Unconfirmed::unsent:
-                return PublishError("acemq: cannot publish message " + id + " to " + where +
-                                        ": it was not sent, nothing was written" + reason,
-                                    id, false);
-            case PublishResult::Unconfirmed::refused:
-                break;
+        case PublishResult::Unconfirmed::paused:
+            return PublishError("acemq: publishing is paused because the broker blocked this connection" +
+                                    (reason.empty() ? std::string(" (no reason given)") : reason),
+                                id, false, true);
+        case PublishResult::Unconfirmed::lost:
+            return PublishError("acemq: cannot publish message " + id + " to " + where +
+                                    ": no confirm came from the broker, so it is unknown whether it arrived; treat "
+                                    "it as not sent" +
+                                    reason,
+                                id, false);
+        case PublishResult::Unconfirmed::too_large:
+            return PublishError("acemq: cannot publish message " + id + " to " + where + ": " + result.return_reason +
+                                    ". Nothing was written; make it smaller and publish again",
+                                id, false);
+        case PublishResult::Unconfirmed::unsent:
+            return PublishError("acemq: cannot publish message " + id + " to " + where +
+                                    ": it was not sent, nothing was written" + reason,
+                                id, false);
+        case PublishResult::Unconfirmed::refused: break;
         }
         return PublishError("acemq: cannot publish message " + id + " to " + where +
                                 ": the broker refused to confirm it. The message reached the broker and the broker "

@@ -81,14 +81,10 @@ private:
 
 std::string_view to_string(ReplayStop reason) noexcept {
     switch (reason) {
-        case ReplayStop::drained:
-            return "drained";
-        case ReplayStop::limit:
-            return "limit";
-        case ReplayStop::deadline:
-            return "deadline";
-        case ReplayStop::failed:
-            return "failed";
+    case ReplayStop::drained: return "drained";
+    case ReplayStop::limit: return "limit";
+    case ReplayStop::deadline: return "deadline";
+    case ReplayStop::failed: return "failed";
     }
     return "unknown";
 }

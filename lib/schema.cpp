@@ -15,12 +15,9 @@ std::span<const std::string_view> derived_suffixes(SchemaTable table) {
     static constexpr std::string_view outbox[] = {"_pending"};
     static constexpr std::string_view registry[] = {"_fingerprint", "_version", "_seq"};
     switch (table) {
-        case SchemaTable::idempotency:
-            return idempotency;
-        case SchemaTable::outbox:
-            return outbox;
-        case SchemaTable::registry:
-            return registry;
+    case SchemaTable::idempotency: return idempotency;
+    case SchemaTable::outbox: return outbox;
+    case SchemaTable::registry: return registry;
     }
     return {};
 }

@@ -4,18 +4,12 @@ namespace acemq {
 
 std::string_view to_string(Outcome outcome) noexcept {
     switch (outcome) {
-        case Outcome::acked:
-            return "acked";
-        case Outcome::retried:
-            return "retried";
-        case Outcome::rejected:
-            return "rejected";
-        case Outcome::dead_lettered:
-            return "dead_lettered";
-        case Outcome::parked:
-            return "parked";
-        case Outcome::in_progress:
-            return "in_progress";
+    case Outcome::acked: return "acked";
+    case Outcome::retried: return "retried";
+    case Outcome::rejected: return "rejected";
+    case Outcome::dead_lettered: return "dead_lettered";
+    case Outcome::parked: return "parked";
+    case Outcome::in_progress: return "in_progress";
     }
     return "unknown";
 }
@@ -36,16 +30,12 @@ Settlement decide(const Ack& ack, const Envelope& envelope, const RetryPolicy& p
                   std::optional<std::chrono::milliseconds> age, double unit_draw) {
     const std::string described = describe(ack.failure());
     switch (ack.kind()) {
-        case AckKind::accept:
-            return Settlement{Outcome::acked, {}, std::nullopt, {}};
-        case AckKind::reject:
-            return Settlement{Outcome::rejected, "the handler rejected it: " + described, std::nullopt, {}};
-        case AckKind::park:
-            return Settlement{Outcome::parked, "the handler parked it: " + described, std::nullopt, {}};
-        case AckKind::in_progress:
-            return Settlement{Outcome::in_progress, {}, std::nullopt, ack.delay()};
-        case AckKind::retry:
-            break;
+    case AckKind::accept: return Settlement{Outcome::acked, {}, std::nullopt, {}};
+    case AckKind::reject:
+        return Settlement{Outcome::rejected, "the handler rejected it: " + described, std::nullopt, {}};
+    case AckKind::park: return Settlement{Outcome::parked, "the handler parked it: " + described, std::nullopt, {}};
+    case AckKind::in_progress: return Settlement{Outcome::in_progress, {}, std::nullopt, ack.delay()};
+    case AckKind::retry: break;
     }
     if (ack.is_fatal())
         return Settlement{

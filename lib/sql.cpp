@@ -13,16 +13,11 @@ namespace {
 
 std::string_view kind_of(const Value::Variant& value) {
     switch (value.index()) {
-        case 0:
-            return "NULL";
-        case 1:
-            return "an integer";
-        case 2:
-            return "a real number";
-        case 3:
-            return "text";
-        default:
-            return "a blob";
+    case 0: return "NULL";
+    case 1: return "an integer";
+    case 2: return "a real number";
+    case 3: return "text";
+    default: return "a blob";
     }
 }
 

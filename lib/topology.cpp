@@ -83,26 +83,19 @@ QueueType resolve_queue_type(std::string_view name, const QueueOptions& options)
 
 std::string_view to_string(ExchangeKind kind) noexcept {
     switch (kind) {
-        case ExchangeKind::direct:
-            return "direct";
-        case ExchangeKind::topic:
-            return "topic";
-        case ExchangeKind::fanout:
-            return "fanout";
-        case ExchangeKind::headers:
-            return "headers";
+    case ExchangeKind::direct: return "direct";
+    case ExchangeKind::topic: return "topic";
+    case ExchangeKind::fanout: return "fanout";
+    case ExchangeKind::headers: return "headers";
     }
     return "unknown";
 }
 
 std::string_view to_string(QueueType type) noexcept {
     switch (type) {
-        case QueueType::quorum:
-            return "quorum";
-        case QueueType::classic:
-            return "classic";
-        case QueueType::stream:
-            return "stream";
+    case QueueType::quorum: return "quorum";
+    case QueueType::classic: return "classic";
+    case QueueType::stream: return "stream";
     }
     return "unknown";
 }

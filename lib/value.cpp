@@ -34,26 +34,16 @@ Value::Kind Value::kind() const noexcept { return static_cast<Kind>(data_.index(
 
 std::string_view kind_name(Value::Kind kind) noexcept {
     switch (kind) {
-        case Value::Kind::null:
-            return "null";
-        case Value::Kind::boolean:
-            return "bool";
-        case Value::Kind::int64:
-            return "int64";
-        case Value::Kind::uint64:
-            return "uint64";
-        case Value::Kind::float64:
-            return "double";
-        case Value::Kind::string:
-            return "string";
-        case Value::Kind::bytes:
-            return "bytes";
-        case Value::Kind::array:
-            return "array";
-        case Value::Kind::map:
-            return "map";
-        case Value::Kind::record:
-            return "record";
+    case Value::Kind::null: return "null";
+    case Value::Kind::boolean: return "bool";
+    case Value::Kind::int64: return "int64";
+    case Value::Kind::uint64: return "uint64";
+    case Value::Kind::float64: return "double";
+    case Value::Kind::string: return "string";
+    case Value::Kind::bytes: return "bytes";
+    case Value::Kind::array: return "array";
+    case Value::Kind::map: return "map";
+    case Value::Kind::record: return "record";
     }
     return "unknown";
 }
@@ -125,54 +115,40 @@ const Value* Value::find(std::string_view key) const {
 
 void Value::write_to(ValueWriter& out) const {
     switch (kind()) {
-        case Kind::null:
-            out.null();
-            return;
-        case Kind::boolean:
-            out.boolean(std::get<bool>(data_));
-            return;
-        case Kind::int64:
-            out.int64(std::get<std::int64_t>(data_));
-            return;
-        case Kind::uint64:
-            out.uint64(std::get<std::uint64_t>(data_));
-            return;
-        case Kind::float64:
-            out.float64(std::get<double>(data_));
-            return;
-        case Kind::string:
-            out.string(std::get<std::string>(data_));
-            return;
-        case Kind::bytes:
-            out.bytes(std::get<Bytes>(data_));
-            return;
-        case Kind::array: {
-            const auto& elements = std::get<Array>(data_);
-            out.begin_array(elements.size());
-            for (const auto& element : elements) element.write_to(out);
-            out.end_array();
-            return;
+    case Kind::null: out.null(); return;
+    case Kind::boolean: out.boolean(std::get<bool>(data_)); return;
+    case Kind::int64: out.int64(std::get<std::int64_t>(data_)); return;
+    case Kind::uint64: out.uint64(std::get<std::uint64_t>(data_)); return;
+    case Kind::float64: out.float64(std::get<double>(data_)); return;
+    case Kind::string: out.string(std::get<std::string>(data_)); return;
+    case Kind::bytes: out.bytes(std::get<Bytes>(data_)); return;
+    case Kind::array: {
+        const auto& elements = std::get<Array>(data_);
+        out.begin_array(elements.size());
+        for (const auto& element : elements) element.write_to(out);
+        out.end_array();
+        return;
+    }
+    case Kind::map: {
+        const auto& entries = std::get<Map>(data_);
+        out.begin_map(entries.size());
+        for (const auto& [key, element] : entries) {
+            key.write_to(out);
+            element.write_to(out);
         }
-        case Kind::map: {
-            const auto& entries = std::get<Map>(data_);
-            out.begin_map(entries.size());
-            for (const auto& [key, element] : entries) {
-                key.write_to(out);
-                element.write_to(out);
-            }
-            out.end_map();
-            return;
+        out.end_map();
+        return;
+    }
+    case Kind::record: {
+        const auto& fields = std::get<Record>(data_);
+        out.begin_record(fields.size());
+        for (const auto& [name, element] : fields) {
+            out.field(name);
+            element.write_to(out);
         }
-        case Kind::record: {
-            const auto& fields = std::get<Record>(data_);
-            out.begin_record(fields.size());
-            for (const auto& [name, element] : fields) {
-                out.field(name);
-                element.write_to(out);
-            }
-            out.end_record();
-            return;
-        }
+        out.end_record();
+        return;
+    }
     }
 }
 
@@ -356,39 +332,30 @@ namespace {
 
 std::string with_article(Value::Kind kind) {
     switch (kind) {
-        case Value::Kind::null:
-        case Value::Kind::bytes:
-            return std::string(kind_name(kind));
-        case Value::Kind::int64:
-        case Value::Kind::array:
-            return "an " + std::string(kind_name(kind));
-        default:
-            return "a " + std::string(kind_name(kind));
+    case Value::Kind::null:
+    case Value::Kind::bytes: return std::string(kind_name(kind));
+    case Value::Kind::int64:
+    case Value::Kind::array: return "an " + std::string(kind_name(kind));
+    default: return "a " + std::string(kind_name(kind));
     }
 }
 
 void append_path(std::string& out, const Path& at) {
     if (at.parent) append_path(out, *at.parent);
     switch (at.step) {
-        case Path::Step::root:
-            out += at.name;
-            break;
-        case Path::Step::field:
-            out += '.', out += at.name;
-            break;
-        case Path::Step::index:
-            out += '[' + std::to_string(at.index) + ']';
-            break;
-        case Path::Step::key:
-            if (at.key->kind() == Value::Kind::string)
-                out += "[\"" + at.key->as_string() + "\"]";
-            else if (at.key->kind() == Value::Kind::int64)
-                out += '[' + std::to_string(at.key->as_int64()) + ']';
-            else if (at.key->kind() == Value::Kind::uint64)
-                out += '[' + std::to_string(at.key->as_uint64()) + ']';
-            else
-                out += "[<" + std::string(kind_name(at.key->kind())) + " key>]";
-            break;
+    case Path::Step::root: out += at.name; break;
+    case Path::Step::field: out += '.', out += at.name; break;
+    case Path::Step::index: out += '[' + std::to_string(at.index) + ']'; break;
+    case Path::Step::key:
+        if (at.key->kind() == Value::Kind::string)
+            out += "[\"" + at.key->as_string() + "\"]";
+        else if (at.key->kind() == Value::Kind::int64)
+            out += '[' + std::to_string(at.key->as_int64()) + ']';
+        else if (at.key->kind() == Value::Kind::uint64)
+            out += '[' + std::to_string(at.key->as_uint64()) + ']';
+        else
+            out += "[<" + std::string(kind_name(at.key->kind())) + " key>]";
+        break;
     }
 }
 

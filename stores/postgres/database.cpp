@@ -101,23 +101,20 @@ sql::Value column(const PGresult* result, int row, int index) {
     const char* text = PQgetvalue(result, row, index);
     const auto length = static_cast<std::size_t>(PQgetlength(result, row, index));
     switch (PQftype(result, index)) {
-        case int2_oid:
-        case int4_oid:
-        case int8_oid:
-            return sql::Value(parse_integer({text, length}));
-        case float4_oid:
-        case float8_oid:
-            return sql::Value(parse_real({text, length}));
-        case bytea_oid: {
-            std::size_t size = 0;
-            std::unique_ptr<unsigned char, FreeMemory> bytes(
-                PQunescapeBytea(reinterpret_cast<const unsigned char*>(text), &size));
-            if (!bytes) throw std::bad_alloc();
-            const auto* data = reinterpret_cast<const std::byte*>(bytes.get());
-            return sql::Value(Bytes(data, data + size));
-        }
-        default:
-            return sql::Value(std::string(text, length));
+    case int2_oid:
+    case int4_oid:
+    case int8_oid: return sql::Value(parse_integer({text, length}));
+    case float4_oid:
+    case float8_oid: return sql::Value(parse_real({text, length}));
+    case bytea_oid: {
+        std::size_t size = 0;
+        std::unique_ptr<unsigned char, FreeMemory> bytes(
+            PQunescapeBytea(reinterpret_cast<const unsigned char*>(text), &size));
+        if (!bytes) throw std::bad_alloc();
+        const auto* data = reinterpret_cast<const std::byte*>(bytes.get());
+        return sql::Value(Bytes(data, data + size));
+    }
+    default: return sql::Value(std::string(text, length));
     }
 }
 

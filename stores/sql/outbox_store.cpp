@@ -60,36 +60,29 @@ bool is_int32_header(std::string_view name) {
 
 FieldValue from_json(const Value& value, bool int32) {
     switch (value.kind()) {
-        case Value::Kind::null:
-            return FieldValue();
-        case Value::Kind::boolean:
-            return FieldValue(value.as_bool());
-        case Value::Kind::int64: {
-            const std::int64_t number = value.as_int64();
-            if (int32 && number >= INT32_MIN && number <= INT32_MAX)
-                return FieldValue(static_cast<std::int32_t>(number));
-            return FieldValue(number);
-        }
-        case Value::Kind::uint64:
-            return FieldValue(value.as_uint64());
-        case Value::Kind::float64:
-            return FieldValue(value.as_double());
-        case Value::Kind::string:
-            return FieldValue(value.as_string());
-        case Value::Kind::array: {
-            FieldArray items;
-            for (const Value& item : value.as_array()) items.push_back(from_json(item, false));
-            return FieldValue(std::move(items));
-        }
-        case Value::Kind::map: {
-            FieldTable table;
-            for (const auto& [key, item] : value.as_map())
-                table.insert_or_assign(key.as_string(), from_json(item, false));
-            return FieldValue(std::move(table));
-        }
-        default:
-            throw DecodeError("acemq: an outbox row's headers hold a " + std::string(kind_name(value.kind())) +
-                              ", which the outbox never writes");
+    case Value::Kind::null: return FieldValue();
+    case Value::Kind::boolean: return FieldValue(value.as_bool());
+    case Value::Kind::int64: {
+        const std::int64_t number = value.as_int64();
+        if (int32 && number >= INT32_MIN && number <= INT32_MAX) return FieldValue(static_cast<std::int32_t>(number));
+        return FieldValue(number);
+    }
+    case Value::Kind::uint64: return FieldValue(value.as_uint64());
+    case Value::Kind::float64: return FieldValue(value.as_double());
+    case Value::Kind::string: return FieldValue(value.as_string());
+    case Value::Kind::array: {
+        FieldArray items;
+        for (const Value& item : value.as_array()) items.push_back(from_json(item, false));
+        return FieldValue(std::move(items));
+    }
+    case Value::Kind::map: {
+        FieldTable table;
+        for (const auto& [key, item] : value.as_map()) table.insert_or_assign(key.as_string(), from_json(item, false));
+        return FieldValue(std::move(table));
+    }
+    default:
+        throw DecodeError("acemq: an outbox row's headers hold a " + std::string(kind_name(value.kind())) +
+                          ", which the outbox never writes");
     }
 }
 

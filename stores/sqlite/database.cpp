@@ -96,19 +96,15 @@ std::string excerpt(std::string_view statement) {
 // What to do about a failure, by primary code.
 std::string_view advice(int code) {
     switch (code & 0xff) {
-        case SQLITE_BUSY:
-        case SQLITE_LOCKED:
-            return "another connection held the lock longer than the busy timeout; retry later, shorten the "
-                   "other transaction, or raise Options::busy_timeout";
-        case SQLITE_CONSTRAINT:
-            return "the statement broke a constraint of the table";
-        case SQLITE_FULL:
-        case SQLITE_IOERR:
-            return "the disk failed or is full; check the file system";
-        case SQLITE_READONLY:
-            return "the database file or its directory is not writable";
-        default:
-            return "";
+    case SQLITE_BUSY:
+    case SQLITE_LOCKED:
+        return "another connection held the lock longer than the busy timeout; retry later, shorten the "
+               "other transaction, or raise Options::busy_timeout";
+    case SQLITE_CONSTRAINT: return "the statement broke a constraint of the table";
+    case SQLITE_FULL:
+    case SQLITE_IOERR: return "the disk failed or is full; check the file system";
+    case SQLITE_READONLY: return "the database file or its directory is not writable";
+    default: return "";
     }
 }
 
@@ -244,21 +240,18 @@ private:
 
 sql::Value column(sqlite3_stmt* statement, int index) {
     switch (sqlite3_column_type(statement, index)) {
-        case SQLITE_INTEGER:
-            return sql::Value(static_cast<std::int64_t>(sqlite3_column_int64(statement, index)));
-        case SQLITE_FLOAT:
-            return sql::Value(sqlite3_column_double(statement, index));
-        case SQLITE_TEXT: {
-            const auto* text = reinterpret_cast<const char*>(sqlite3_column_text(statement, index));
-            return sql::Value(std::string(text, static_cast<std::size_t>(sqlite3_column_bytes(statement, index))));
-        }
-        case SQLITE_BLOB: {
-            const auto* data = static_cast<const std::byte*>(sqlite3_column_blob(statement, index));
-            const auto size = static_cast<std::size_t>(sqlite3_column_bytes(statement, index));
-            return sql::Value(data ? Bytes(data, data + size) : Bytes{});
-        }
-        default:
-            return sql::Value();
+    case SQLITE_INTEGER: return sql::Value(static_cast<std::int64_t>(sqlite3_column_int64(statement, index)));
+    case SQLITE_FLOAT: return sql::Value(sqlite3_column_double(statement, index));
+    case SQLITE_TEXT: {
+        const auto* text = reinterpret_cast<const char*>(sqlite3_column_text(statement, index));
+        return sql::Value(std::string(text, static_cast<std::size_t>(sqlite3_column_bytes(statement, index))));
+    }
+    case SQLITE_BLOB: {
+        const auto* data = static_cast<const std::byte*>(sqlite3_column_blob(statement, index));
+        const auto size = static_cast<std::size_t>(sqlite3_column_bytes(statement, index));
+        return sql::Value(data ? Bytes(data, data + size) : Bytes{});
+    }
+    default: return sql::Value();
     }
 }
 

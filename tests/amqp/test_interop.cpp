@@ -234,12 +234,9 @@ char family_type_letter(std::string_view name, const json::value& value) {
 // A header value as a C++ FieldTable carries it after RabbitMQ: 'I' is int32_t, 'l' int64_t.
 FieldValue family_field(std::string_view name, const json::value& value) {
     switch (family_type_letter(name, value)) {
-        case 'S':
-            return FieldValue(fixtures::text(value));
-        case 'l':
-            return FieldValue(value.to_number<std::int64_t>());
-        default:
-            return FieldValue(value.to_number<std::int32_t>());
+    case 'S': return FieldValue(fixtures::text(value));
+    case 'l': return FieldValue(value.to_number<std::int64_t>());
+    default: return FieldValue(value.to_number<std::int32_t>());
     }
 }
 
@@ -545,15 +542,9 @@ TEST_CASE("pika's header types reach C++ with their widths: 'I' as 32-bit, 'l' a
             REQUIRE(message.headers.contains(name));
             const FieldValue& field = message.headers.at(name);
             switch (family_type_letter(name, value)) {
-                case 'S':
-                    CHECK(field.holds<std::string>());
-                    break;
-                case 'l':
-                    CHECK(field.holds<std::int64_t>());
-                    break;
-                default:
-                    CHECK(field.holds<std::int32_t>());
-                    break;
+            case 'S': CHECK(field.holds<std::string>()); break;
+            case 'l': CHECK(field.holds<std::int64_t>()); break;
+            default: CHECK(field.holds<std::int32_t>()); break;
             }
             CHECK(field == family_field(name, value));
         }

@@ -68,28 +68,22 @@ private:
             return items;
         }
         switch (below(8)) {
-            case 0:
-                return FieldValue();
-            case 1:
-                return FieldValue(one_in(2));
-            case 2:
-                return FieldValue(static_cast<std::int32_t>(random_()));
-            case 3:
-                return FieldValue(static_cast<std::int64_t>(random_()));
-            case 4:
-                return FieldValue(static_cast<double>(static_cast<std::int32_t>(random_())) / 7.0);
-            case 5: {
-                std::string text(below(40), ' ');
-                for (char& c : text) c = static_cast<char>(below(256));
-                return FieldValue(std::move(text));
-            }
-            case 6: {
-                acemq::Bytes data(below(40));
-                for (std::byte& b : data) b = static_cast<std::byte>(below(256));
-                return FieldValue(std::move(data));
-            }
-            default:
-                return FieldValue(FieldArray{FieldValue(static_cast<std::int32_t>(below(100)))});
+        case 0: return FieldValue();
+        case 1: return FieldValue(one_in(2));
+        case 2: return FieldValue(static_cast<std::int32_t>(random_()));
+        case 3: return FieldValue(static_cast<std::int64_t>(random_()));
+        case 4: return FieldValue(static_cast<double>(static_cast<std::int32_t>(random_())) / 7.0);
+        case 5: {
+            std::string text(below(40), ' ');
+            for (char& c : text) c = static_cast<char>(below(256));
+            return FieldValue(std::move(text));
+        }
+        case 6: {
+            acemq::Bytes data(below(40));
+            for (std::byte& b : data) b = static_cast<std::byte>(below(256));
+            return FieldValue(std::move(data));
+        }
+        default: return FieldValue(FieldArray{FieldValue(static_cast<std::int32_t>(below(100)))});
         }
     }
 
@@ -101,23 +95,17 @@ public:
         for (std::size_t changes = 1 + below(4); changes > 0 && !bytes.empty(); --changes) {
             const std::size_t at = below(bytes.size());
             switch (below(4)) {
-                case 0:
-                    bytes[at] ^= static_cast<std::uint8_t>(1u << below(8));
-                    break;
-                case 1:
-                    bytes[at] = letters[below(sizeof letters)];
-                    break;
-                case 2: {
-                    const std::size_t from = below(bytes.size());
-                    const std::size_t length = std::min(below(32), bytes.size() - std::max(at, from));
-                    std::copy(bytes.begin() + static_cast<std::ptrdiff_t>(from),
-                              bytes.begin() + static_cast<std::ptrdiff_t>(from + length),
-                              bytes.begin() + static_cast<std::ptrdiff_t>(at));
-                    break;
-                }
-                default:
-                    bytes.resize(at);
-                    break;
+            case 0: bytes[at] ^= static_cast<std::uint8_t>(1u << below(8)); break;
+            case 1: bytes[at] = letters[below(sizeof letters)]; break;
+            case 2: {
+                const std::size_t from = below(bytes.size());
+                const std::size_t length = std::min(below(32), bytes.size() - std::max(at, from));
+                std::copy(bytes.begin() + static_cast<std::ptrdiff_t>(from),
+                          bytes.begin() + static_cast<std::ptrdiff_t>(from + length),
+                          bytes.begin() + static_cast<std::ptrdiff_t>(at));
+                break;
+            }
+            default: bytes.resize(at); break;
             }
         }
     }

@@ -103,19 +103,9 @@ struct Scaled {
 
 using testing_support::bytes_of;
 using testing_support::decode_error_of;
+using testing_support::encode_error_of;
 
 std::string text_of(const Bytes& bytes) { return {reinterpret_cast<const char*>(bytes.data()), bytes.size()}; }
-
-template <class F>
-std::string encode_error_of(F&& f) {
-    try {
-        f();
-    } catch (const acemq::EncodeError& e) {
-        return e.what();
-    }
-    FAIL("expected acemq::EncodeError, nothing was thrown");
-    return {};
-}
 
 // ---- generators ----------------------------------------------------------------------
 
@@ -130,14 +120,10 @@ public:
     I integer() {
         using L = std::numeric_limits<I>;
         switch (below(5)) {
-            case 0:
-                return L::min();
-            case 1:
-                return L::max();
-            case 2:
-                return I{0};
-            default:
-                return static_cast<I>((std::uint64_t{rng_()} << 32) | rng_());
+        case 0: return L::min();
+        case 1: return L::max();
+        case 2: return I{0};
+        default: return static_cast<I>((std::uint64_t{rng_()} << 32) | rng_());
         }
     }
 
@@ -176,21 +162,14 @@ public:
         for (std::size_t i = 0; i < length; ++i) {
             std::uint32_t cp;
             switch (below(5)) {
-                case 0:
-                    cp = static_cast<std::uint32_t>(below(0x80));
-                    break;
-                case 1:
-                    cp = "\"\\/\b\n\x01"[below(6)];
-                    break;
-                case 2:
-                    cp = 0x80 + static_cast<std::uint32_t>(below(0x800 - 0x80));
-                    break;
-                case 3:
-                    do cp = 0x800 + static_cast<std::uint32_t>(below(0x10000 - 0x800));
-                    while (cp >= 0xD800 && cp <= 0xDFFF);
-                    break;
-                default:
-                    cp = 0x10000 + static_cast<std::uint32_t>(below(0x110000 - 0x10000));
+            case 0: cp = static_cast<std::uint32_t>(below(0x80)); break;
+            case 1: cp = "\"\\/\b\n\x01"[below(6)]; break;
+            case 2: cp = 0x80 + static_cast<std::uint32_t>(below(0x800 - 0x80)); break;
+            case 3:
+                do cp = 0x800 + static_cast<std::uint32_t>(below(0x10000 - 0x800));
+                while (cp >= 0xD800 && cp <= 0xDFFF);
+                break;
+            default: cp = 0x10000 + static_cast<std::uint32_t>(below(0x110000 - 0x10000));
             }
             append_utf8(out, cp);
         }
@@ -239,33 +218,26 @@ public:
     Value value(bool json, std::size_t depth = 0) {
         const std::size_t kinds = depth > 3 ? 6 : 8;
         switch (below(kinds)) {
-            case 0:
-                return Value();
-            case 1:
-                return Value(coin());
-            case 2:
-                return Value(integer<std::int64_t>());
-            case 3:
-                return Value(integer<std::uint64_t>());
-            case 4:
-                return Value(finite_double());
-            case 5:
-                return json ? Value(text()) : (coin() ? Value(text()) : Value(blob()));
-            case 6: {
-                Value::Array a;
-                for (std::size_t i = below(5); i > 0; --i) a.push_back(value(json, depth + 1));
-                return Value(std::move(a));
+        case 0: return Value();
+        case 1: return Value(coin());
+        case 2: return Value(integer<std::int64_t>());
+        case 3: return Value(integer<std::uint64_t>());
+        case 4: return Value(finite_double());
+        case 5: return json ? Value(text()) : (coin() ? Value(text()) : Value(blob()));
+        case 6: {
+            Value::Array a;
+            for (std::size_t i = below(5); i > 0; --i) a.push_back(value(json, depth + 1));
+            return Value(std::move(a));
+        }
+        default: {
+            Value::Map m;
+            for (std::size_t i = below(5); i > 0; --i) {
+                Value key = json || coin() ? Value(text(6)) : value(json, depth + 1);
+                const bool duplicate = std::any_of(m.begin(), m.end(), [&](const auto& kv) { return kv.first == key; });
+                if (!duplicate) m.emplace_back(std::move(key), value(json, depth + 1));
             }
-            default: {
-                Value::Map m;
-                for (std::size_t i = below(5); i > 0; --i) {
-                    Value key = json || coin() ? Value(text(6)) : value(json, depth + 1);
-                    const bool duplicate =
-                        std::any_of(m.begin(), m.end(), [&](const auto& kv) { return kv.first == key; });
-                    if (!duplicate) m.emplace_back(std::move(key), value(json, depth + 1));
-                }
-                return Value(std::move(m));
-            }
+            return Value(std::move(m));
+        }
         }
     }
 
@@ -508,53 +480,45 @@ namespace {
 void reference_msgpack(msgpack::sbuffer& buffer, const Value& v) {
     msgpack::packer<msgpack::sbuffer> out(buffer);
     switch (v.kind()) {
-        case Value::Kind::null:
-            out.pack_nil();
-            return;
-        case Value::Kind::boolean:
-            v.as_bool() ? out.pack_true() : out.pack_false();
-            return;
-        case Value::Kind::int64:
-            out.pack_int64(v.as_int64());
-            return;
-        case Value::Kind::uint64:
-            out.pack_uint64(v.as_uint64());
-            return;
-        case Value::Kind::float64: {
-            // msgpack-c packs an integral double as an integer: write float 64 by hand.
-            const auto bits = std::bit_cast<std::uint64_t>(v.as_double());
-            char packed[9] = {static_cast<char>(0xcb)};
-            for (int k = 0; k < 8; ++k) packed[1 + k] = static_cast<char>(bits >> (56 - 8 * k));
-            buffer.write(packed, sizeof packed);
-            return;
+    case Value::Kind::null: out.pack_nil(); return;
+    case Value::Kind::boolean: v.as_bool() ? out.pack_true() : out.pack_false(); return;
+    case Value::Kind::int64: out.pack_int64(v.as_int64()); return;
+    case Value::Kind::uint64: out.pack_uint64(v.as_uint64()); return;
+    case Value::Kind::float64: {
+        // msgpack-c packs an integral double as an integer: write float 64 by hand.
+        const auto bits = std::bit_cast<std::uint64_t>(v.as_double());
+        char packed[9] = {static_cast<char>(0xcb)};
+        for (int k = 0; k < 8; ++k) packed[1 + k] = static_cast<char>(bits >> (56 - 8 * k));
+        buffer.write(packed, sizeof packed);
+        return;
+    }
+    case Value::Kind::string: {
+        const auto size = static_cast<std::uint32_t>(v.as_string().size());
+        out.pack_str(size);
+        out.pack_str_body(v.as_string().data(), size);
+        return;
+    }
+    case Value::Kind::bytes: {
+        const auto size = static_cast<std::uint32_t>(v.as_bytes().size());
+        out.pack_bin(size);
+        out.pack_bin_body(reinterpret_cast<const char*>(v.as_bytes().data()), size);
+        return;
+    }
+    case Value::Kind::array:
+        out.pack_array(static_cast<std::uint32_t>(v.as_array().size()));
+        for (const auto& element : v.as_array()) reference_msgpack(buffer, element);
+        return;
+    case Value::Kind::map:
+        out.pack_map(static_cast<std::uint32_t>(v.as_map().size()));
+        for (const auto& [key, element] : v.as_map()) {
+            reference_msgpack(buffer, key);
+            reference_msgpack(buffer, element);
         }
-        case Value::Kind::string: {
-            const auto size = static_cast<std::uint32_t>(v.as_string().size());
-            out.pack_str(size);
-            out.pack_str_body(v.as_string().data(), size);
-            return;
-        }
-        case Value::Kind::bytes: {
-            const auto size = static_cast<std::uint32_t>(v.as_bytes().size());
-            out.pack_bin(size);
-            out.pack_bin_body(reinterpret_cast<const char*>(v.as_bytes().data()), size);
-            return;
-        }
-        case Value::Kind::array:
-            out.pack_array(static_cast<std::uint32_t>(v.as_array().size()));
-            for (const auto& element : v.as_array()) reference_msgpack(buffer, element);
-            return;
-        case Value::Kind::map:
-            out.pack_map(static_cast<std::uint32_t>(v.as_map().size()));
-            for (const auto& [key, element] : v.as_map()) {
-                reference_msgpack(buffer, key);
-                reference_msgpack(buffer, element);
-            }
-            return;
-        case Value::Kind::record:
-            out.pack_array(static_cast<std::uint32_t>(v.as_record().size()));
-            for (const auto& field : v.as_record()) reference_msgpack(buffer, field.second);
-            return;
+        return;
+    case Value::Kind::record:
+        out.pack_array(static_cast<std::uint32_t>(v.as_record().size()));
+        for (const auto& field : v.as_record()) reference_msgpack(buffer, field.second);
+        return;
     }
 }
 
@@ -567,40 +531,33 @@ Bytes reference_msgpack(const Value& v) {
 boost::json::value reference_json(const Value& v) {
     namespace json = boost::json;
     switch (v.kind()) {
-        case Value::Kind::null:
-            return nullptr;
-        case Value::Kind::boolean:
-            return v.as_bool();
-        case Value::Kind::int64:
-            return v.as_int64();
-        case Value::Kind::uint64:
-            return v.as_uint64();
-        case Value::Kind::float64:
-            return v.as_double();
-        case Value::Kind::string:
-            return json::string(v.as_string());
-        case Value::Kind::bytes:
-            return json::string(acemq::detail::base64_encode(v.as_bytes()));
-        case Value::Kind::array: {
-            json::array out;
-            for (const auto& element : v.as_array()) out.push_back(reference_json(element));
-            return out;
+    case Value::Kind::null: return nullptr;
+    case Value::Kind::boolean: return v.as_bool();
+    case Value::Kind::int64: return v.as_int64();
+    case Value::Kind::uint64: return v.as_uint64();
+    case Value::Kind::float64: return v.as_double();
+    case Value::Kind::string: return json::string(v.as_string());
+    case Value::Kind::bytes: return json::string(acemq::detail::base64_encode(v.as_bytes()));
+    case Value::Kind::array: {
+        json::array out;
+        for (const auto& element : v.as_array()) out.push_back(reference_json(element));
+        return out;
+    }
+    case Value::Kind::map: {
+        json::object out;
+        for (const auto& [key, element] : v.as_map()) {
+            const std::string name = key.kind() == Value::Kind::string  ? key.as_string()
+                                     : key.kind() == Value::Kind::int64 ? std::to_string(key.as_int64())
+                                                                        : std::to_string(key.as_uint64());
+            out.emplace(name, reference_json(element));
         }
-        case Value::Kind::map: {
-            json::object out;
-            for (const auto& [key, element] : v.as_map()) {
-                const std::string name = key.kind() == Value::Kind::string  ? key.as_string()
-                                         : key.kind() == Value::Kind::int64 ? std::to_string(key.as_int64())
-                                                                            : std::to_string(key.as_uint64());
-                out.emplace(name, reference_json(element));
-            }
-            return out;
-        }
-        case Value::Kind::record: {
-            json::object out;
-            for (const auto& [name, element] : v.as_record()) out.emplace(name, reference_json(element));
-            return out;
-        }
+        return out;
+    }
+    case Value::Kind::record: {
+        json::object out;
+        for (const auto& [name, element] : v.as_record()) out.emplace(name, reference_json(element));
+        return out;
+    }
     }
     return nullptr;
 }
@@ -1046,14 +1003,9 @@ TEST_CASE("random and mutated bodies end in a value or a DecodeError, never anyt
             for (std::size_t k = 1 + gen.below(4); k > 0; --k) {
                 const std::size_t at = gen.below(body.size());
                 switch (gen.below(3)) {
-                    case 0:
-                        body[at] = static_cast<std::byte>(rng());
-                        break;
-                    case 1:
-                        body.erase(body.begin() + static_cast<std::ptrdiff_t>(at));
-                        break;
-                    default:
-                        body.insert(body.begin() + static_cast<std::ptrdiff_t>(at), static_cast<std::byte>(rng()));
+                case 0: body[at] = static_cast<std::byte>(rng()); break;
+                case 1: body.erase(body.begin() + static_cast<std::ptrdiff_t>(at)); break;
+                default: body.insert(body.begin() + static_cast<std::ptrdiff_t>(at), static_cast<std::byte>(rng()));
                 }
                 if (body.empty()) break;
             }

@@ -30,6 +30,7 @@ using acemq::FieldNames;
 using acemq::Value;
 using testing_support::bytes_of;
 using testing_support::decode_error_of;
+using testing_support::encode_error_of;
 
 struct LineItem {
     std::string sku_code;
@@ -102,17 +103,6 @@ std::string json_of(const acemq::Codec& codec, const T& value) {
 template <class T>
 T read(const acemq::Codec& codec, std::string_view json) {
     return acemq::decode<T>(codec, bytes_of(json), "application/json");
-}
-
-template <class F>
-std::string encode_error_of(F&& encode) {
-    try {
-        encode();
-    } catch (const acemq::EncodeError& e) {
-        return e.what();
-    }
-    FAIL("expected acemq::EncodeError, nothing was thrown");
-    return {};
 }
 
 }  // namespace

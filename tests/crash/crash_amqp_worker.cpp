@@ -135,13 +135,12 @@ struct Worker {
             const std::string key = drill::idempotency_key(message.payload.payment_id);
             acemq::sql::Transaction tx = db.begin();
             switch (seen.claim(key, tx)) {
-                case acemq::Claim::claimed:
-                    break;
-                case acemq::Claim::duplicate:  // committed before a crash: only the ack was missing
-                    settled(message.payload);
-                    return acemq::accept();
-                case acemq::Claim::in_progress:  // not expected: this form never commits a claim alone
-                    return acemq::in_progress(200ms);
+            case acemq::Claim::claimed: break;
+            case acemq::Claim::duplicate:  // committed before a crash: only the ack was missing
+                settled(message.payload);
+                return acemq::accept();
+            case acemq::Claim::in_progress:  // not expected: this form never commits a claim alone
+                return acemq::in_progress(200ms);
             }
             crash_if_at(drill::after_claim);
             charge(tx, message.payload);

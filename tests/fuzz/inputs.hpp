@@ -86,38 +86,30 @@ acemq::FieldTable field_table(Choices& in, int depth);
 
 inline acemq::FieldValue field_value(Choices& in, int depth) {
     switch (in.below(12)) {
-        case 0:
-            return {};
-        case 1:
-            return in.byte() % 2 == 1;
-        case 2:
-            return static_cast<std::int32_t>(in.number());
-        case 3:
-            return static_cast<std::int64_t>(in.number());
-        case 4:
-            return in.number();
-        case 5:
-            return std::bit_cast<double>(in.number());
-        case 6:
-            return std::to_string(static_cast<std::int64_t>(in.number()));  // a decimal string
-        case 7: {
-            std::string text = in.text();
-            acemq::Bytes bytes;
-            for (char c : text) bytes.push_back(static_cast<std::byte>(c));
-            return bytes;
+    case 0: return {};
+    case 1: return in.byte() % 2 == 1;
+    case 2: return static_cast<std::int32_t>(in.number());
+    case 3: return static_cast<std::int64_t>(in.number());
+    case 4: return in.number();
+    case 5: return std::bit_cast<double>(in.number());
+    case 6: return std::to_string(static_cast<std::int64_t>(in.number()));  // a decimal string
+    case 7: {
+        std::string text = in.text();
+        acemq::Bytes bytes;
+        for (char c : text) bytes.push_back(static_cast<std::byte>(c));
+        return bytes;
+    }
+    case 8:
+        if (depth > 0) {
+            acemq::FieldArray array;
+            for (std::size_t n = in.below(4); n > 0; --n) array.push_back(field_value(in, depth - 1));
+            return array;
         }
-        case 8:
-            if (depth > 0) {
-                acemq::FieldArray array;
-                for (std::size_t n = in.below(4); n > 0; --n) array.push_back(field_value(in, depth - 1));
-                return array;
-            }
-            return {};
-        case 9:
-            if (depth > 0) return field_table(in, depth - 1);
-            return {};
-        default:
-            return in.text();
+        return {};
+    case 9:
+        if (depth > 0) return field_table(in, depth - 1);
+        return {};
+    default: return in.text();
     }
 }
 
@@ -135,17 +127,16 @@ inline acemq::FieldTable field_table(Choices& in, int depth) {
 inline void mutate(acemq::FieldTable& table, Choices& in) {
     for (std::size_t n = 1 + in.below(4); n > 0 && !in.done(); --n) {
         switch (in.below(3)) {
-            case 0:
-                if (!table.empty()) {
-                    auto entry = table.begin() + static_cast<std::ptrdiff_t>(in.below(table.size()));
-                    entry->second = field_value(in, 2);
-                }
-                break;
-            case 1:
-                if (!table.empty()) table.erase(table.begin() + static_cast<std::ptrdiff_t>(in.below(table.size())));
-                break;
-            default:
-                table.merge(field_table(in, 2));
+        case 0:
+            if (!table.empty()) {
+                auto entry = table.begin() + static_cast<std::ptrdiff_t>(in.below(table.size()));
+                entry->second = field_value(in, 2);
+            }
+            break;
+        case 1:
+            if (!table.empty()) table.erase(table.begin() + static_cast<std::ptrdiff_t>(in.below(table.size())));
+            break;
+        default: table.merge(field_table(in, 2));
         }
     }
 }

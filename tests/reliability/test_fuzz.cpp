@@ -75,27 +75,17 @@ public:
             const std::size_t at = below(body.size());
             const auto where = body.begin() + static_cast<std::ptrdiff_t>(at);
             switch (below(6)) {
-                case 0:
-                    body[at] = static_cast<std::byte>(rng_());
-                    break;
-                case 1:
-                    body[at] = static_cast<std::byte>(interesting[below(interesting.size())]);
-                    break;
-                case 2:
-                    body.erase(where);
-                    break;
-                case 3:
-                    body.insert(where, static_cast<std::byte>(rng_()));
-                    break;
-                case 4: {
-                    const std::size_t n = 1 + below(std::min<std::size_t>(16, body.size() - at));
-                    const Bytes slice(where, where + static_cast<std::ptrdiff_t>(n));
-                    body.insert(where, slice.begin(), slice.end());
-                    break;
-                }
-                default:
-                    body.resize(at);
-                    break;
+            case 0: body[at] = static_cast<std::byte>(rng_()); break;
+            case 1: body[at] = static_cast<std::byte>(interesting[below(interesting.size())]); break;
+            case 2: body.erase(where); break;
+            case 3: body.insert(where, static_cast<std::byte>(rng_())); break;
+            case 4: {
+                const std::size_t n = 1 + below(std::min<std::size_t>(16, body.size() - at));
+                const Bytes slice(where, where + static_cast<std::ptrdiff_t>(n));
+                body.insert(where, slice.begin(), slice.end());
+                break;
+            }
+            default: body.resize(at); break;
             }
         }
         return body;
@@ -166,14 +156,12 @@ void fuzz_codec(std::string_view what, const acemq::Codec& codec, void (*one)(st
     loop.run(
         [&] {
             switch (turn++ % 3) {
-                case 0:
-                    return loop.random_bytes(64);
-                case 1: {
-                    const Bytes& body = valid[loop.below(valid.size())];
-                    return Bytes(body.begin(), body.begin() + static_cast<std::ptrdiff_t>(loop.below(body.size())));
-                }
-                default:
-                    return loop.mutated(valid[loop.below(valid.size())]);
+            case 0: return loop.random_bytes(64);
+            case 1: {
+                const Bytes& body = valid[loop.below(valid.size())];
+                return Bytes(body.begin(), body.begin() + static_cast<std::ptrdiff_t>(loop.below(body.size())));
+            }
+            default: return loop.mutated(valid[loop.below(valid.size())]);
             }
         },
         [&](const Bytes& input) { one(input); });

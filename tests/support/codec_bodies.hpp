@@ -1,4 +1,4 @@
-// Bodies written byte by byte and the DecodeError a decoder answers them with, for the
+// Bodies written byte by byte and the DecodeError (or EncodeError) a codec answers with, for the
 // codec tests (contract) and the hostile-body tests (reliability).
 #pragma once
 
@@ -11,6 +11,7 @@
 #include <initializer_list>
 #include <string>
 #include <string_view>
+#include <utility>
 
 namespace testing_support {
 
@@ -25,16 +26,26 @@ inline acemq::Value::Bytes bytes_of(std::initializer_list<int> values) {
     return out;
 }
 
-// Runs `decode`, which must throw DecodeError, and returns its message.
-template <class F>
-std::string decode_error_of(F&& decode) {
+// Runs `code`, which must throw an E, and returns its message.
+template <class E, class F>
+std::string error_of(F&& code) {
     try {
-        decode();
-    } catch (const acemq::DecodeError& e) {
+        code();
+    } catch (const E& e) {
         return e.what();
     }
-    FAIL("expected acemq::DecodeError, nothing was thrown");
+    FAIL("expected the code to throw, nothing was thrown");
     return {};
+}
+
+template <class F>
+std::string decode_error_of(F&& decode) {
+    return error_of<acemq::DecodeError>(std::forward<F>(decode));
+}
+
+template <class F>
+std::string encode_error_of(F&& encode) {
+    return error_of<acemq::EncodeError>(std::forward<F>(encode));
 }
 
 }  // namespace testing_support

@@ -46,23 +46,12 @@ std::string Address::printable() const {
     std::string escaped;
     for (const char c : vhost_part) {
         switch (c) {
-            case '/':
-                escaped += "%2f";
-                break;
-            case '%':
-                escaped += "%25";
-                break;
-            case '?':
-                escaped += "%3f";
-                break;
-            case '#':
-                escaped += "%23";
-                break;
-            case '@':
-                escaped += "%40";
-                break;
-            default:
-                escaped += c;
+        case '/': escaped += "%2f"; break;
+        case '%': escaped += "%25"; break;
+        case '?': escaped += "%3f"; break;
+        case '#': escaped += "%23"; break;
+        case '@': escaped += "%40"; break;
+        default: escaped += c;
         }
     }
     // An IPv6 address goes in brackets, as in the URL it came from.

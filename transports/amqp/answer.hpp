@@ -57,16 +57,11 @@ public:
         cv_.wait_until(lock, deadline, [&] { return value_.has_value() || failure_.has_value(); });
         if (failure_) {
             switch (failure_->kind) {
-                case Kind::topology:
-                    throw TopologyError(failure_->what);
-                case Kind::connection:
-                    throw ConnectionError(failure_->what);
-                case Kind::usage:
-                    throw UsageError(failure_->what);
-                case Kind::invalid_argument:
-                    throw InvalidArgument(failure_->what);
-                case Kind::error:
-                    throw Error(failure_->what);
+            case Kind::topology: throw TopologyError(failure_->what);
+            case Kind::connection: throw ConnectionError(failure_->what);
+            case Kind::usage: throw UsageError(failure_->what);
+            case Kind::invalid_argument: throw InvalidArgument(failure_->what);
+            case Kind::error: throw Error(failure_->what);
             }
         }
         return std::move(value_);

@@ -21,20 +21,6 @@ timeval timeval_of(std::chrono::milliseconds duration) {
 
 std::string library_error(int status) { return amqp_error_string2(status); }
 
-const char* kind_name(ExchangeKind kind) {
-    switch (kind) {
-        case ExchangeKind::direct:
-            return "direct";
-        case ExchangeKind::topic:
-            return "topic";
-        case ExchangeKind::fanout:
-            return "fanout";
-        case ExchangeKind::headers:
-            return "headers";
-    }
-    return "direct";
-}
-
 // Sets up TLS on a fresh SSL socket: versions, trust, client certificate, host check.
 void configure_tls(amqp_socket_t* socket, const Address& address, const Tls& tls, const std::string& printable) {
     auto refuse = [&](const std::string& why) {
@@ -173,33 +159,30 @@ void Connection::check_status(int status, std::string_view what) {
 
 void Connection::check(amqp_rpc_reply_t reply, std::string_view what, amqp_channel_t channel) {
     switch (reply.reply_type) {
-        case AMQP_RESPONSE_NORMAL:
-            return;
-        case AMQP_RESPONSE_NONE:
-            open_ = false;
-            throw ConnectionLost("acemq: cannot " + std::string(what) + " on " + printable_ +
-                                 ": the broker sent no reply");
-        case AMQP_RESPONSE_LIBRARY_EXCEPTION:
-            open_ = false;
-            throw ConnectionLost("acemq: cannot " + std::string(what) + " on " + printable_ +
-                                 ": the connection was lost (" + library_error(reply.library_error) + ")");
-        case AMQP_RESPONSE_SERVER_EXCEPTION:
-            if (reply.reply.id == AMQP_CHANNEL_CLOSE_METHOD) {
-                const auto* close = static_cast<const amqp_channel_close_t*>(reply.reply.decoded);
-                std::string text = reply_text(close->reply_code, close->reply_text);
-                acknowledge_channel_close(channel);
-                throw ChannelClosed("acemq: cannot " + std::string(what) + ": " + text, close->reply_code);
-            }
-            if (reply.reply.id == AMQP_CONNECTION_CLOSE_METHOD) {
-                const auto* close = static_cast<const amqp_connection_close_t*>(reply.reply.decoded);
-                std::string text = reply_text(close->reply_code, close->reply_text);
-                acknowledge_connection_close();
-                throw ConnectionLost("acemq: cannot " + std::string(what) + ": the broker closed the connection (" +
-                                     text + ")");
-            }
-            open_ = false;
-            throw ConnectionLost("acemq: cannot " + std::string(what) +
-                                 ": the broker answered with an unexpected method");
+    case AMQP_RESPONSE_NORMAL: return;
+    case AMQP_RESPONSE_NONE:
+        open_ = false;
+        throw ConnectionLost("acemq: cannot " + std::string(what) + " on " + printable_ + ": the broker sent no reply");
+    case AMQP_RESPONSE_LIBRARY_EXCEPTION:
+        open_ = false;
+        throw ConnectionLost("acemq: cannot " + std::string(what) + " on " + printable_ +
+                             ": the connection was lost (" + library_error(reply.library_error) + ")");
+    case AMQP_RESPONSE_SERVER_EXCEPTION:
+        if (reply.reply.id == AMQP_CHANNEL_CLOSE_METHOD) {
+            const auto* close = static_cast<const amqp_channel_close_t*>(reply.reply.decoded);
+            std::string text = reply_text(close->reply_code, close->reply_text);
+            acknowledge_channel_close(channel);
+            throw ChannelClosed("acemq: cannot " + std::string(what) + ": " + text, close->reply_code);
+        }
+        if (reply.reply.id == AMQP_CONNECTION_CLOSE_METHOD) {
+            const auto* close = static_cast<const amqp_connection_close_t*>(reply.reply.decoded);
+            std::string text = reply_text(close->reply_code, close->reply_text);
+            acknowledge_connection_close();
+            throw ConnectionLost("acemq: cannot " + std::string(what) + ": the broker closed the connection (" + text +
+                                 ")");
+        }
+        open_ = false;
+        throw ConnectionLost("acemq: cannot " + std::string(what) + ": the broker answered with an unexpected method");
     }
 }
 
@@ -308,7 +291,7 @@ std::optional<Connection::Pulled> Connection::get(amqp_channel_t channel, const 
 
 void Connection::declare_exchange(amqp_channel_t channel, const ExchangeDeclaration& exchange) {
     TableView arguments(exchange.arguments);
-    amqp_exchange_declare(state_, channel, bytes_of(exchange.name), amqp_cstring_bytes(kind_name(exchange.kind)), 0,
+    amqp_exchange_declare(state_, channel, bytes_of(exchange.name), bytes_of(to_string(exchange.kind)), 0,
                           exchange.durable ? 1 : 0, exchange.auto_delete ? 1 : 0, 0, arguments.get());
     check_reopening(amqp_get_rpc_reply(state_), "declare exchange " + in_quotes(exchange.name), channel);
 }

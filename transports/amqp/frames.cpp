@@ -22,54 +22,53 @@ void AmqpTransport::Impl::pump_frames() {
 
 void AmqpTransport::Impl::handle_method(amqp_channel_t channel, const amqp_method_t& method) {
     switch (method.id) {
-        case AMQP_BASIC_DELIVER_METHOD:
-            incoming_.begin_delivery(channel, *static_cast<const amqp_basic_deliver_t*>(method.decoded));
-            return;
-        case AMQP_BASIC_RETURN_METHOD:
-            incoming_.begin_return(channel, *static_cast<const amqp_basic_return_t*>(method.decoded));
-            return;
-        case AMQP_BASIC_ACK_METHOD: {
-            const auto* ack = static_cast<const amqp_basic_ack_t*>(method.decoded);
-            confirms_.confirm(ack->delivery_tag, ack->multiple != 0, true);
-            return;
-        }
-        case AMQP_BASIC_NACK_METHOD: {
-            const auto* nack = static_cast<const amqp_basic_nack_t*>(method.decoded);
-            confirms_.confirm(nack->delivery_tag, nack->multiple != 0, false);
-            return;
-        }
-        case AMQP_BASIC_CANCEL_METHOD:  // the broker ended a consumer: its queue was deleted
-            subscriptions_.cancelled_by_broker(channel);
-            note_stopped_queues();
-            return;
-        case AMQP_CHANNEL_CLOSE_METHOD: {
-            const auto* close = static_cast<const amqp_channel_close_t*>(method.decoded);
-            const std::string reason = reply_text(close->reply_code, close->reply_text);
-            connection_->acknowledge_channel_close(channel);
-            incoming_.drop(channel);
-            channel_closed_by_broker(channel, reason);
-            return;
-        }
-        case AMQP_CONNECTION_CLOSE_METHOD: {
-            const auto* close = static_cast<const amqp_connection_close_t*>(method.decoded);
-            const std::string reason = reply_text(close->reply_code, close->reply_text);
-            connection_->acknowledge_connection_close();
-            throw ConnectionLost("acemq: the broker closed the connection to " + address_.printable() + " (" + reason +
-                                 ")");
-        }
-        case AMQP_CONNECTION_BLOCKED_METHOD: {
-            const auto* blocked = static_cast<const amqp_connection_blocked_t*>(method.decoded);
-            std::string reason = string_of(blocked->reason);
-            set_blocked(BlockedState{.blocked = true, .reason = reason});
-            emit({ConnectionEvent::Kind::blocked, reason, 0});
-            return;
-        }
-        case AMQP_CONNECTION_UNBLOCKED_METHOD:
-            set_blocked(BlockedState{});
-            emit({ConnectionEvent::Kind::unblocked, {}, 0});
-            return;
-        default:
-            return;  // channel.flow and the like: nothing we act on
+    case AMQP_BASIC_DELIVER_METHOD:
+        incoming_.begin_delivery(channel, *static_cast<const amqp_basic_deliver_t*>(method.decoded));
+        return;
+    case AMQP_BASIC_RETURN_METHOD:
+        incoming_.begin_return(channel, *static_cast<const amqp_basic_return_t*>(method.decoded));
+        return;
+    case AMQP_BASIC_ACK_METHOD: {
+        const auto* ack = static_cast<const amqp_basic_ack_t*>(method.decoded);
+        confirms_.confirm(ack->delivery_tag, ack->multiple != 0, true);
+        return;
+    }
+    case AMQP_BASIC_NACK_METHOD: {
+        const auto* nack = static_cast<const amqp_basic_nack_t*>(method.decoded);
+        confirms_.confirm(nack->delivery_tag, nack->multiple != 0, false);
+        return;
+    }
+    case AMQP_BASIC_CANCEL_METHOD:  // the broker ended a consumer: its queue was deleted
+        subscriptions_.cancelled_by_broker(channel);
+        note_stopped_queues();
+        return;
+    case AMQP_CHANNEL_CLOSE_METHOD: {
+        const auto* close = static_cast<const amqp_channel_close_t*>(method.decoded);
+        const std::string reason = reply_text(close->reply_code, close->reply_text);
+        connection_->acknowledge_channel_close(channel);
+        incoming_.drop(channel);
+        channel_closed_by_broker(channel, reason);
+        return;
+    }
+    case AMQP_CONNECTION_CLOSE_METHOD: {
+        const auto* close = static_cast<const amqp_connection_close_t*>(method.decoded);
+        const std::string reason = reply_text(close->reply_code, close->reply_text);
+        connection_->acknowledge_connection_close();
+        throw ConnectionLost("acemq: the broker closed the connection to " + address_.printable() + " (" + reason +
+                             ")");
+    }
+    case AMQP_CONNECTION_BLOCKED_METHOD: {
+        const auto* blocked = static_cast<const amqp_connection_blocked_t*>(method.decoded);
+        std::string reason = string_of(blocked->reason);
+        set_blocked(BlockedState{.blocked = true, .reason = reason});
+        emit({ConnectionEvent::Kind::blocked, reason, 0});
+        return;
+    }
+    case AMQP_CONNECTION_UNBLOCKED_METHOD:
+        set_blocked(BlockedState{});
+        emit({ConnectionEvent::Kind::unblocked, {}, 0});
+        return;
+    default: return;  // channel.flow and the like: nothing we act on
     }
 }
 

@@ -27,48 +27,43 @@ Credentials Credentials::from_file(std::filesystem::path file) {
 
 Credentials::Resolved Credentials::resolve() const {
     switch (source_) {
-        case Source::plain:
-            return {first_, second_};
-        case Source::environment: {
-            const char* user = std::getenv(first_.c_str());
-            const char* password = std::getenv(second_.c_str());
-            if (user == nullptr || *user == '\0')
-                throw InvalidArgument("acemq: the AMQP user name should be in environment variable " + first_ +
-                                      ", which is not set or empty");
-            if (password == nullptr)
-                throw InvalidArgument("acemq: the AMQP password should be in environment variable " + second_ +
-                                      ", which is not set");
-            return {user, password};
-        }
-        case Source::file: {
-            std::ifstream in(first_);
-            if (!in)
-                throw InvalidArgument("acemq: cannot read the AMQP credentials file " + first_ +
-                                      ": it cannot be opened");
-            Resolved resolved;
-            std::getline(in, resolved.user);
-            std::getline(in, resolved.password);
-            for (std::string* line : {&resolved.user, &resolved.password})
-                if (!line->empty() && line->back() == '\r') line->pop_back();
-            if (resolved.user.empty())
-                throw InvalidArgument("acemq: the AMQP credentials file " + first_ +
-                                      " should hold the user name on its first line and the password on its second; "
-                                      "the first line is empty");
-            return resolved;
-        }
+    case Source::plain: return {first_, second_};
+    case Source::environment: {
+        const char* user = std::getenv(first_.c_str());
+        const char* password = std::getenv(second_.c_str());
+        if (user == nullptr || *user == '\0')
+            throw InvalidArgument("acemq: the AMQP user name should be in environment variable " + first_ +
+                                  ", which is not set or empty");
+        if (password == nullptr)
+            throw InvalidArgument("acemq: the AMQP password should be in environment variable " + second_ +
+                                  ", which is not set");
+        return {user, password};
+    }
+    case Source::file: {
+        std::ifstream in(first_);
+        if (!in)
+            throw InvalidArgument("acemq: cannot read the AMQP credentials file " + first_ + ": it cannot be opened");
+        Resolved resolved;
+        std::getline(in, resolved.user);
+        std::getline(in, resolved.password);
+        for (std::string* line : {&resolved.user, &resolved.password})
+            if (!line->empty() && line->back() == '\r') line->pop_back();
+        if (resolved.user.empty())
+            throw InvalidArgument("acemq: the AMQP credentials file " + first_ +
+                                  " should hold the user name on its first line and the password on its second; "
+                                  "the first line is empty");
+        return resolved;
+    }
     }
     throw InvalidArgument("acemq: unknown credentials source");
 }
 
 std::ostream& operator<<(std::ostream& out, const Credentials& credentials) {
     switch (credentials.source_) {
-        case Credentials::Source::plain:
-            return out << "Credentials{given, user and password hidden}";
-        case Credentials::Source::environment:
-            return out << "Credentials{from environment " << credentials.first_ << " and " << credentials.second_
-                       << "}";
-        case Credentials::Source::file:
-            return out << "Credentials{from file " << credentials.first_ << "}";
+    case Credentials::Source::plain: return out << "Credentials{given, user and password hidden}";
+    case Credentials::Source::environment:
+        return out << "Credentials{from environment " << credentials.first_ << " and " << credentials.second_ << "}";
+    case Credentials::Source::file: return out << "Credentials{from file " << credentials.first_ << "}";
     }
     return out;
 }
@@ -97,18 +92,12 @@ Tls Tls::without_verification_insecure() {
 
 std::string_view to_string(ConnectionEvent::Kind kind) {
     switch (kind) {
-        case ConnectionEvent::Kind::lost:
-            return "lost";
-        case ConnectionEvent::Kind::retrying:
-            return "retrying";
-        case ConnectionEvent::Kind::recovered:
-            return "recovered";
-        case ConnectionEvent::Kind::blocked:
-            return "blocked";
-        case ConnectionEvent::Kind::unblocked:
-            return "unblocked";
-        case ConnectionEvent::Kind::gave_up:
-            return "gave-up";
+    case ConnectionEvent::Kind::lost: return "lost";
+    case ConnectionEvent::Kind::retrying: return "retrying";
+    case ConnectionEvent::Kind::recovered: return "recovered";
+    case ConnectionEvent::Kind::blocked: return "blocked";
+    case ConnectionEvent::Kind::unblocked: return "unblocked";
+    case ConnectionEvent::Kind::gave_up: return "gave-up";
     }
     return "unknown";
 }

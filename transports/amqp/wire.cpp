@@ -91,57 +91,44 @@ std::string too_deep() {
 // `level`: that of the table or array holding `value`.
 FieldValue field_of(const amqp_field_value_t& value, int level) {
     switch (value.kind) {
-        case AMQP_FIELD_KIND_BOOLEAN:
-            return FieldValue(value.value.boolean != 0);
-        case AMQP_FIELD_KIND_I8:
-            return FieldValue(static_cast<std::int32_t>(value.value.i8));
-        case AMQP_FIELD_KIND_U8:
-            return FieldValue(static_cast<std::int32_t>(value.value.u8));
-        case AMQP_FIELD_KIND_I16:
-            return FieldValue(static_cast<std::int32_t>(value.value.i16));
-        case AMQP_FIELD_KIND_U16:
-            return FieldValue(static_cast<std::int32_t>(value.value.u16));
-        case AMQP_FIELD_KIND_I32:
-            return FieldValue(value.value.i32);
-        case AMQP_FIELD_KIND_U32:
-            return FieldValue(static_cast<std::int64_t>(value.value.u32));
-        case AMQP_FIELD_KIND_I64:
-            return FieldValue(value.value.i64);
-        case AMQP_FIELD_KIND_U64:
+    case AMQP_FIELD_KIND_BOOLEAN: return FieldValue(value.value.boolean != 0);
+    case AMQP_FIELD_KIND_I8: return FieldValue(static_cast<std::int32_t>(value.value.i8));
+    case AMQP_FIELD_KIND_U8: return FieldValue(static_cast<std::int32_t>(value.value.u8));
+    case AMQP_FIELD_KIND_I16: return FieldValue(static_cast<std::int32_t>(value.value.i16));
+    case AMQP_FIELD_KIND_U16: return FieldValue(static_cast<std::int32_t>(value.value.u16));
+    case AMQP_FIELD_KIND_I32: return FieldValue(value.value.i32);
+    case AMQP_FIELD_KIND_U32: return FieldValue(static_cast<std::int64_t>(value.value.u32));
+    case AMQP_FIELD_KIND_I64: return FieldValue(value.value.i64);
+    case AMQP_FIELD_KIND_U64: return FieldValue(value.value.u64);
+    case AMQP_FIELD_KIND_TIMESTAMP:
+        // Past the signed range no instant can hold it; it stays the number it is.
+        if (value.value.u64 > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()))
             return FieldValue(value.value.u64);
-        case AMQP_FIELD_KIND_TIMESTAMP:
-            // Past the signed range no instant can hold it; it stays the number it is.
-            if (value.value.u64 > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()))
-                return FieldValue(value.value.u64);
-            return FieldValue(FieldTimestamp(std::chrono::seconds(static_cast<std::int64_t>(value.value.u64))));
-        case AMQP_FIELD_KIND_F32:
-            return FieldValue(static_cast<double>(value.value.f32));
-        case AMQP_FIELD_KIND_F64:
-            return FieldValue(value.value.f64);
-        case AMQP_FIELD_KIND_DECIMAL: {
-            double scaled = static_cast<double>(value.value.decimal.value);
-            for (std::uint8_t i = 0; i < value.value.decimal.decimals; ++i) scaled /= 10;
-            return FieldValue(scaled);
-        }
-        case AMQP_FIELD_KIND_UTF8:
-            return FieldValue(string_of(value.value.bytes));
-        case AMQP_FIELD_KIND_BYTES: {
-            const auto* data = static_cast<const std::byte*>(value.value.bytes.bytes);
-            return FieldValue(Bytes(data, data + value.value.bytes.len));
-        }
-        case AMQP_FIELD_KIND_ARRAY: {
-            if (level >= max_table_depth) throw DecodeError(too_deep());
-            FieldArray items;
-            items.reserve(static_cast<std::size_t>(std::max(value.value.array.num_entries, 0)));
-            for (int i = 0; i < value.value.array.num_entries; ++i)
-                items.push_back(field_of(value.value.array.entries[i], level + 1));
-            return FieldValue(std::move(items));
-        }
-        case AMQP_FIELD_KIND_TABLE:
-            if (level >= max_table_depth) throw DecodeError(too_deep());
-            return FieldValue(table_at(value.value.table, level + 1));
-        default:
-            return FieldValue();
+        return FieldValue(FieldTimestamp(std::chrono::seconds(static_cast<std::int64_t>(value.value.u64))));
+    case AMQP_FIELD_KIND_F32: return FieldValue(static_cast<double>(value.value.f32));
+    case AMQP_FIELD_KIND_F64: return FieldValue(value.value.f64);
+    case AMQP_FIELD_KIND_DECIMAL: {
+        double scaled = static_cast<double>(value.value.decimal.value);
+        for (std::uint8_t i = 0; i < value.value.decimal.decimals; ++i) scaled /= 10;
+        return FieldValue(scaled);
+    }
+    case AMQP_FIELD_KIND_UTF8: return FieldValue(string_of(value.value.bytes));
+    case AMQP_FIELD_KIND_BYTES: {
+        const auto* data = static_cast<const std::byte*>(value.value.bytes.bytes);
+        return FieldValue(Bytes(data, data + value.value.bytes.len));
+    }
+    case AMQP_FIELD_KIND_ARRAY: {
+        if (level >= max_table_depth) throw DecodeError(too_deep());
+        FieldArray items;
+        items.reserve(static_cast<std::size_t>(std::max(value.value.array.num_entries, 0)));
+        for (int i = 0; i < value.value.array.num_entries; ++i)
+            items.push_back(field_of(value.value.array.entries[i], level + 1));
+        return FieldValue(std::move(items));
+    }
+    case AMQP_FIELD_KIND_TABLE:
+        if (level >= max_table_depth) throw DecodeError(too_deep());
+        return FieldValue(table_at(value.value.table, level + 1));
+    default: return FieldValue();
     }
 }
 

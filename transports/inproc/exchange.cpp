@@ -33,34 +33,24 @@ void Exchange::route(std::string_view key, std::uint64_t mark, std::vector<Queue
         if (queue->first_route(mark)) into.push_back(queue);
     };
     switch (declaration_.kind) {
-        case ExchangeKind::direct:
-            if (const auto found = direct_.find(key); found != direct_.end())
-                for (Queue* queue : found->second) add(queue);
-            break;
-        case ExchangeKind::topic:
-            topic_.match(key, add);
-            break;
-        case ExchangeKind::fanout:
-            for (Queue* queue : fanout_) add(queue);
-            break;
-        case ExchangeKind::headers:
-            break;  // refused at declare
+    case ExchangeKind::direct:
+        if (const auto found = direct_.find(key); found != direct_.end())
+            for (Queue* queue : found->second) add(queue);
+        break;
+    case ExchangeKind::topic: topic_.match(key, add); break;
+    case ExchangeKind::fanout:
+        for (Queue* queue : fanout_) add(queue);
+        break;
+    case ExchangeKind::headers: break;  // refused at declare
     }
 }
 
 void Exchange::add_route(const Binding& binding) {
     switch (declaration_.kind) {
-        case ExchangeKind::direct:
-            direct_[binding.routing_key].push_back(binding.queue);
-            break;
-        case ExchangeKind::topic:
-            topic_.add(binding.routing_key, binding.queue);
-            break;
-        case ExchangeKind::fanout:
-            fanout_.push_back(binding.queue);
-            break;
-        case ExchangeKind::headers:
-            break;
+    case ExchangeKind::direct: direct_[binding.routing_key].push_back(binding.queue); break;
+    case ExchangeKind::topic: topic_.add(binding.routing_key, binding.queue); break;
+    case ExchangeKind::fanout: fanout_.push_back(binding.queue); break;
+    case ExchangeKind::headers: break;
     }
 }
 

@@ -353,17 +353,14 @@ T decode_struct(const Value& v, const Path& at, FieldNames names) {
     constexpr std::size_t fields = boost::pfr::tuple_size_v<T>;
     const decltype(as_is_keys<T>)* keys = nullptr;
     switch (v.kind()) {
-        case Value::Kind::record:
-        case Value::Kind::map:
-            keys = &record_keys<T, DecodeError>(names);
-            break;
-        case Value::Kind::array:
-            if (v.as_array().size() != fields)
-                throw_decode_error(at, "expected " + std::to_string(fields) + " fields for " + type_name<T>() +
-                                           ", found an array of " + std::to_string(v.as_array().size()));
-            break;
-        default:
-            throw_wrong_kind(at, "a record, map or array", type_name<T>(), v);
+    case Value::Kind::record:
+    case Value::Kind::map: keys = &record_keys<T, DecodeError>(names); break;
+    case Value::Kind::array:
+        if (v.as_array().size() != fields)
+            throw_decode_error(at, "expected " + std::to_string(fields) + " fields for " + type_name<T>() +
+                                       ", found an array of " + std::to_string(v.as_array().size()));
+        break;
+    default: throw_wrong_kind(at, "a record, map or array", type_name<T>(), v);
     }
     return [&]<std::size_t... I>(std::index_sequence<I...>) {
         return T{decode_field<T, I>(v, at, names, keys)...};
