@@ -233,6 +233,16 @@ inline constexpr bool is_reflected_struct = std::is_class_v<T> && std::is_aggreg
 template <class T>
 inline constexpr bool unsupported = false;
 
+// Stops the build on a type write and decode cannot carry, with the list of those they can.
+template <class T>
+void refuse_unsupported() {
+    static_assert(unsupported<T>,
+                  "acemq: this type has no Value form. Use bool, integers, enums, float, "
+                  "double, std::string, std::vector, std::array, std::optional, std::map, "
+                  "acemq::Value, or an aggregate struct (no constructors, public fields) "
+                  "made of those.");
+}
+
 // ---- encoding ------------------------------------------------------------------------
 
 // The one mapping of C++ types to value events; to_value and every codec go through it.
@@ -279,11 +289,7 @@ void write(const T& v, ValueWriter& out) {
         }(std::make_index_sequence<boost::pfr::tuple_size_v<T>>{});
         out.end_record();
     } else {
-        static_assert(unsupported<T>,
-                      "acemq: this type has no Value form. Use bool, integers, enums, float, "
-                      "double, std::string, std::vector, std::array, std::optional, std::map, "
-                      "acemq::Value, or an aggregate struct (no constructors, public fields) "
-                      "made of those.");
+        refuse_unsupported<T>();
     }
 }
 
@@ -437,11 +443,7 @@ T decode(const Value& v, const Path& at, FieldNames names) {
     } else if constexpr (is_reflected_struct<T>) {
         return decode_struct<T>(v, at, names);
     } else {
-        static_assert(unsupported<T>,
-                      "acemq: this type has no Value form. Use bool, integers, enums, float, "
-                      "double, std::string, std::vector, std::array, std::optional, std::map, "
-                      "acemq::Value, or an aggregate struct (no constructors, public fields) "
-                      "made of those.");
+        refuse_unsupported<T>();
     }
 }
 
