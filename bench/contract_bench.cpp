@@ -58,9 +58,15 @@ int main() {
     bench::report("acemq encode<Payment>", ours_encode);
     bench::report("msgpack-c pack (MSGPACK_DEFINE)", raw_encode);
     bench::report_ratio("encode", ours_encode, raw_encode);
+    // What a consumer runs by default: the composite picks the codec by content type.
+    const auto consumer_codec = acemq::default_codec();
+    const double default_decode = bench::ns_per_op(
+        [&] { bench::keep(acemq::decode<Payment>(*consumer_codec, encoded.body, encoded.content_type)); });
     bench::report("acemq decode<Payment>", ours_decode);
+    bench::report("acemq decode<Payment> via default_codec()", default_decode);
     bench::report("msgpack-c unpack + convert", raw_decode);
     bench::report_ratio("decode", ours_decode, raw_decode);
+    bench::report_ratio("decode via default_codec()", default_decode, raw_decode);
 
     std::puts("JSON, the same Payment:");
     const acemq::JsonCodec json_codec;

@@ -213,24 +213,37 @@ const Codec* CompositeCodec::claimant(std::string_view content_type) const noexc
     return found == codecs_.end() ? nullptr : found->get();
 }
 
-Value CompositeCodec::decode(std::span<const std::byte> body, std::string_view content_type) const {
+namespace {
+
+// What each codec made of `content_type`, in order, up to the one that claimed it and failed
+// with `failure` (or all of them when none claimed it). Written only once a decode has failed.
+std::string tried_codecs(const std::vector<std::shared_ptr<const Codec>>& codecs, const Codec* reader,
+                         std::string_view content_type, std::string_view failure) {
     std::string tried;
-    for (const auto& codec : codecs_) {
+    for (const auto& codec : codecs) {
         if (!tried.empty()) tried += "; ";
         tried += codec->name();
         tried += ": ";
-        if (!codec->can_decode(content_type)) {
-            tried += "does not read " + describe_content_type(content_type);
-            continue;
-        }
-        try {
-            return codec->decode(body, content_type);
-        } catch (const DecodeError& e) {
-            tried += without_prefix(e.what());
-            break;  // the first claimant decides; see the class comment
-        }
+        if (codec.get() == reader) return tried += failure;
+        tried += "does not read " + describe_content_type(content_type);
     }
-    throw DecodeError("acemq: no codec could read this message. Tried " + tried);
+    return tried;
+}
+
+}  // namespace
+
+Value CompositeCodec::decode(std::span<const std::byte> body, std::string_view content_type) const {
+    // The first claimant decides (see the class comment); the others are never asked.
+    const Codec* reader = claimant(content_type);
+    if (reader == nullptr)
+        throw DecodeError("acemq: no codec could read this message. Tried " +
+                          tried_codecs(codecs_, nullptr, content_type, {}));
+    try {
+        return reader->decode(body, content_type);
+    } catch (const DecodeError& e) {
+        throw DecodeError("acemq: no codec could read this message. Tried " +
+                          tried_codecs(codecs_, reader, content_type, without_prefix(e.what())));
+    }
 }
 
 FieldNames CompositeCodec::field_names(std::string_view content_type) const noexcept {
