@@ -29,6 +29,8 @@ int main([[maybe_unused]] int argc, [[maybe_unused]] char** argv) {
     using namespace std::chrono_literals;
     try {
         acemq::open_transport("nope://x");
+        std::cerr << "install check: an unknown URL scheme was accepted\n";
+        return 1;
     } catch (const acemq::InvalidArgument& unknown) {
         const std::string what = unknown.what();
         const bool lists_amqp = what.find("amqp, amqps, inproc") != std::string::npos;

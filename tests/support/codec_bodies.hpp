@@ -2,7 +2,7 @@
 // codec tests (contract) and the hostile-body tests (reliability).
 #pragma once
 
-#include <catch2/catch.hpp>
+#include "thrown.hpp"
 
 #include <acemq/error.hpp>
 #include <acemq/value.hpp>
@@ -26,26 +26,14 @@ inline acemq::Value::Bytes bytes_of(std::initializer_list<int> values) {
     return out;
 }
 
-// Runs `code`, which must throw an E, and returns its message.
-template <class E, class F>
-std::string error_of(F&& code) {
-    try {
-        code();
-    } catch (const E& e) {
-        return e.what();
-    }
-    FAIL("expected the code to throw, nothing was thrown");
-    return {};
-}
-
 template <class F>
 std::string decode_error_of(F&& decode) {
-    return error_of<acemq::DecodeError>(std::forward<F>(decode));
+    return what_of<acemq::DecodeError>(std::forward<F>(decode));
 }
 
 template <class F>
 std::string encode_error_of(F&& encode) {
-    return error_of<acemq::EncodeError>(std::forward<F>(encode));
+    return what_of<acemq::EncodeError>(std::forward<F>(encode));
 }
 
 }  // namespace testing_support

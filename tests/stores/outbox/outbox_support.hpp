@@ -4,6 +4,7 @@
 
 #include <catch2/catch.hpp>
 #include "../../support/forwarding_transport.hpp"
+#include "../../support/thrown.hpp"
 
 #include <acemq/acemq.hpp>
 #include <acemq/outbox.hpp>
@@ -17,6 +18,8 @@
 #include <vector>
 
 namespace outbox_test {
+
+using testing_support::what_of;
 
 using namespace std::chrono_literals;
 
@@ -143,18 +146,6 @@ inline acemq::OutboxRecord order_record(acemq::Bus& bus, const std::string& queu
     acemq::OutboxRecord made = acemq::record(bus, "", queue, Order{order_id, 100});
     made.created_at -= age;
     return made;
-}
-
-// The what() of the E that `action` throws; fails the test when it throws nothing.
-template <class E, class F>
-std::string what_of(F&& action) {
-    try {
-        action();
-    } catch (const E& error) {
-        return error.what();
-    }
-    FAIL("expected an exception, and none was thrown");
-    return {};
 }
 
 inline std::vector<std::string> ids_of(const std::vector<acemq::OutboxRecord>& records) {
