@@ -1,0 +1,238 @@
+// The acemq ZeroMQ wire protocol, version 1 (docs/zmq-protocol.md says it in words; this
+// file and protocol.cpp are its one implementation, shared by the broker and the client).
+// Every ZeroMQ message between a client's DEALER and the broker's ROUTER is one frame (the
+// ROUTER adds the peer's routing id in front): a msgpack array whose first element is the
+// protocol version and whose second is the command number. Internal.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <acemq/error.hpp>
+#include <acemq/topology.hpp>
+#include <acemq/transport.hpp>
+
+#include <msgpack.hpp>
+
+namespace acemq::zmq::wire {
+
+inline constexpr std::uint32_t version = 1;
+
+enum class Command : std::uint8_t {
+    // client → broker
+    hello = 1,
+    declare = 2,
+    publish = 3,
+    consume = 4,
+    cancel = 5,
+    release = 6,
+    ack = 7,
+    nack = 8,
+    pull = 9,
+    depth = 10,
+    exists = 11,
+    remove = 12,
+    ping = 13,
+    heartbeat = 14,  // both ways
+    bye = 15,
+    // broker → client
+    welcome = 32,
+    reply = 33,
+    failure = 34,
+    confirm = 35,
+    deliver = 36,
+    error = 37,
+};
+
+std::string_view to_string(Command command) noexcept;
+
+// How a request failed on the broker, so the client throws the same class the embedded
+// broker would have thrown in-process.
+enum class FailureKind : std::uint8_t { error = 0, topology = 1, invalid_argument = 2, usage = 3 };
+
+// What the broker says when a frame cannot be answered as a request: it could not be read,
+// or it came from a peer that has not said hello (a broker restarted under a client).
+enum class ErrorCode : std::uint8_t { malformed = 1, unsupported_version = 2, unknown_command = 3, no_session = 4 };
+
+// A frame that breaks the protocol; what() says which part and how. The broker answers it
+// with an error frame and keeps serving.
+class ProtocolError : public Error {
+public:
+    using Error::Error;
+};
+
+// One frame, unpacked: the command and its fields (after version and command). Refers into
+// the frame's bytes, which must outlive it.
+class Frame {
+public:
+    // Throws ProtocolError for anything that is not a version-1 frame of a known command with
+    // at least its fields: empty, not msgpack, not an array, trailing bytes, nested past the
+    // limit, longer than it says, another version (unsupported_version()), another command.
+    static Frame parse(std::span<const std::byte> bytes);
+
+    Command command() const noexcept { return command_; }
+    std::size_t size() const noexcept { return fields_.size; }
+    const msgpack::object& field(std::size_t index) const;  // ProtocolError past the end
+
+    // Typed readers of field `index`; ProtocolError naming the field when it has another type.
+    std::uint64_t unsigned_at(std::size_t index, std::string_view name) const;
+    bool bool_at(std::size_t index, std::string_view name) const;
+    std::string string_at(std::size_t index, std::string_view name) const;
+    std::string_view string_view_at(std::size_t index, std::string_view name) const;
+    Bytes bytes_at(std::size_t index, std::string_view name) const;
+    FieldTable table_at(std::size_t index, std::string_view name) const;
+    bool is_nil(std::size_t index) const;
+
+private:
+    Frame() = default;
+    msgpack::object_handle handle_;
+    Command command_{};
+    msgpack::object_array fields_{};
+};
+
+// The request number a frame carries first, when it has one, so that an answer to a bad
+// request can name it; 0 when it cannot be read.
+std::uint64_t request_of(std::span<const std::byte> bytes) noexcept;
+// True when the frame names a protocol version this side does not speak.
+bool is_unsupported_version(const ProtocolError& error) noexcept;
+
+// Writes one frame. Each encode_* below returns the frame's bytes.
+class Writer {
+public:
+    Writer(Command command, std::uint32_t fields);
+    msgpack::packer<msgpack::sbuffer>& out() noexcept { return packer_; }
+    Writer& text(std::string_view value);
+    Writer& bytes(std::span<const std::byte> value);
+    Writer& table(const FieldTable& value);
+    template <class T>
+    Writer& value(const T& value) {
+        packer_.pack(value);
+        return *this;
+    }
+    Writer& nil();
+    msgpack::sbuffer& buffer() noexcept { return buffer_; }
+
+private:
+    msgpack::sbuffer buffer_;
+    msgpack::packer<msgpack::sbuffer> packer_;
+};
+
+// The requests. `request` numbers a request within a session; the answer carries it back.
+msgpack::sbuffer encode_hello(std::uint64_t request, std::string_view client_name, std::uint32_t heartbeat_millis);
+msgpack::sbuffer encode_declare(std::uint64_t request, const Topology& topology);
+msgpack::sbuffer encode_publish(std::uint64_t sequence, const OutboundMessage& message);
+msgpack::sbuffer encode_consume(std::uint64_t request, std::string_view queue, std::uint16_t prefetch,
+                                std::string_view tag);
+msgpack::sbuffer encode_consumer_request(Command command, std::uint64_t request, std::uint64_t consumer);
+msgpack::sbuffer encode_settle(std::uint64_t delivery_tag, std::optional<bool> nack_requeue);
+msgpack::sbuffer encode_queue_request(Command command, std::uint64_t request, std::string_view queue);
+msgpack::sbuffer encode_ping(std::uint64_t request);
+msgpack::sbuffer encode_bare(Command command);  // heartbeat, bye
+
+// The answers.
+msgpack::sbuffer encode_welcome(std::uint64_t request, std::string_view broker_name, std::uint32_t heartbeat_millis,
+                                std::uint64_t max_frame_bytes);
+// A reply's value: nil, an unsigned number or a bool, as the request asks (see the document).
+msgpack::sbuffer encode_reply_nil(std::uint64_t request);
+msgpack::sbuffer encode_reply_unsigned(std::uint64_t request, std::uint64_t value);
+msgpack::sbuffer encode_reply_bool(std::uint64_t request, bool value);
+// The answer to pull: nil for an empty queue, else the delivery.
+msgpack::sbuffer encode_reply_pulled(std::uint64_t request, std::uint64_t delivery_tag, const InboundMessage& message);
+msgpack::sbuffer encode_failure(std::uint64_t request, FailureKind kind, std::string_view text);
+msgpack::sbuffer encode_confirm(std::uint64_t sequence, const PublishResult& result);
+msgpack::sbuffer encode_deliver(std::uint64_t consumer, std::uint64_t delivery_tag, const InboundMessage& message);
+msgpack::sbuffer encode_error(std::uint64_t request, ErrorCode code, std::string_view text);
+
+// Readers of the fields of each command, after Frame::parse; ProtocolError when a field is
+// missing or of another type.
+struct Hello {
+    std::uint64_t request;
+    std::string client_name;
+    std::uint32_t heartbeat_millis;
+};
+Hello read_hello(const Frame& frame);
+
+struct Declare {
+    std::uint64_t request;
+    std::vector<ExchangeDeclaration> exchanges;
+    std::vector<QueueDeclaration> queues;
+    std::vector<BindingDeclaration> bindings;
+};
+Declare read_declare(const Frame& frame);
+
+struct Publish {
+    std::uint64_t sequence;
+    OutboundMessage message;
+};
+Publish read_publish(const Frame& frame);
+
+struct Consume {
+    std::uint64_t request;
+    std::string queue;
+    std::uint16_t prefetch;
+    std::string tag;
+};
+Consume read_consume(const Frame& frame);
+
+struct ConsumerRequest {  // cancel, release
+    std::uint64_t request;
+    std::uint64_t consumer;
+};
+ConsumerRequest read_consumer_request(const Frame& frame);
+
+struct Settle {  // ack, nack
+    std::uint64_t delivery_tag;
+    bool requeue = false;  // nack only
+};
+Settle read_settle(const Frame& frame);
+
+struct QueueRequest {  // pull, depth, exists, remove
+    std::uint64_t request;
+    std::string queue;
+};
+QueueRequest read_queue_request(const Frame& frame);
+
+std::uint64_t read_request(const Frame& frame);  // ping, and the first field of every answer
+
+struct Welcome {
+    std::uint64_t request;
+    std::string broker_name;
+    std::uint32_t heartbeat_millis;
+    std::uint64_t max_frame_bytes;
+};
+Welcome read_welcome(const Frame& frame);
+
+struct Failure {
+    std::uint64_t request;
+    FailureKind kind;
+    std::string text;
+};
+Failure read_failure(const Frame& frame);
+
+struct Confirm {
+    std::uint64_t sequence;
+    PublishResult result;
+};
+Confirm read_confirm(const Frame& frame);
+
+struct Deliver {
+    std::uint64_t consumer;
+    std::uint64_t delivery_tag;
+    InboundMessage message;
+};
+Deliver read_deliver(const Frame& frame);
+// The reply to pull: nullopt for an empty queue.
+std::optional<Deliver> read_pulled(const Frame& frame);
+
+struct ErrorFrame {
+    std::uint64_t request;
+    ErrorCode code;
+    std::string text;
+};
+ErrorFrame read_error(const Frame& frame);
+
+}  // namespace acemq::zmq::wire
