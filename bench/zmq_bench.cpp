@@ -215,12 +215,13 @@ RoundTrips dealer_router(zmq::context_t& context, const std::string& bind, const
     zmq::socket_t dealer = connected(context, zmq::socket_type::dealer, router.get(zmq::sockopt::last_endpoint));
     Worker echo([&] {
         zmq::message_t identity, body;
-        do {
+        for (bool last = false; !last;) {
             receive(router, identity, "ROUTER, a request's identity");
             receive(router, body, "ROUTER, a request's body");
+            last = body.size() == 0;  // read before the send, which leaves `body` empty
             router.send(identity, zmq::send_flags::sndmore);
             router.send(body, zmq::send_flags::none);
-        } while (body.size() != 0);
+        }
     });
     zmq::message_t reply;
     auto round_trip = [&] {
@@ -442,7 +443,7 @@ struct Column {
     AcemqFigures acemq;
 };
 
-void print_line(const char* what, const char* unit, double ipc, double tcp, const char* format = "%14.0f") {
+void print_line(const char* what, const char* unit, double ipc, double tcp, const char* format = "%16.0f") {
     std::printf("  %-44s %-6s", what, unit);
     std::printf(format, ipc);
     std::printf(format, tcp);
@@ -451,30 +452,31 @@ void print_line(const char* what, const char* unit, double ipc, double tcp, cons
 
 void print_table(std::size_t payload, const Column& ipc, const Column& tcp, const std::optional<double>& amqp,
                  const std::string& amqp_missing, const Sizes& sizes) {
-    std::printf("\npayload %zu B %52s %14s\n", payload, "ipc://", "tcp://127.0.0.1");
+    const std::string title = "payload " + std::to_string(payload) + " B";
+    std::printf("\n%-53s%16s%16s\n", title.c_str(), "ipc://", "tcp://127.0.0.1");
     const std::string stream = "(a) raw PUSH/PULL, " + std::to_string(sizes.stream_messages) + " messages";
     print_line(stream.c_str(), "msg/s", ipc.push_pull, tcp.push_pull);
     print_line("(b) raw DEALER/ROUTER echo, round trip p50", "us", ipc.round_trips.p50_us, tcp.round_trips.p50_us,
-               "%14.1f");
+               "%16.1f");
     print_line("                                       p99", "us", ipc.round_trips.p99_us, tcp.round_trips.p99_us,
-               "%14.1f");
+               "%16.1f");
     print_line("    one at a time", "msg/s", ipc.round_trips.per_second, tcp.round_trips.per_second);
     print_line("(c) acemq zmq, confirmed + acked", "msg/s", ipc.acemq.per_second, tcp.acemq.per_second);
-    print_line("    one confirmed publish() p50", "us", ipc.acemq.single.p50_us, tcp.acemq.single.p50_us, "%14.1f");
-    print_line("                            p99", "us", ipc.acemq.single.p99_us, tcp.acemq.single.p99_us, "%14.1f");
+    print_line("    one confirmed publish() p50", "us", ipc.acemq.single.p50_us, tcp.acemq.single.p50_us, "%16.1f");
+    print_line("                            p99", "us", ipc.acemq.single.p99_us, tcp.acemq.single.p99_us, "%16.1f");
     if (amqp)
-        std::printf("  %-44s %-6s%14.0f  (one RabbitMQ over tcp, for both columns)\n",
+        std::printf("  %-44s %-6s%16.0f  (one RabbitMQ over tcp, for both columns)\n",
                     "(d) acemq amqp, confirmed + acked", "msg/s", *amqp);
     else
         std::printf("  %-44s missing: %s\n", "(d) acemq amqp, confirmed + acked", amqp_missing.c_str());
     std::printf("  ratios\n");
     print_line("(c) / (a) throughput          (aim >= 0.25)", "x", ipc.acemq.per_second / ipc.push_pull,
-               tcp.acemq.per_second / tcp.push_pull, "%14.3f");
+               tcp.acemq.per_second / tcp.push_pull, "%16.3f");
     print_line("(c) publish p50 / (b) p50     (aim <= 1.5)", "x", ipc.acemq.single.p50_us / ipc.round_trips.p50_us,
-               tcp.acemq.single.p50_us / tcp.round_trips.p50_us, "%14.3f");
+               tcp.acemq.single.p50_us / tcp.round_trips.p50_us, "%16.3f");
     if (amqp)
         print_line("(c) / (d) throughput          (aim > 1)", "x", ipc.acemq.per_second / *amqp,
-                   tcp.acemq.per_second / *amqp, "%14.3f");
+                   tcp.acemq.per_second / *amqp, "%16.3f");
     else
         std::printf("  %-44s missing with (d)\n", "(c) / (d) throughput          (aim > 1)");
 }
@@ -514,6 +516,7 @@ int main(int argc, char** argv) {
         "%d single publishes, %d round trips\n",
         major, minor, patch, CPPZMQ_VERSION_MAJOR, CPPZMQ_VERSION_MINOR, quick ? "quick" : "full", sizes.runs,
         sizes.confirmed_acked, sizes.single_publishes, sizes.round_trips);
+    std::fflush(stdout);
     try {
         zmq::context_t context;
         Endpoints endpoints;
