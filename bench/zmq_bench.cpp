@@ -55,9 +55,9 @@ using Clock = std::chrono::steady_clock;
 
 constexpr std::size_t window = 256;
 constexpr std::uint16_t prefetch = 256;
-// How long one receive or one wait may take before the benchmark gives up: only a broken
+// How long one send, receive or wait may take before the benchmark gives up: only a broken
 // side is this slow, and a benchmark that hangs reports nothing.
-constexpr int receive_timeout_ms = 10'000;
+constexpr int peer_timeout_ms = 10'000;
 constexpr auto drain_deadline = 60s;
 
 struct Sizes {
@@ -156,13 +156,20 @@ private:
 
 void receive(zmq::socket_t& socket, zmq::message_t& message, const char* what) {
     if (!socket.recv(message, zmq::recv_flags::none))
-        throw std::runtime_error(std::string(what) + ": nothing arrived in " + std::to_string(receive_timeout_ms) +
+        throw std::runtime_error(std::string(what) + ": nothing arrived in " + std::to_string(peer_timeout_ms) + " ms");
+}
+
+// Sends on a PUSH or DEALER socket, which block while the peer takes nothing.
+void send(zmq::socket_t& socket, const acemq::Bytes& payload, const char* what) {
+    if (!socket.send(zmq::buffer(payload.data(), payload.size()), zmq::send_flags::none))
+        throw std::runtime_error(std::string(what) + ": the peer took nothing for " + std::to_string(peer_timeout_ms) +
                                  " ms");
 }
 
 zmq::socket_t bound(zmq::context_t& context, zmq::socket_type type, const std::string& bind) {
     zmq::socket_t socket(context, type);
-    socket.set(zmq::sockopt::rcvtimeo, receive_timeout_ms);
+    socket.set(zmq::sockopt::rcvtimeo, peer_timeout_ms);
+    socket.set(zmq::sockopt::sndtimeo, peer_timeout_ms);
     socket.set(zmq::sockopt::linger, 0);
     socket.bind(bind);
     return socket;
@@ -170,7 +177,8 @@ zmq::socket_t bound(zmq::context_t& context, zmq::socket_type type, const std::s
 
 zmq::socket_t connected(zmq::context_t& context, zmq::socket_type type, const std::string& address) {
     zmq::socket_t socket(context, type);
-    socket.set(zmq::sockopt::rcvtimeo, receive_timeout_ms);
+    socket.set(zmq::sockopt::rcvtimeo, peer_timeout_ms);
+    socket.set(zmq::sockopt::sndtimeo, peer_timeout_ms);
     socket.set(zmq::sockopt::linger, 0);
     socket.connect(address);
     return socket;
@@ -182,7 +190,7 @@ double push_pull(zmq::context_t& context, const std::string& bind, const acemq::
     zmq::socket_t pull = bound(context, zmq::socket_type::pull, bind);
     zmq::socket_t push = connected(context, zmq::socket_type::push, pull.get(zmq::sockopt::last_endpoint));
     zmq::message_t message;
-    push.send(zmq::buffer(payload.data(), payload.size()), zmq::send_flags::none);
+    send(push, payload, "PUSH/PULL, the first message");
     receive(pull, message, "PUSH/PULL, the first message");
 
     const auto start = Clock::now();
@@ -196,7 +204,7 @@ double push_pull(zmq::context_t& context, const std::string& bind, const acemq::
         bench::keep(bytes);
     });
     Worker sender([&] {
-        for (int i = 0; i < count; ++i) push.send(zmq::buffer(payload.data(), payload.size()), zmq::send_flags::none);
+        for (int i = 0; i < count; ++i) send(push, payload, "PUSH/PULL");
     });
     sender.join();
     receiver.join();
@@ -225,7 +233,7 @@ RoundTrips dealer_router(zmq::context_t& context, const std::string& bind, const
     });
     zmq::message_t reply;
     auto round_trip = [&] {
-        dealer.send(zmq::buffer(payload.data(), payload.size()), zmq::send_flags::none);
+        send(dealer, payload, "DEALER, a request");
         receive(dealer, reply, "DEALER, the echo");
     };
     for (int i = 0; i < warm_up; ++i) round_trip();
@@ -238,7 +246,7 @@ RoundTrips dealer_router(zmq::context_t& context, const std::string& bind, const
         samples.push_back(micros(Clock::now() - sent));
     }
     const double per_second = count / seconds(Clock::now() - start);
-    dealer.send(zmq::message_t(), zmq::send_flags::none);
+    send(dealer, acemq::Bytes{}, "DEALER, the last request");
     receive(dealer, reply, "DEALER, the echo of the last request");
     echo.join();
     return {percentile(samples, 0.50), percentile(samples, 0.99), per_second};
