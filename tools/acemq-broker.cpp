@@ -73,22 +73,35 @@ Settings parse(int argc, char* argv[]) {
             if (i + 1 >= argc) throw BadCommandLine{std::string(flag) + " needs a value"};
             return argv[++i];
         };
-        if (flag == "--help") settings.help = true;
-        else if (flag == "--version") settings.version = true;
-        else if (flag == "--listen") settings.endpoints.push_back(value());
-        else if (flag == "--name") settings.name = value();
-        else if (flag == "--allow-remote") settings.options.allow_remote = true;
-        else if (flag == "--heartbeat-ms") settings.options.heartbeat = std::chrono::milliseconds(number(flag, value()));
-        else if (flag == "--max-frame-bytes") settings.options.max_frame_bytes = number(flag, value());
-        else if (flag == "--curve-secret") settings.curve_secret = value();
-        else if (flag == "--curve-allow") settings.curve_allowed.emplace_back(value());
-        else if (flag == "--generate-keys") settings.generate_keys = value();
-        else if (flag == "--ready-file") settings.ready_file = value();
-        else throw BadCommandLine{"unknown option \"" + std::string(flag) + "\""};
+        if (flag == "--help")
+            settings.help = true;
+        else if (flag == "--version")
+            settings.version = true;
+        else if (flag == "--listen")
+            settings.endpoints.push_back(value());
+        else if (flag == "--name")
+            settings.name = value();
+        else if (flag == "--allow-remote")
+            settings.options.allow_remote = true;
+        else if (flag == "--heartbeat-ms")
+            settings.options.heartbeat = std::chrono::milliseconds(number(flag, value()));
+        else if (flag == "--max-frame-bytes")
+            settings.options.max_frame_bytes = number(flag, value());
+        else if (flag == "--curve-secret")
+            settings.curve_secret = value();
+        else if (flag == "--curve-allow")
+            settings.curve_allowed.emplace_back(value());
+        else if (flag == "--generate-keys")
+            settings.generate_keys = value();
+        else if (flag == "--ready-file")
+            settings.ready_file = value();
+        else
+            throw BadCommandLine{"unknown option \"" + std::string(flag) + "\""};
     }
     if (settings.curve_secret.has_value() != !settings.curve_allowed.empty())
-        throw BadCommandLine{settings.curve_secret ? "--curve-secret needs at least one --curve-allow (the client keys to admit)"
-                                                   : "--curve-allow needs --curve-secret (the broker's own key)"};
+        throw BadCommandLine{settings.curve_secret
+                                 ? "--curve-secret needs at least one --curve-allow (the client keys to admit)"
+                                 : "--curve-allow needs --curve-secret (the broker's own key)"};
     if (settings.curve_secret)
         settings.options.curve = acemq::zmq::ServerCurve{*settings.curve_secret, settings.curve_allowed};
     if (settings.endpoints.empty()) settings.endpoints.push_back("tcp://127.0.0.1:5680");
@@ -120,9 +133,9 @@ int serve(const Settings& settings) {
     std::string listening;
     for (const std::string& endpoint : server->endpoints()) listening += (listening.empty() ? "" : ", ") + endpoint;
     std::cerr << "acemq-broker " << ACEMQ_VERSION << ": broker \"" << settings.name << "\" listening on " << listening
-              << (settings.options.curve ? " (CurveZMQ, " + std::to_string(settings.curve_allowed.size()) +
-                                               " client key(s) admitted)"
-                                         : " (no encryption)")
+              << (settings.options.curve
+                      ? " (CurveZMQ, " + std::to_string(settings.curve_allowed.size()) + " client key(s) admitted)"
+                      : " (no encryption)")
               << std::endl;
     if (settings.ready_file) write_ready_file(*settings.ready_file, server->endpoints());
 
@@ -130,8 +143,8 @@ int serve(const Settings& settings) {
     sigwait(&stop_signals, &received);
     const acemq::zmq::ServerStats stats = server->stats();
     server.reset();
-    std::cerr << "acemq-broker: stopped on " << (received == SIGTERM ? "SIGTERM" : "SIGINT") << "; "
-              << stats.sessions << " client(s) connected at the end, " << stats.sessions_ended << " session(s) ended, "
+    std::cerr << "acemq-broker: stopped on " << (received == SIGTERM ? "SIGTERM" : "SIGINT") << "; " << stats.sessions
+              << " client(s) connected at the end, " << stats.sessions_ended << " session(s) ended, "
               << stats.frames_refused << " frame(s) refused, " << stats.clients_refused << " client key(s) refused"
               << std::endl;
     return 0;
