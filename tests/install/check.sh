@@ -42,6 +42,7 @@ expected=$(cd "$source_dir"; {
   echo acemq/config.hpp acemq/inproc.hpp | tr ' ' '\n'
   ls stores/acemq/stores/{memory,sql}_*.hpp | sed 's@^stores/@@'
   if has AMQP; then echo acemq/amqp.hpp; fi
+  if has ZMQ; then echo acemq/zmq.hpp; fi
   if has SQLITE; then echo acemq/stores/sqlite.hpp; fi
   if has POSTGRES; then echo acemq/stores/postgres.hpp; fi
 } | sort)

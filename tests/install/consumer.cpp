@@ -14,6 +14,11 @@
 #if ACEMQ_HAS_AMQP
 #include <acemq/amqp.hpp>
 #endif
+#if ACEMQ_HAS_ZMQ
+#include <unistd.h>
+
+#include <acemq/zmq.hpp>
+#endif
 
 #include <chrono>
 #include <cstdint>
@@ -35,7 +40,8 @@ int main([[maybe_unused]] int argc, [[maybe_unused]] char** argv) {
         const std::string what = unknown.what();
         const bool lists_amqp = what.find("amqp, amqps, inproc") != std::string::npos;
         const bool lists_inproc = what.find("inproc") != std::string::npos;
-        if (!lists_inproc || lists_amqp != bool(ACEMQ_HAS_AMQP)) {
+        const bool lists_zmq = what.find("zmq+ipc, zmq+tcp") != std::string::npos;
+        if (!lists_inproc || lists_amqp != bool(ACEMQ_HAS_AMQP) || lists_zmq != bool(ACEMQ_HAS_ZMQ)) {
             std::cerr << "install check: the transports known are wrong: " << what << '\n';
             return 1;
         }
@@ -66,5 +72,17 @@ int main([[maybe_unused]] int argc, [[maybe_unused]] char** argv) {
         return 1;
     }
     std::cout << "acemq " << ACEMQ_VERSION << ": published and consumed in-process\n";
+#if ACEMQ_HAS_ZMQ
+    // The same broker served over ZeroMQ, reached by URL: libzmq is linked as the .pc or CMake says.
+    const std::string endpoint = "ipc:///tmp/acemq-install-check-" + std::to_string(::getpid()) + ".sock";
+    auto server = acemq::zmq::serve(acemq::inproc::broker("install-check"), {endpoint});
+    auto remote = acemq::open_transport("zmq+" + endpoint);
+    remote->declare(acemq::Topology{}.queue("orders.remote"));
+    if (!remote->publish({.routing_key = "orders.remote"}).confirmed || remote->queue_depth("orders.remote") != 1) {
+        std::cerr << "install check: a publish over zmq+" << endpoint << " was not confirmed and queued\n";
+        return 1;
+    }
+    std::cout << "acemq " << ACEMQ_VERSION << ": published over zmq and confirmed\n";
+#endif
     return 0;
 }
