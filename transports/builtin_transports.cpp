@@ -5,6 +5,9 @@
 #if ACEMQ_WITH_AMQP
 #include <acemq/amqp.hpp>
 #endif
+#if ACEMQ_WITH_ZMQ
+#include <acemq/zmq.hpp>
+#endif
 
 namespace acemq::detail {
 
@@ -17,6 +20,11 @@ std::vector<std::pair<std::string, TransportFactory>> builtin_transports() {
     const TransportFactory amqp = [](std::string_view url) -> std::shared_ptr<Transport> { return amqp::open(url); };
     table.emplace_back("amqp", amqp);
     table.emplace_back("amqps", amqp);
+#endif
+#if ACEMQ_WITH_ZMQ
+    const TransportFactory zmq = [](std::string_view url) -> std::shared_ptr<Transport> { return zmq::open(url); };
+    table.emplace_back("zmq+tcp", zmq);
+    table.emplace_back("zmq+ipc", zmq);
 #endif
     return table;
 }

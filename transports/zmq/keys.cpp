@@ -151,9 +151,15 @@ void require_curve() {
             "with libsodium (Debian's libzmq5 is), or leave the curve options out");
 }
 
-std::string read_public_key(const std::filesystem::path& file) { return read_key(file, false); }
+std::string read_public_key(const std::filesystem::path& file) {
+    require_curve();
+    return read_key(file, false);
+}
 
-std::string read_secret_key(const std::filesystem::path& file) { return read_key(file, true); }
+std::string read_secret_key(const std::filesystem::path& file) {
+    require_curve();
+    return read_key(file, true);
+}
 
 std::string public_key_of(const std::string& secret_z85) {
     require_curve();

@@ -44,7 +44,8 @@ public:
 
 private:
     bool open(std::size_t values) {
-        if (++depth_ > max_depth) malformed("arrays and maps nest deeper than " + std::to_string(max_depth) + " levels");
+        if (++depth_ > max_depth)
+            malformed("arrays and maps nest deeper than " + std::to_string(max_depth) + " levels");
         if (values > budget_) malformed("an array or map declares more elements than the frame has bytes");
         budget_ -= values;
         return true;
@@ -137,8 +138,10 @@ void pack_value(msgpack::packer<msgpack::sbuffer>& out, const FieldValue& value)
             if constexpr (std::is_same_v<V, std::monostate>) {
                 out.pack_nil();
             } else if constexpr (std::is_same_v<V, bool>) {
-                if (v) out.pack_true();
-                else out.pack_false();
+                if (v)
+                    out.pack_true();
+                else
+                    out.pack_false();
             } else if constexpr (std::is_same_v<V, std::int32_t>) {
                 out.pack_int32(v);
             } else if constexpr (std::is_same_v<V, std::int64_t>) {
@@ -200,9 +203,9 @@ FieldValue read_value(const msgpack::object& object, std::string_view name) {
         switch (ext.type()) {
         case ext_int64: return static_cast<std::int64_t>(read_eight(ext));
         case ext_uint64: return read_eight(ext);
-        case ext_timestamp:
-            return FieldTimestamp(std::chrono::seconds(static_cast<std::int64_t>(read_eight(ext))));
-        default: malformed("a value in " + std::string(name) + " has the unknown ext type " + std::to_string(ext.type()));
+        case ext_timestamp: return FieldTimestamp(std::chrono::seconds(static_cast<std::int64_t>(read_eight(ext))));
+        default:
+            malformed("a value in " + std::string(name) + " has the unknown ext type " + std::to_string(ext.type()));
         }
     }
     }
@@ -264,7 +267,8 @@ InboundMessage read_message(const msgpack::object* fields) {
 template <class Enum>
 Enum read_enum(const Frame& frame, std::size_t index, std::string_view name, Enum last) {
     const std::uint64_t value = frame.unsigned_at(index, name);
-    if (value > static_cast<std::uint64_t>(last)) malformed(std::string(name) + " " + std::to_string(value) + " is unknown");
+    if (value > static_cast<std::uint64_t>(last))
+        malformed(std::string(name) + " " + std::to_string(value) + " is unknown");
     return static_cast<Enum>(value);
 }
 
@@ -433,23 +437,29 @@ msgpack::sbuffer encode_hello(std::uint64_t request, std::string_view client_nam
 }
 
 msgpack::sbuffer encode_declare(std::uint64_t request, const Topology& topology) {
+    return encode_declare(request, topology.exchanges(), topology.queues(), topology.bindings());
+}
+
+msgpack::sbuffer encode_declare(std::uint64_t request, std::span<const ExchangeDeclaration> exchanges,
+                                std::span<const QueueDeclaration> queues,
+                                std::span<const BindingDeclaration> bindings) {
     Writer out(Command::declare, 4);
     out.value(request);
     auto& packer = out.out();
-    packer.pack_array(static_cast<std::uint32_t>(topology.exchanges().size()));
-    for (const ExchangeDeclaration& exchange : topology.exchanges()) {
+    packer.pack_array(static_cast<std::uint32_t>(exchanges.size()));
+    for (const ExchangeDeclaration& exchange : exchanges) {
         packer.pack_array(5);
         out.text(exchange.name).value(static_cast<std::uint8_t>(exchange.kind));
         out.value(exchange.durable).value(exchange.auto_delete).table(exchange.arguments);
     }
-    packer.pack_array(static_cast<std::uint32_t>(topology.queues().size()));
-    for (const QueueDeclaration& queue : topology.queues()) {
+    packer.pack_array(static_cast<std::uint32_t>(queues.size()));
+    for (const QueueDeclaration& queue : queues) {
         packer.pack_array(6);
         out.text(queue.name).value(static_cast<std::uint8_t>(queue.type)).value(queue.durable);
         out.value(queue.exclusive).value(queue.auto_delete).table(queue.arguments);
     }
-    packer.pack_array(static_cast<std::uint32_t>(topology.bindings().size()));
-    for (const BindingDeclaration& binding : topology.bindings()) {
+    packer.pack_array(static_cast<std::uint32_t>(bindings.size()));
+    for (const BindingDeclaration& binding : bindings) {
         packer.pack_array(4);
         out.text(binding.queue).text(binding.exchange).text(binding.routing_key).table(binding.arguments);
     }
@@ -603,16 +613,15 @@ Declare read_declare(const Frame& frame) {
 }
 
 Publish read_publish(const Frame& frame) {
-    return {frame.unsigned_at(0, "sequence"),
-            OutboundMessage{.exchange = frame.string_at(1, "exchange"),
-                            .routing_key = frame.string_at(2, "routing_key"),
-                            .body = frame.bytes_at(3, "body"),
-                            .content_type = frame.string_at(4, "content_type"),
-                            .message_id = frame.string_at(5, "message_id"),
-                            .headers = frame.table_at(6, "headers"),
-                            .reply_to = frame.string_at(7, "reply_to"),
-                            .persistent = frame.bool_at(8, "persistent"),
-                            .mandatory = frame.bool_at(9, "mandatory")}};
+    return {frame.unsigned_at(0, "sequence"), OutboundMessage{.exchange = frame.string_at(1, "exchange"),
+                                                              .routing_key = frame.string_at(2, "routing_key"),
+                                                              .body = frame.bytes_at(3, "body"),
+                                                              .content_type = frame.string_at(4, "content_type"),
+                                                              .message_id = frame.string_at(5, "message_id"),
+                                                              .headers = frame.table_at(6, "headers"),
+                                                              .reply_to = frame.string_at(7, "reply_to"),
+                                                              .persistent = frame.bool_at(8, "persistent"),
+                                                              .mandatory = frame.bool_at(9, "mandatory")}};
 }
 
 Consume read_consume(const Frame& frame) {

@@ -124,6 +124,8 @@ private:
 // The requests. `request` numbers a request within a session; the answer carries it back.
 msgpack::sbuffer encode_hello(std::uint64_t request, std::string_view client_name, std::uint32_t heartbeat_millis);
 msgpack::sbuffer encode_declare(std::uint64_t request, const Topology& topology);
+msgpack::sbuffer encode_declare(std::uint64_t request, std::span<const ExchangeDeclaration> exchanges,
+                                std::span<const QueueDeclaration> queues, std::span<const BindingDeclaration> bindings);
 msgpack::sbuffer encode_publish(std::uint64_t sequence, const OutboundMessage& message);
 msgpack::sbuffer encode_consume(std::uint64_t request, std::string_view queue, std::uint16_t prefetch,
                                 std::string_view tag);

@@ -1,0 +1,540 @@
+// serve(): the embedded broker on a ROUTER socket, one I/O thread, one session per client
+// (docs/zmq-protocol.md §4–6). The broker's DeliverFns run on whatever thread made a delivery
+// possible, with the broker's lock held; they only queue the delivery for the I/O thread.
+#include <acemq/zmq.hpp>
+
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <mutex>
+#include <thread>
+#include <unordered_map>
+#include <unordered_set>
+
+#include <zmq.hpp>
+
+#include <acemq/log.hpp>
+
+#include "zmq/endpoint.hpp"
+#include "zmq/keys.hpp"
+#include "zmq/protocol.hpp"
+#include "zmq/socket_io.hpp"
+
+namespace acemq::zmq {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using wire::Command;
+
+// One client, from its hello to its bye, silence or unreachability.
+struct Session {
+    std::uint64_t id = 0;
+    std::string routing_id;
+    std::string client_name;
+    inproc::Broker::ConnectionId connection = 0;
+    std::chrono::milliseconds client_heartbeat{0};
+    Clock::time_point last_heard{};
+    Clock::time_point last_sent{};
+    std::uint64_t next_consumer = 1;
+    std::uint64_t next_tag = 1;
+    bool unreachable = false;
+    std::unordered_map<std::uint64_t, std::unique_ptr<Subscription>> consumers;
+    struct Unsettled {
+        Delivery delivery;
+        std::uint64_t consumer;  // 0 for a pulled message
+    };
+    std::unordered_map<std::uint64_t, Unsettled> unsettled;
+};
+
+// A delivery the broker handed a session's consumer, waiting for the I/O thread.
+struct Handed {
+    std::uint64_t session;
+    std::uint64_t consumer;
+    Delivery delivery;
+};
+
+wire::FailureKind failure_kind_of_current() {
+    try {
+        throw;
+    } catch (const TopologyError&) {
+        return wire::FailureKind::topology;
+    } catch (const UsageError&) {
+        return wire::FailureKind::usage;
+    } catch (const InvalidArgument&) {
+        return wire::FailureKind::invalid_argument;
+    } catch (const std::exception&) {
+        return wire::FailureKind::error;
+    }
+}
+
+class ServerImpl final : public Server {
+public:
+    ServerImpl(std::shared_ptr<inproc::Broker> broker, std::vector<std::string> endpoints, ServerOptions options);
+    ~ServerImpl() override;
+
+    const std::vector<std::string>& endpoints() const noexcept override { return bound_; }
+    ServerStats stats() const override {
+        return {.sessions = sessions_now_.load(),
+                .sessions_ended = sessions_ended_.load(),
+                .frames_refused = frames_refused_.load(),
+                .clients_refused = clients_refused_.load()};
+    }
+
+private:
+    void run();
+    void receive_all();
+    void answer_zap();
+    void handle(const std::string& routing_id, std::span<const std::byte> bytes);
+    void handle_in_session(Session& session, const wire::Frame& frame);
+    void start_session(const std::string& routing_id, const wire::Frame& frame);
+    void end_session(std::uint64_t session_id, std::string_view why);
+    void hand_over_deliveries();
+    void beat_and_reap();
+    void send(Session& session, msgpack::sbuffer frame);
+    void end_unreachable();
+    void send_to(const std::string& routing_id, msgpack::sbuffer frame);
+    void refuse_frame(const std::string& routing_id, std::uint64_t request, wire::ErrorCode code, std::string_view text);
+    DeliverFn deliver_to(std::uint64_t session, std::uint64_t consumer);
+
+    std::shared_ptr<inproc::Broker> broker_;
+    ServerOptions options_;
+    std::unordered_set<std::string> allowed_keys_;  // binary, 32 bytes each
+    ::zmq::context_t context_;
+    ::zmq::socket_t router_;
+    std::optional<::zmq::socket_t> zap_;
+    EventFd wake_;
+    std::vector<std::string> bound_;
+
+    std::mutex handed_mutex_;
+    std::vector<Handed> handed_;
+
+    // I/O thread only.
+    std::unordered_map<std::uint64_t, Session> sessions_;
+    std::unordered_map<std::string, std::uint64_t> session_of_peer_;
+    std::uint64_t next_session_ = 1;
+    std::vector<std::uint64_t> unreachable_;
+
+    std::atomic<bool> stopping_{false};
+    std::atomic<std::uint64_t> sessions_now_{0}, sessions_ended_{0}, frames_refused_{0}, clients_refused_{0};
+    std::thread::id io_thread_id_;
+    std::thread thread_;
+};
+
+ServerImpl::ServerImpl(std::shared_ptr<inproc::Broker> broker, std::vector<std::string> endpoints,
+                       ServerOptions options)
+    : broker_(std::move(broker)), options_(std::move(options)), context_(1), router_(context_, ::zmq::socket_type::router) {
+    if (!broker_) throw InvalidArgument("acemq: zmq::serve needs a broker; pass acemq::inproc::broker(NAME)");
+    if (endpoints.empty())
+        throw InvalidArgument("acemq: zmq::serve needs at least one endpoint, e.g. tcp://127.0.0.1:5680 or ipc:///PATH");
+    if (options_.heartbeat <= std::chrono::milliseconds(0) || options_.missed_heartbeats < 1)
+        throw InvalidArgument("acemq: zmq::ServerOptions heartbeat must be positive and missed_heartbeats at least 1");
+    for (const std::string& endpoint : endpoints) check_bind_endpoint(endpoint, options_.allow_remote);
+
+    router_.set(::zmq::sockopt::linger, 0);
+    // A send to a peer that has gone fails instead of vanishing, so its session ends at once;
+    // no high-water mark, because what a session is sent is bounded already (prefetch credit
+    // for deliveries, the client's window for confirms).
+    router_.set(::zmq::sockopt::router_mandatory, true);
+    router_.set(::zmq::sockopt::sndhwm, 0);
+    router_.set(::zmq::sockopt::maxmsgsize, static_cast<std::int64_t>(options_.max_frame_bytes));
+    if (options_.curve) {
+        if (options_.curve->allowed_client_keys.empty())
+            throw InvalidArgument(
+                "acemq: zmq::ServerCurve lists no allowed client keys: name each client's .pub file, or the broker "
+                "would admit no one");
+        for (const auto& file : options_.curve->allowed_client_keys) {
+            const std::string key = read_public_key(file);
+            std::string binary(32, '\0');
+            zmq_z85_decode(reinterpret_cast<std::uint8_t*>(binary.data()), key.c_str());
+            allowed_keys_.insert(std::move(binary));
+        }
+        // libzmq admits every client key when no ZAP handler is bound: this one is bound
+        // before the socket listens, in the server's own context, and admits only the listed keys.
+        zap_.emplace(context_, ::zmq::socket_type::rep);
+        zap_->set(::zmq::sockopt::linger, 0);
+        zap_->bind("inproc://zeromq.zap.01");
+        router_.set(::zmq::sockopt::curve_server, true);
+        router_.set(::zmq::sockopt::curve_secretkey, read_secret_key(options_.curve->secret_key));
+        router_.set(::zmq::sockopt::zap_domain, "acemq");
+    }
+    for (const std::string& endpoint : endpoints) {
+        try {
+            router_.bind(endpoint);
+        } catch (const ::zmq::error_t& error) {
+            throw ConnectionError("acemq: the zmq broker cannot listen on " + endpoint + ": " + error.what() +
+                                  " (another broker there? choose another port or path)");
+        }
+        bound_.push_back(router_.get(::zmq::sockopt::last_endpoint));
+    }
+    thread_ = std::thread([this] { run(); });
+}
+
+ServerImpl::~ServerImpl() {
+    stopping_.store(true);
+    wake_.signal();
+    thread_.join();
+}
+
+DeliverFn ServerImpl::deliver_to(std::uint64_t session, std::uint64_t consumer) {
+    return [this, session, consumer](Delivery delivery) {
+        {
+            std::lock_guard lock(handed_mutex_);
+            handed_.push_back({session, consumer, std::move(delivery)});
+        }
+        // The I/O thread hands over what is queued after each frame it handles, so a
+        // delivery its own publish or ack made possible needs no wake-up.
+        if (std::this_thread::get_id() != io_thread_id_) wake_.signal();
+    };
+}
+
+void ServerImpl::run() {
+    io_thread_id_ = std::this_thread::get_id();
+    std::vector<::zmq::pollitem_t> items{{router_.handle(), 0, ZMQ_POLLIN, 0}, {nullptr, wake_.fd(), ZMQ_POLLIN, 0}};
+    if (zap_) items.push_back({zap_->handle(), 0, ZMQ_POLLIN, 0});
+    const auto tick = std::max(options_.heartbeat / 4, std::chrono::milliseconds(1));
+    while (!stopping_.load()) {
+        try {
+            ::zmq::poll(items, tick);
+            if (items[1].revents & ZMQ_POLLIN) wake_.clear();
+            if (zap_ && (items[2].revents & ZMQ_POLLIN)) answer_zap();
+            receive_all();
+            hand_over_deliveries();
+            beat_and_reap();
+            end_unreachable();
+        } catch (const std::exception& error) {
+            // One failing step must not stop the broker serving everyone else.
+            log(LogLevel::error, std::string("acemq: zmq broker: ") + error.what());
+        }
+    }
+    std::vector<std::uint64_t> ids;
+    for (const auto& [id, session] : sessions_) ids.push_back(id);
+    for (std::uint64_t id : ids) end_session(id, "the broker is stopping");
+    std::lock_guard lock(handed_mutex_);
+    handed_.clear();
+}
+
+void ServerImpl::receive_all() {
+    // Bounded, so deliveries and heartbeats get their turn under a flood.
+    for (int received = 0; received < 1024; ++received) {
+        ::zmq::message_t identity;
+        if (!router_.recv(identity, ::zmq::recv_flags::dontwait)) return;
+        std::vector<::zmq::message_t> parts;
+        while (router_.get(::zmq::sockopt::rcvmore)) {
+            parts.emplace_back();
+            (void)router_.recv(parts.back());
+        }
+        const std::string routing_id = identity.to_string();
+        if (parts.size() != 1) {
+            refuse_frame(routing_id, 0, wire::ErrorCode::malformed,
+                         "acemq: malformed zmq protocol frame: a message must be one frame, this one has " +
+                             std::to_string(parts.size()));
+            continue;
+        }
+        handle(routing_id, std::span(static_cast<const std::byte*>(parts[0].data()), parts[0].size()));
+        hand_over_deliveries();
+        end_unreachable();
+    }
+}
+
+void ServerImpl::handle(const std::string& routing_id, std::span<const std::byte> bytes) {
+    std::optional<wire::Frame> frame;
+    try {
+        frame.emplace(wire::Frame::parse(bytes));
+    } catch (const wire::ProtocolError& error) {
+        const auto code = wire::is_unsupported_version(error) ? wire::ErrorCode::unsupported_version
+                          : std::string_view(error.what()).find("is unknown") != std::string_view::npos
+                              ? wire::ErrorCode::unknown_command
+                              : wire::ErrorCode::malformed;
+        refuse_frame(routing_id, wire::request_of(bytes), code, error.what());
+        return;
+    }
+    const auto known = session_of_peer_.find(routing_id);
+    if (frame->command() == Command::hello) {
+        if (known != session_of_peer_.end()) end_session(known->second, "it said hello again");
+        start_session(routing_id, *frame);
+        return;
+    }
+    if (known == session_of_peer_.end()) {
+        if (frame->command() != Command::bye && frame->command() != Command::heartbeat)
+            refuse_frame(routing_id, wire::request_of(bytes), wire::ErrorCode::no_session,
+                         "acemq: this broker has no session for the peer (it restarted, or the session timed out): "
+                         "say hello to start one");
+        return;
+    }
+    Session& session = sessions_.at(known->second);
+    session.last_heard = Clock::now();
+    try {
+        handle_in_session(session, *frame);
+    } catch (const wire::ProtocolError& error) {
+        refuse_frame(routing_id, wire::request_of(bytes), wire::ErrorCode::malformed, error.what());
+    } catch (const std::exception& error) {
+        // A settlement the broker refused (its queue went, say): the client hears why.
+        refuse_frame(routing_id, 0, wire::ErrorCode::malformed, error.what());
+    }
+}
+
+void ServerImpl::start_session(const std::string& routing_id, const wire::Frame& frame) {
+    wire::Hello hello;
+    try {
+        hello = wire::read_hello(frame);
+    } catch (const wire::ProtocolError& error) {
+        refuse_frame(routing_id, 0, wire::ErrorCode::malformed, error.what());
+        return;
+    }
+    const std::uint64_t id = next_session_++;
+    Session& session = sessions_[id];
+    session.id = id;
+    session.routing_id = routing_id;
+    session.client_name = hello.client_name.substr(0, 200);
+    session.connection = broker_->open_connection();
+    session.client_heartbeat = hello.heartbeat_millis > 0 ? std::chrono::milliseconds(hello.heartbeat_millis)
+                                                          : options_.heartbeat;
+    session.last_heard = Clock::now();
+    session_of_peer_[routing_id] = id;
+    ++sessions_now_;
+    log(LogLevel::debug, "acemq: zmq broker: session " + std::to_string(id) + " started for client \"" +
+                             session.client_name + "\"");
+    send(session, wire::encode_welcome(hello.request, broker_->name(),
+                                       static_cast<std::uint32_t>(options_.heartbeat.count()), options_.max_frame_bytes));
+}
+
+void ServerImpl::handle_in_session(Session& session, const wire::Frame& frame) {
+    const auto answer = [&](std::uint64_t request, auto&& work) {
+        msgpack::sbuffer reply;
+        try {
+            reply = work();
+        } catch (const wire::ProtocolError&) {
+            throw;
+        } catch (const std::exception& error) {
+            reply = wire::encode_failure(request, failure_kind_of_current(), error.what());
+        }
+        send(session, std::move(reply));
+    };
+    switch (frame.command()) {
+    case Command::declare: {
+        const wire::Declare declare = wire::read_declare(frame);
+        answer(declare.request, [&] {
+            for (const ExchangeDeclaration& exchange : declare.exchanges) broker_->declare_exchange(exchange);
+            for (const QueueDeclaration& queue : declare.queues) broker_->declare_queue(session.connection, queue);
+            for (const BindingDeclaration& binding : declare.bindings) broker_->bind(session.connection, binding);
+            return wire::encode_reply_nil(declare.request);
+        });
+        return;
+    }
+    case Command::publish: {
+        std::uint64_t sequence = frame.unsigned_at(0, "sequence");
+        PublishResult result;
+        try {
+            result = broker_->publish(wire::read_publish(frame).message);
+        } catch (const wire::ProtocolError& error) {
+            // The client waits for this sequence's confirm: it gets a refusal naming the fault.
+            ++frames_refused_;
+            result = PublishResult{.return_reason = error.what(), .why = PublishResult::Unconfirmed::refused};
+        } catch (const std::exception& error) {
+            result = PublishResult{.return_reason = error.what(), .why = PublishResult::Unconfirmed::refused};
+        }
+        send(session, wire::encode_confirm(sequence, result));
+        return;
+    }
+    case Command::consume: {
+        const wire::Consume consume = wire::read_consume(frame);
+        answer(consume.request, [&] {
+            const std::uint64_t consumer = session.next_consumer++;
+            session.consumers[consumer] =
+                broker_->consume(session.connection, consume.queue, ConsumeSpec{.prefetch = consume.prefetch, .tag = consume.tag},
+                                 deliver_to(session.id, consumer));
+            return wire::encode_reply_unsigned(consume.request, consumer);
+        });
+        return;
+    }
+    case Command::cancel:
+    case Command::release: {
+        const wire::ConsumerRequest request = wire::read_consumer_request(frame);
+        answer(request.request, [&] {
+            const auto found = session.consumers.find(request.consumer);
+            if (found == session.consumers.end())
+                throw UsageError("acemq: this session has no consumer " + std::to_string(request.consumer));
+            if (frame.command() == Command::cancel) {
+                found->second->stop();
+            } else {
+                // Its unsettled deliveries go back to the queue with it; acks for them that
+                // are still on their way then find nothing.
+                found->second->close();
+                session.consumers.erase(found);
+                std::erase_if(session.unsettled, [&](const auto& entry) { return entry.second.consumer == request.consumer; });
+            }
+            return wire::encode_reply_nil(request.request);
+        });
+        return;
+    }
+    case Command::ack:
+    case Command::nack: {
+        const wire::Settle settle = wire::read_settle(frame);
+        const auto found = session.unsettled.find(settle.delivery_tag);
+        if (found == session.unsettled.end()) {
+            refuse_frame(session.routing_id, 0, wire::ErrorCode::malformed,
+                         "acemq: " + std::string(to_string(frame.command())) + " names delivery tag " +
+                             std::to_string(settle.delivery_tag) +
+                             ", which this session does not hold (settled already, or its consumer was released)");
+            return;
+        }
+        Delivery delivery = std::move(found->second.delivery);
+        session.unsettled.erase(found);
+        if (frame.command() == Command::ack) delivery.ack();
+        else delivery.nack(settle.requeue);
+        return;
+    }
+    case Command::pull: {
+        const wire::QueueRequest pull = wire::read_queue_request(frame);
+        answer(pull.request, [&] {
+            std::optional<Delivery> delivery = broker_->pull(session.connection, pull.queue);
+            if (!delivery) return wire::encode_reply_nil(pull.request);
+            const std::uint64_t tag = session.next_tag++;
+            msgpack::sbuffer reply = wire::encode_reply_pulled(pull.request, tag, delivery->message());
+            session.unsettled.emplace(tag, Session::Unsettled{std::move(*delivery), 0});
+            return reply;
+        });
+        return;
+    }
+    case Command::depth:
+    case Command::exists:
+    case Command::remove: {
+        const wire::QueueRequest request = wire::read_queue_request(frame);
+        answer(request.request, [&] {
+            if (frame.command() == Command::depth)
+                return wire::encode_reply_unsigned(request.request, broker_->queue_depth(session.connection, request.queue));
+            if (frame.command() == Command::exists)
+                return wire::encode_reply_bool(request.request, broker_->queue_exists(session.connection, request.queue));
+            broker_->delete_queue(session.connection, request.queue);
+            return wire::encode_reply_nil(request.request);
+        });
+        return;
+    }
+    case Command::ping: send(session, wire::encode_reply_nil(wire::read_request(frame))); return;
+    case Command::heartbeat: return;
+    case Command::bye: end_session(session.id, "it said goodbye"); return;
+    case Command::hello: return;  // handled before a session is looked up
+    case Command::welcome:
+    case Command::reply:
+    case Command::failure:
+    case Command::confirm:
+    case Command::deliver:
+    case Command::error:
+        refuse_frame(session.routing_id, 0, wire::ErrorCode::unknown_command,
+                     "acemq: " + std::string(to_string(frame.command())) +
+                         " is a command the broker sends, not one it takes");
+        return;
+    }
+}
+
+void ServerImpl::hand_over_deliveries() {
+    std::vector<Handed> handed;
+    {
+        std::lock_guard lock(handed_mutex_);
+        handed.swap(handed_);
+    }
+    for (Handed& item : handed) {
+        const auto found = sessions_.find(item.session);
+        // A session that ended has closed its subscriptions, which took their deliveries back.
+        if (found == sessions_.end()) continue;
+        Session& session = found->second;
+        const std::uint64_t tag = session.next_tag++;
+        msgpack::sbuffer frame = wire::encode_deliver(item.consumer, tag, item.delivery.message());
+        session.unsettled.emplace(tag, Session::Unsettled{std::move(item.delivery), item.consumer});
+        send(session, std::move(frame));
+    }
+}
+
+void ServerImpl::beat_and_reap() {
+    const auto now = Clock::now();
+    std::vector<std::uint64_t> silent;
+    for (auto& [id, session] : sessions_) {
+        if (now - session.last_heard > session.client_heartbeat * options_.missed_heartbeats) {
+            silent.push_back(id);
+            continue;
+        }
+        if (now - session.last_sent >= options_.heartbeat) send(session, wire::encode_bare(Command::heartbeat));
+    }
+    for (std::uint64_t id : silent) end_session(id, "it sent nothing for " + std::to_string(options_.missed_heartbeats) +
+                                                        " heartbeat intervals");
+}
+
+void ServerImpl::send(Session& session, msgpack::sbuffer frame) {
+    if (session.unreachable) return;
+    if (!send_frame(router_, session.routing_id, std::move(frame))) {
+        // A client that cannot be reached is gone: its deliveries go back at the end of this
+        // turn of the loop, not after its heartbeats have run out.
+        session.unreachable = true;
+        unreachable_.push_back(session.id);
+        return;
+    }
+    session.last_sent = Clock::now();
+}
+
+void ServerImpl::end_unreachable() {
+    std::vector<std::uint64_t> ids;
+    ids.swap(unreachable_);
+    for (std::uint64_t id : ids) end_session(id, "it can no longer be reached");
+}
+
+void ServerImpl::send_to(const std::string& routing_id, msgpack::sbuffer frame) {
+    (void)send_frame(router_, routing_id, std::move(frame));  // a peer gone already needs no answer
+}
+
+void ServerImpl::refuse_frame(const std::string& routing_id, std::uint64_t request, wire::ErrorCode code,
+                              std::string_view text) {
+    ++frames_refused_;
+    send_to(routing_id, wire::encode_error(request, code, text));
+}
+
+void ServerImpl::end_session(std::uint64_t session_id, std::string_view why) {
+    const auto found = sessions_.find(session_id);
+    if (found == sessions_.end()) return;
+    Session& session = found->second;
+    // Subscriptions first: closing them returns their unsettled deliveries, redelivered;
+    // closing the connection then returns its pulls and deletes its exclusive queues.
+    for (auto& [consumer, subscription] : session.consumers) subscription->close();
+    session.consumers.clear();
+    session.unsettled.clear();
+    broker_->close_connection(session.connection);
+    log(LogLevel::info, "acemq: zmq broker: session " + std::to_string(session_id) + " of client \"" +
+                            session.client_name + "\" ended: " + std::string(why));
+    session_of_peer_.erase(session.routing_id);
+    sessions_.erase(found);
+    --sessions_now_;
+    ++sessions_ended_;
+}
+
+void ServerImpl::answer_zap() {
+    // ZAP 1.0 (ZeroMQ RFC 27): version, request id, domain, address, identity, mechanism,
+    // credentials; the answer: version, request id, status code, status text, user id, metadata.
+    std::vector<::zmq::message_t> request;
+    do {
+        request.emplace_back();
+        (void)zap_->recv(request.back());
+    } while (zap_->get(::zmq::sockopt::rcvmore));
+    const bool well_formed = request.size() >= 6 && request[0].to_string_view() == "1.0";
+    const bool admitted = well_formed && request[5].to_string_view() == "CURVE" && request.size() >= 7 &&
+                          allowed_keys_.contains(request[6].to_string());
+    if (!admitted) {
+        ++clients_refused_;
+        log(LogLevel::warning, "acemq: zmq broker: refused a client whose CurveZMQ key is not among the allowed keys"
+                               " (from " + (well_formed ? request[3].to_string() : std::string("?")) + ")");
+    }
+    const std::string request_id = request.size() > 1 ? request[1].to_string() : std::string();
+    const std::array<std::string, 6> reply{"1.0", request_id, admitted ? "200" : "400",
+                                           admitted ? "OK" : "client key not allowed", "", ""};
+    for (std::size_t i = 0; i < reply.size(); ++i)
+        (void)zap_->send(::zmq::buffer(reply[i]), i + 1 < reply.size() ? ::zmq::send_flags::sndmore : ::zmq::send_flags::none);
+}
+
+}  // namespace
+
+std::unique_ptr<Server> serve(std::shared_ptr<inproc::Broker> broker, std::vector<std::string> endpoints,
+                              ServerOptions options) {
+    return std::make_unique<ServerImpl>(std::move(broker), std::move(endpoints), std::move(options));
+}
+
+}  // namespace acemq::zmq
