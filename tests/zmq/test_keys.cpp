@@ -5,37 +5,19 @@
 
 #include <unistd.h>
 
-#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <string>
 
 #include "../support/thrown.hpp"
+#include "temp_dir.hpp"
 #include "zmq/keys.hpp"
 
 namespace {
 
 namespace fs = std::filesystem;
 using testing_support::what_of;
-
-class TempDir {
-public:
-    TempDir() {
-        std::string pattern = (fs::temp_directory_path() / "acemq-keys-XXXXXX").string();
-        if (mkdtemp(pattern.data()) == nullptr) FAIL("cannot make a temporary directory");
-        path_ = pattern;
-    }
-    ~TempDir() {
-        std::error_code ignored;  // best effort: a leftover temp dir must not fail the test
-        fs::remove_all(path_, ignored);
-    }
-    TempDir(const TempDir&) = delete;
-    TempDir& operator=(const TempDir&) = delete;
-    const fs::path& path() const { return path_; }
-
-private:
-    fs::path path_;
-};
+using zmq_test::TempDir;
 
 std::string contents(const fs::path& file) {
     std::ifstream in(file, std::ios::binary);
