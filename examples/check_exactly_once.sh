@@ -1,15 +1,17 @@
 #!/bin/sh
-# Runs exactly_once in-process, or with --amqp on the test broker (ACEMQ_TEST_AMQP_URL), and
+# Runs exactly_once in-process, or with --broker on a broker (ACEMQ_EXAMPLE_URL, which
+# with_zmq_broker.sh sets, else the RabbitMQ of ACEMQ_TEST_AMQP_URL), and
 # checks tutorial 3's charges line by line: step 1 charges on each of its three attempts,
 # step 2 (idempotent) charges once and never again.
-#   check_exactly_once.sh EXAMPLE [--amqp]
+#   check_exactly_once.sh EXAMPLE [--broker]
 example=$1
-if [ "${2:-}" = --amqp ]; then
-  if [ -z "${ACEMQ_TEST_AMQP_URL:-}" ]; then
-    echo "ACEMQ_TEST_AMQP_URL is not set: this test needs the broker scripts/test starts" >&2
+if [ "${2:-}" = --broker ]; then
+  url=${ACEMQ_EXAMPLE_URL:-${ACEMQ_TEST_AMQP_URL:-}}
+  if [ -z "$url" ]; then
+    echo "neither ACEMQ_EXAMPLE_URL nor ACEMQ_TEST_AMQP_URL is set: this test needs the broker scripts/test starts" >&2
     exit 1
   fi
-  set -- --url "$ACEMQ_TEST_AMQP_URL"
+  set -- --url "$url"
 else
   set --
 fi

@@ -174,12 +174,14 @@ int generate_keys(const std::filesystem::path& base) {
 int run(const Settings& settings, const sigset_t& stop_signals) {
     auto broker = acemq::inproc::broker(settings.name);
     auto server = acemq::zmq::serve(broker, settings.endpoints, settings.options);
-    if (settings.ready_file) write_ready_file(*settings.ready_file, server->endpoints());
     std::cerr << program << ": broker \"" << settings.name << "\" serving " << joined(server->endpoints())
               << (settings.options.curve
                       ? "; CurveZMQ on, " + std::to_string(settings.curve_allow.size()) + " client key file(s) admitted"
                       : "; CurveZMQ off")
               << std::endl;
+
+    // After the log line, so a script that has seen the ready file finds it logged too.
+    if (settings.ready_file) write_ready_file(*settings.ready_file, server->endpoints());
 
     int signal_number = 0;
     if (const int error = sigwait(&stop_signals, &signal_number); error != 0)

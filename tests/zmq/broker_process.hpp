@@ -79,7 +79,8 @@ public:
             int status = 0;
             if (::waitpid(pid_, &status, WNOHANG) == pid_) {
                 pid_ = -1;
-                throw std::runtime_error(program_ + " exited before it was ready (status " + std::to_string(status) + ")");
+                throw std::runtime_error(program_ + " exited before it was ready (status " + std::to_string(status) +
+                                         ")");
             }
             if (std::chrono::steady_clock::now() > deadline) {
                 stop(SIGKILL);

@@ -19,8 +19,10 @@ int main(int argc, char* argv[]) {
     const std::string endpoint = zmq_test::fresh_ipc_endpoint("conformance");
     std::optional<zmq_test::ThreadBroker> in_thread;
     std::optional<zmq_test::BrokerProcess> process;
-    if (std::string_view(mode) == "thread") in_thread.emplace(endpoint);
-    else process.emplace(mode, std::vector<std::string>{"--listen", endpoint});
+    if (std::string_view(mode) == "thread")
+        in_thread.emplace(endpoint);
+    else
+        process.emplace(mode, std::vector<std::string>{"--listen", endpoint});
     const std::string url = "zmq+" + (in_thread ? in_thread->endpoint() : process->endpoint());
     ::setenv("ACEMQ_CONFORMANCE_URL", url.c_str(), 1);
     std::cerr << "conformance against " << url << (in_thread ? " (broker in a thread)" : " (acemq-broker process)")

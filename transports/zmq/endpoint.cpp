@@ -26,9 +26,7 @@ bool is_port(std::string_view port) {
     return error == std::errc{} && end == port.data() + port.size() && value <= 65535;
 }
 
-bool is_loopback(std::string_view host) {
-    return host == "localhost" || host == "::1" || host.starts_with("127.");
-}
+bool is_loopback(std::string_view host) { return host == "localhost" || host == "::1" || host.starts_with("127."); }
 
 }  // namespace
 

@@ -95,7 +95,8 @@ private:
     void send(Session& session, msgpack::sbuffer frame);
     void end_unreachable();
     void send_to(const std::string& routing_id, msgpack::sbuffer frame);
-    void refuse_frame(const std::string& routing_id, std::uint64_t request, wire::ErrorCode code, std::string_view text);
+    void refuse_frame(const std::string& routing_id, std::uint64_t request, wire::ErrorCode code,
+                      std::string_view text);
     DeliverFn deliver_to(std::uint64_t session, std::uint64_t consumer);
 
     std::shared_ptr<inproc::Broker> broker_;
@@ -124,10 +125,12 @@ private:
 
 ServerImpl::ServerImpl(std::shared_ptr<inproc::Broker> broker, std::vector<std::string> endpoints,
                        ServerOptions options)
-    : broker_(std::move(broker)), options_(std::move(options)), context_(1), router_(context_, ::zmq::socket_type::router) {
+    : broker_(std::move(broker)), options_(std::move(options)), context_(1),
+      router_(context_, ::zmq::socket_type::router) {
     if (!broker_) throw InvalidArgument("acemq: zmq::serve needs a broker; pass acemq::inproc::broker(NAME)");
     if (endpoints.empty())
-        throw InvalidArgument("acemq: zmq::serve needs at least one endpoint, e.g. tcp://127.0.0.1:5680 or ipc:///PATH");
+        throw InvalidArgument(
+            "acemq: zmq::serve needs at least one endpoint, e.g. tcp://127.0.0.1:5680 or ipc:///PATH");
     if (options_.heartbeat <= std::chrono::milliseconds(0) || options_.missed_heartbeats < 1)
         throw InvalidArgument("acemq: zmq::ServerOptions heartbeat must be positive and missed_heartbeats at least 1");
     for (const std::string& endpoint : endpoints) check_bind_endpoint(endpoint, options_.allow_remote);
@@ -205,7 +208,7 @@ void ServerImpl::run() {
             end_unreachable();
         } catch (const std::exception& error) {
             // One failing step must not stop the broker serving everyone else.
-            log(LogLevel::error, std::string("acemq: zmq broker: ") + error.what());
+            log(LogLevel::error, std::string("zmq broker: ") + error.what());
         }
     }
     std::vector<std::uint64_t> ids;
@@ -289,15 +292,16 @@ void ServerImpl::start_session(const std::string& routing_id, const wire::Frame&
     session.routing_id = routing_id;
     session.client_name = hello.client_name.substr(0, 200);
     session.connection = broker_->open_connection();
-    session.client_heartbeat = hello.heartbeat_millis > 0 ? std::chrono::milliseconds(hello.heartbeat_millis)
-                                                          : options_.heartbeat;
+    session.client_heartbeat =
+        hello.heartbeat_millis > 0 ? std::chrono::milliseconds(hello.heartbeat_millis) : options_.heartbeat;
     session.last_heard = Clock::now();
     session_of_peer_[routing_id] = id;
     ++sessions_now_;
-    log(LogLevel::debug, "acemq: zmq broker: session " + std::to_string(id) + " started for client \"" +
-                             session.client_name + "\"");
-    send(session, wire::encode_welcome(hello.request, broker_->name(),
-                                       static_cast<std::uint32_t>(options_.heartbeat.count()), options_.max_frame_bytes));
+    log(LogLevel::debug,
+        "zmq broker: session " + std::to_string(id) + " started for client \"" + session.client_name + "\"");
+    send(session,
+         wire::encode_welcome(hello.request, broker_->name(), static_cast<std::uint32_t>(options_.heartbeat.count()),
+                              options_.max_frame_bytes));
 }
 
 void ServerImpl::handle_in_session(Session& session, const wire::Frame& frame) {
@@ -342,9 +346,9 @@ void ServerImpl::handle_in_session(Session& session, const wire::Frame& frame) {
         const wire::Consume consume = wire::read_consume(frame);
         answer(consume.request, [&] {
             const std::uint64_t consumer = session.next_consumer++;
-            session.consumers[consumer] =
-                broker_->consume(session.connection, consume.queue, ConsumeSpec{.prefetch = consume.prefetch, .tag = consume.tag},
-                                 deliver_to(session.id, consumer));
+            session.consumers[consumer] = broker_->consume(
+                session.connection, consume.queue, ConsumeSpec{.prefetch = consume.prefetch, .tag = consume.tag},
+                deliver_to(session.id, consumer));
             return wire::encode_reply_unsigned(consume.request, consumer);
         });
         return;
@@ -363,7 +367,8 @@ void ServerImpl::handle_in_session(Session& session, const wire::Frame& frame) {
                 // are still on their way then find nothing.
                 found->second->close();
                 session.consumers.erase(found);
-                std::erase_if(session.unsettled, [&](const auto& entry) { return entry.second.consumer == request.consumer; });
+                std::erase_if(session.unsettled,
+                              [&](const auto& entry) { return entry.second.consumer == request.consumer; });
             }
             return wire::encode_reply_nil(request.request);
         });
@@ -382,8 +387,10 @@ void ServerImpl::handle_in_session(Session& session, const wire::Frame& frame) {
         }
         Delivery delivery = std::move(found->second.delivery);
         session.unsettled.erase(found);
-        if (frame.command() == Command::ack) delivery.ack();
-        else delivery.nack(settle.requeue);
+        if (frame.command() == Command::ack)
+            delivery.ack();
+        else
+            delivery.nack(settle.requeue);
         return;
     }
     case Command::pull: {
@@ -404,9 +411,11 @@ void ServerImpl::handle_in_session(Session& session, const wire::Frame& frame) {
         const wire::QueueRequest request = wire::read_queue_request(frame);
         answer(request.request, [&] {
             if (frame.command() == Command::depth)
-                return wire::encode_reply_unsigned(request.request, broker_->queue_depth(session.connection, request.queue));
+                return wire::encode_reply_unsigned(request.request,
+                                                   broker_->queue_depth(session.connection, request.queue));
             if (frame.command() == Command::exists)
-                return wire::encode_reply_bool(request.request, broker_->queue_exists(session.connection, request.queue));
+                return wire::encode_reply_bool(request.request,
+                                               broker_->queue_exists(session.connection, request.queue));
             broker_->delete_queue(session.connection, request.queue);
             return wire::encode_reply_nil(request.request);
         });
@@ -422,9 +431,9 @@ void ServerImpl::handle_in_session(Session& session, const wire::Frame& frame) {
     case Command::confirm:
     case Command::deliver:
     case Command::error:
-        refuse_frame(session.routing_id, 0, wire::ErrorCode::unknown_command,
-                     "acemq: " + std::string(to_string(frame.command())) +
-                         " is a command the broker sends, not one it takes");
+        refuse_frame(
+            session.routing_id, 0, wire::ErrorCode::unknown_command,
+            "acemq: " + std::string(to_string(frame.command())) + " is a command the broker sends, not one it takes");
         return;
     }
 }
@@ -457,8 +466,8 @@ void ServerImpl::beat_and_reap() {
         }
         if (now - session.last_sent >= options_.heartbeat) send(session, wire::encode_bare(Command::heartbeat));
     }
-    for (std::uint64_t id : silent) end_session(id, "it sent nothing for " + std::to_string(options_.missed_heartbeats) +
-                                                        " heartbeat intervals");
+    for (std::uint64_t id : silent)
+        end_session(id, "it sent nothing for " + std::to_string(options_.missed_heartbeats) + " heartbeat intervals");
 }
 
 void ServerImpl::send(Session& session, msgpack::sbuffer frame) {
@@ -499,8 +508,8 @@ void ServerImpl::end_session(std::uint64_t session_id, std::string_view why) {
     session.consumers.clear();
     session.unsettled.clear();
     broker_->close_connection(session.connection);
-    log(LogLevel::info, "acemq: zmq broker: session " + std::to_string(session_id) + " of client \"" +
-                            session.client_name + "\" ended: " + std::string(why));
+    log(LogLevel::info, "zmq broker: session " + std::to_string(session_id) + " of client \"" + session.client_name +
+                            "\" ended: " + std::string(why));
     session_of_peer_.erase(session.routing_id);
     sessions_.erase(found);
     --sessions_now_;
@@ -520,14 +529,17 @@ void ServerImpl::answer_zap() {
                           allowed_keys_.contains(request[6].to_string());
     if (!admitted) {
         ++clients_refused_;
-        log(LogLevel::warning, "acemq: zmq broker: refused a client whose CurveZMQ key is not among the allowed keys"
-                               " (from " + (well_formed ? request[3].to_string() : std::string("?")) + ")");
+        log(LogLevel::warning,
+            "zmq broker: refused a client whose CurveZMQ key is not among the allowed keys"
+            " (from " +
+                (well_formed ? request[3].to_string() : std::string("?")) + ")");
     }
     const std::string request_id = request.size() > 1 ? request[1].to_string() : std::string();
-    const std::array<std::string, 6> reply{"1.0", request_id, admitted ? "200" : "400",
-                                           admitted ? "OK" : "client key not allowed", "", ""};
+    const std::array<std::string, 6> reply{
+        "1.0", request_id, admitted ? "200" : "400", admitted ? "OK" : "client key not allowed", "", ""};
     for (std::size_t i = 0; i < reply.size(); ++i)
-        (void)zap_->send(::zmq::buffer(reply[i]), i + 1 < reply.size() ? ::zmq::send_flags::sndmore : ::zmq::send_flags::none);
+        (void)zap_->send(::zmq::buffer(reply[i]),
+                         i + 1 < reply.size() ? ::zmq::send_flags::sndmore : ::zmq::send_flags::none);
 }
 
 }  // namespace

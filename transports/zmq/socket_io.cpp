@@ -32,7 +32,8 @@ namespace {
 
 ::zmq::message_t message_of(msgpack::sbuffer& frame) {
     const std::size_t size = frame.size();
-    return ::zmq::message_t(frame.release(), size, [](void* data, void*) { std::free(data); }, nullptr);
+    return ::zmq::message_t(
+        frame.release(), size, [](void* data, void*) { std::free(data); }, nullptr);
 }
 
 }  // namespace

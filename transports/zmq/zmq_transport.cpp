@@ -101,7 +101,8 @@ std::shared_ptr<Call> ZmqTransport::submit(Outgoing outgoing) {
     {
         std::lock_guard lock(queue_mutex_);
         if (closed_.load()) {
-            if (call) call->fail(Call::Outcome::unsent, "acemq: the transport to " + where() + " is closed; open a new one");
+            if (call)
+                call->fail(Call::Outcome::unsent, "acemq: the transport to " + where() + " is closed; open a new one");
             return call;
         }
         queue_.push_back(std::move(outgoing));
@@ -138,10 +139,11 @@ void ZmqTransport::declare(const Topology& topology) {
 
 PublishResult ZmqTransport::start_publish(OutboundMessage& message, std::shared_ptr<Call>& call) {
     if (!ready_.load())
-        return PublishResult{.return_reason = closed_.load() ? "the transport to " + where() + " is closed; open a new one"
-                                                             : "the session with " + where() +
-                                                                   " is lost and not yet re-established; not sent",
-                             .why = PublishResult::Unconfirmed::unsent};
+        return PublishResult{
+            .return_reason = closed_.load()
+                                 ? "the transport to " + where() + " is closed; open a new one"
+                                 : "the session with " + where() + " is lost and not yet re-established; not sent",
+            .why = PublishResult::Unconfirmed::unsent};
     {
         std::unique_lock lock(window_mutex_);
         if (!window_cv_.wait_for(lock, options_.confirm_timeout,
@@ -156,7 +158,8 @@ PublishResult ZmqTransport::start_publish(OutboundMessage& message, std::shared_
         ++in_flight_;
     }
     const std::uint64_t sequence = next_number();
-    call = submit({.kind = Outgoing::Kind::publish, .number = sequence, .frame = wire::encode_publish(sequence, message)});
+    call =
+        submit({.kind = Outgoing::Kind::publish, .number = sequence, .frame = wire::encode_publish(sequence, message)});
     return {};
 }
 
@@ -222,7 +225,8 @@ std::vector<PublishResult> ZmqTransport::publish_batch(std::vector<OutboundMessa
     return results;
 }
 
-std::unique_ptr<Subscription> ZmqTransport::consume(std::string_view queue, const ConsumeSpec& spec, DeliverFn deliver) {
+std::unique_ptr<Subscription> ZmqTransport::consume(std::string_view queue, const ConsumeSpec& spec,
+                                                    DeliverFn deliver) {
     auto consumer = std::make_shared<LocalConsumer>();
     consumer->queue = std::string(queue);
     consumer->spec = spec;
@@ -257,9 +261,10 @@ void ZmqTransport::end_consumer(const std::shared_ptr<LocalConsumer>& consumer, 
 
 std::optional<Delivery> ZmqTransport::pull(std::string_view queue) {
     const std::uint64_t number = next_number();
-    const Call::Result result = request(
-        {.kind = Outgoing::Kind::request, .number = number, .frame = wire::encode_queue_request(Command::pull, number, queue)},
-        "a pull from \"" + std::string(queue) + "\"");
+    const Call::Result result = request({.kind = Outgoing::Kind::request,
+                                         .number = number,
+                                         .frame = wire::encode_queue_request(Command::pull, number, queue)},
+                                        "a pull from \"" + std::string(queue) + "\"");
     auto pulled = wire::read_pulled(wire::Frame::parse(result.frame));
     if (!pulled) return std::nullopt;
     return Delivery(std::move(pulled->message), *this, (result.generation << generation_shift) | pulled->delivery_tag);
@@ -284,12 +289,11 @@ bool reply_value(const Call::Result& result, std::string_view what) {
 
 std::uint64_t ZmqTransport::queue_depth(std::string_view queue) {
     const std::uint64_t number = next_number();
-    return reply_value<std::uint64_t>(
-        request({.kind = Outgoing::Kind::request,
-                 .number = number,
-                 .frame = wire::encode_queue_request(Command::depth, number, queue)},
-                "a depth of \"" + std::string(queue) + "\""),
-        "depth");
+    return reply_value<std::uint64_t>(request({.kind = Outgoing::Kind::request,
+                                               .number = number,
+                                               .frame = wire::encode_queue_request(Command::depth, number, queue)},
+                                              "a depth of \"" + std::string(queue) + "\""),
+                                      "depth");
 }
 
 bool ZmqTransport::queue_exists(std::string_view queue) {
@@ -303,7 +307,9 @@ bool ZmqTransport::queue_exists(std::string_view queue) {
 
 void ZmqTransport::delete_queue(std::string_view queue) {
     const std::uint64_t number = next_number();
-    request({.kind = Outgoing::Kind::request, .number = number, .frame = wire::encode_queue_request(Command::remove, number, queue)},
+    request({.kind = Outgoing::Kind::request,
+             .number = number,
+             .frame = wire::encode_queue_request(Command::remove, number, queue)},
             "the delete of \"" + std::string(queue) + "\"");
     std::lock_guard lock(consumers_mutex_);
     std::erase_if(declared_.queues, [&](const QueueDeclaration& declared) { return declared.name == queue; });
@@ -313,8 +319,7 @@ void ZmqTransport::delete_queue(std::string_view queue) {
 Health ZmqTransport::check_health(std::chrono::milliseconds timeout) {
     if (closed_.load()) return {.status = Health::Status::down, .detail = "the transport to " + where() + " is closed"};
     if (!ready_.load())
-        return {.status = Health::Status::down,
-                .detail = "the session with " + where() + " is lost; reconnecting"};
+        return {.status = Health::Status::down, .detail = "the session with " + where() + " is lost; reconnecting"};
     const auto started = Clock::now();
     const std::uint64_t number = next_number();
     const auto call = submit({.kind = Outgoing::Kind::request, .number = number, .frame = wire::encode_ping(number)});
@@ -365,7 +370,7 @@ void ZmqTransport::event(ConnectionEvent::Kind kind, std::string detail, int att
     try {
         options_.on_event({kind, std::move(detail), attempt});
     } catch (const std::exception& error) {
-        log(LogLevel::error, std::string("acemq: zmq transport: on_event threw: ") + error.what());
+        log(LogLevel::error, std::string("zmq transport: on_event threw: ") + error.what());
     }
 }
 
@@ -374,7 +379,8 @@ void ZmqTransport::run() {
     int attempt = 0;
     auto delay = options_.first_recovery_delay;
     while (!closing_.load()) {
-        const auto deadline = Clock::now() + (first ? options_.connect_timeout : broker_heartbeat_ * options_.missed_heartbeats);
+        const auto deadline =
+            Clock::now() + (first ? options_.connect_timeout : broker_heartbeat_ * options_.missed_heartbeats);
         if (start_session(deadline, first)) {
             if (first) {
                 std::lock_guard lock(open_mutex_);
@@ -394,11 +400,10 @@ void ZmqTransport::run() {
         }
         if (first) {
             std::lock_guard lock(open_mutex_);
-            open_failure_ = refused_because_.empty()
-                                ? "acemq: no answer from " + where() + " within " +
-                                      std::to_string(options_.connect_timeout.count()) +
-                                      " ms: is an acemq-broker listening on " + endpoint_ + "?"
-                                : refused_because_;
+            open_failure_ = refused_because_.empty() ? "acemq: no answer from " + where() + " within " +
+                                                           std::to_string(options_.connect_timeout.count()) +
+                                                           " ms: is an acemq-broker listening on " + endpoint_ + "?"
+                                                     : refused_because_;
             open_cv_.notify_all();
             socket_.reset();
             monitor_.reset();
@@ -513,7 +518,7 @@ bool ZmqTransport::start_session(Clock::time_point deadline, bool first) {
                     }
                 }
             } catch (const wire::ProtocolError& error) {
-                log(LogLevel::warning, "acemq: zmq transport: an unreadable frame from " + where() + ": " + error.what());
+                log(LogLevel::warning, "zmq transport: an unreadable frame from " + where() + ": " + error.what());
             }
         }
     }
@@ -531,7 +536,9 @@ void ZmqTransport::replay() {
     }
     // Sent ahead of anything a caller queued, so the broker has the topology and the
     // consumers again before the first publish of the new session.
-    Outgoing again{.kind = Outgoing::Kind::request, .number = declare_number, .frame = std::move(declare),
+    Outgoing again{.kind = Outgoing::Kind::request,
+                   .number = declare_number,
+                   .frame = std::move(declare),
                    .call = std::make_shared<Call>()};
     send_outgoing(again);
     for (const auto& consumer : consumers) {
@@ -540,11 +547,12 @@ void ZmqTransport::replay() {
             if (consumer->stopped) continue;
         }
         const std::uint64_t number = next_number();
-        Outgoing outgoing{.kind = Outgoing::Kind::consume,
-                          .number = number,
-                          .frame = wire::encode_consume(number, consumer->queue, consumer->spec.prefetch, consumer->spec.tag),
-                          .call = std::make_shared<Call>(),
-                          .consumer = consumer};
+        Outgoing outgoing{
+            .kind = Outgoing::Kind::consume,
+            .number = number,
+            .frame = wire::encode_consume(number, consumer->queue, consumer->spec.prefetch, consumer->spec.tag),
+            .call = std::make_shared<Call>(),
+            .consumer = consumer};
         send_outgoing(outgoing);
     }
 }
@@ -582,8 +590,8 @@ void ZmqTransport::drain_outgoing() {
             std::deque<Outgoing> kept;
             for (Outgoing& outgoing : queue_) {
                 if (outgoing.kind == Outgoing::Kind::publish)
-                    outgoing.call->fail(Call::Outcome::unsent,
-                                        "the session with " + where() + " is lost and not yet re-established; not sent");
+                    outgoing.call->fail(Call::Outcome::unsent, "the session with " + where() +
+                                                                   " is lost and not yet re-established; not sent");
                 else if (outgoing.kind != Outgoing::Kind::settle)
                     kept.push_back(std::move(outgoing));
             }
@@ -646,7 +654,7 @@ void ZmqTransport::handle(std::span<const std::byte> bytes) {
     try {
         dispatch(wire::Frame::parse(bytes), bytes);
     } catch (const wire::ProtocolError& error) {
-        log(LogLevel::warning, "acemq: zmq transport: an unreadable frame from " + where() + ": " + error.what());
+        log(LogLevel::warning, "zmq transport: an unreadable frame from " + where() + ": " + error.what());
     }
 }
 
@@ -676,7 +684,7 @@ void ZmqTransport::dispatch(const wire::Frame& frame, std::span<const std::byte>
             consumer.deliver(Delivery(std::move(deliver.message), *this, tag));
         } catch (const std::exception& error) {
             consumer.stopped = true;
-            log(LogLevel::error, "acemq: zmq transport: a DeliverFn for \"" + consumer.queue +
+            log(LogLevel::error, "zmq transport: a DeliverFn for \"" + consumer.queue +
                                      "\" threw, so it gets no more deliveries: " + error.what());
         }
         return;
@@ -689,8 +697,9 @@ void ZmqTransport::dispatch(const wire::Frame& frame, std::span<const std::byte>
         awaiting_.erase(found);
         if (frame.command() == Command::failure) {
             const wire::Failure failure = wire::read_failure(frame);
-            if (outgoing.kind == Outgoing::Kind::consume && !outgoing.call->abandoned() && outgoing.call.use_count() == 1)
-                log(LogLevel::error, "acemq: zmq transport: consuming \"" + outgoing.consumer->queue +
+            if (outgoing.kind == Outgoing::Kind::consume && !outgoing.call->abandoned() &&
+                outgoing.call.use_count() == 1)
+                log(LogLevel::error, "zmq transport: consuming \"" + outgoing.consumer->queue +
                                          "\" again after a reconnect failed: " + failure.text);
             outgoing.call->fail(Call::Outcome::failed, failure.text, failure.kind);
             return;
@@ -709,7 +718,7 @@ void ZmqTransport::dispatch(const wire::Frame& frame, std::span<const std::byte>
             lose_session(where() + " no longer knows this session (it restarted, or it timed the session out)");
             return;
         }
-        log(LogLevel::warning, "acemq: zmq transport: " + where() + " refused a frame: " + error.text);
+        log(LogLevel::warning, "zmq transport: " + where() + " refused a frame: " + error.text);
         const auto found = awaiting_.find(error.request);
         if (error.request == 0 || found == awaiting_.end()) return;
         found->second.call->fail(Call::Outcome::failed, error.text);
@@ -717,7 +726,7 @@ void ZmqTransport::dispatch(const wire::Frame& frame, std::span<const std::byte>
         return;
     }
     default:
-        log(LogLevel::warning, "acemq: zmq transport: " + where() + " sent " + std::string(to_string(frame.command())) +
+        log(LogLevel::warning, "zmq transport: " + where() + " sent " + std::string(to_string(frame.command())) +
                                    ", which a client does not take");
     }
 }
@@ -730,9 +739,8 @@ void ZmqTransport::lose_session(std::string why) {
     for (auto& [number, outgoing] : awaiting_) outgoing.call->fail(Call::Outcome::connection, text);
     awaiting_.clear();
     for (auto& [sequence, call] : confirms_)
-        call->fail(Call::Outcome::connection,
-                   "the session with " + where() + " was lost before the confirm came (" + why +
-                       "): the message may or may not have arrived");
+        call->fail(Call::Outcome::connection, "the session with " + where() + " was lost before the confirm came (" +
+                                                  why + "): the message may or may not have arrived");
     confirms_.clear();
     for (auto& [server_id, consumer] : by_server_id_) consumer->server_id = 0;
     by_server_id_.clear();

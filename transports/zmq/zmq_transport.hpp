@@ -28,8 +28,8 @@ struct LocalConsumer {
     std::string queue;
     ConsumeSpec spec;
     DeliverFn deliver;
-    std::mutex delivering;  // held while deliver runs, so stop() can wait out the last one
-    bool stopped = false;   // guarded by `delivering`
+    std::mutex delivering;        // held while deliver runs, so stop() can wait out the last one
+    bool stopped = false;         // guarded by `delivering`
     std::uint64_t server_id = 0;  // in the current session; I/O thread only
 };
 
@@ -38,7 +38,7 @@ class ZmqTransport final : public Transport,
                            private DeliverySettler {
 public:
     ZmqTransport(std::string url, std::string endpoint, Options options);  // connects
-    ~ZmqTransport() override;  // closes
+    ~ZmqTransport() override;                                              // closes
 
     void declare(const Topology& topology) override;
     PublishResult publish(OutboundMessage message) override;
@@ -58,12 +58,12 @@ private:
     // What a caller hands the I/O thread.
     struct Outgoing {
         enum class Kind { request, publish, settle, consume, end_consumer } kind;
-        std::uint64_t number = 0;   // request number or publish sequence
-        msgpack::sbuffer frame{};     // encoded by the caller (empty for end_consumer)
-        std::shared_ptr<Call> call{};  // none for settle
+        std::uint64_t number = 0;                   // request number or publish sequence
+        msgpack::sbuffer frame{};                   // encoded by the caller (empty for end_consumer)
+        std::shared_ptr<Call> call{};               // none for settle
         std::shared_ptr<LocalConsumer> consumer{};  // consume, end_consumer
-        bool release = false;                     // end_consumer
-        std::uint64_t generation = 0;             // settle: the session its tag is from
+        bool release = false;                       // end_consumer
+        std::uint64_t generation = 0;               // settle: the session its tag is from
     };
 
     void ack(std::uint64_t delivery_tag) override;
