@@ -30,6 +30,15 @@ inline std::string fresh_ipc_endpoint(std::string_view name) {
     return "ipc:///tmp/acemq-test-" + std::string(name) + "-" + acemq::new_uuid().substr(0, 8) + ".sock";
 }
 
+// True once `pid` is stopped (SIGSTOP has taken effect: state T in /proc/PID/stat).
+inline bool is_stopped(pid_t pid) {
+    std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+    std::string line;
+    std::getline(stat, line);
+    const auto after_name = line.rfind(')');
+    return after_name != std::string::npos && after_name + 2 < line.size() && line[after_name + 2] == 'T';
+}
+
 class ThreadBroker {
 public:
     explicit ThreadBroker(const std::string& endpoint, acemq::zmq::ServerOptions options = {})

@@ -17,12 +17,12 @@ int main(int argc, char* argv[]) {
     auto transport = acemq::zmq::open(argv[1], {.client_name = "zmq_fault_worker"});
     std::mutex mutex;
     std::vector<acemq::Delivery> held;
-    auto subscription = transport->consume(
-        argv[2], {.prefetch = static_cast<std::uint16_t>(std::atoi(argv[3]))}, [&](acemq::Delivery delivery) {
-            std::lock_guard lock(mutex);
-            held.push_back(std::move(delivery));
-            std::printf("holding %zu\n", held.size());
-            std::fflush(stdout);
-        });
+    auto subscription = transport->consume(argv[2], {.prefetch = static_cast<std::uint16_t>(std::atoi(argv[3]))},
+                                           [&](acemq::Delivery delivery) {
+                                               std::lock_guard lock(mutex);
+                                               held.push_back(std::move(delivery));
+                                               std::printf("holding %zu\n", held.size());
+                                               std::fflush(stdout);
+                                           });
     for (;;) std::this_thread::sleep_for(std::chrono::seconds(1));
 }

@@ -8,9 +8,9 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cstdio>
 #include <future>
 #include <map>
-#include <cstdio>
 #include <mutex>
 #include <random>
 #include <set>
@@ -38,7 +38,8 @@ const acemq::Topology work_queue(const std::string& name) {
 acemq::OutboundMessage message_to(const std::string& queue, int number) {
     const std::string text = "message " + std::to_string(number);
     const auto* bytes = reinterpret_cast<const std::byte*>(text.data());
-    return {.routing_key = queue, .body = acemq::Bytes(bytes, bytes + text.size()), .message_id = std::to_string(number)};
+    return {
+        .routing_key = queue, .body = acemq::Bytes(bytes, bytes + text.size()), .message_id = std::to_string(number)};
 }
 
 template <class Predicate>
@@ -117,12 +118,12 @@ TEST_CASE("the broker SIGKILLed and restarted: publishes in flight are reported 
     BrokerProcess broker(ACEMQ_BROKER_PROGRAM, {"--listen", endpoint, "--heartbeat-ms", "200"});
     std::mutex events_mutex;
     std::vector<acemq::zmq::ConnectionEvent::Kind> events;
-    auto transport = acemq::zmq::open(broker.url(), {.confirm_timeout = 20s,
-                                                     .heartbeat = 200ms,
-                                                     .on_event = [&](const acemq::zmq::ConnectionEvent& event) {
-                                                         std::lock_guard lock(events_mutex);
-                                                         events.push_back(event.kind);
-                                                     }});
+    auto transport = acemq::zmq::open(
+        broker.url(),
+        {.confirm_timeout = 20s, .heartbeat = 200ms, .on_event = [&](const acemq::zmq::ConnectionEvent& event) {
+             std::lock_guard lock(events_mutex);
+             events.push_back(event.kind);
+         }});
     const std::string queue = "faults.restart";
     transport->declare(work_queue(queue));
     Collector collector;
@@ -132,6 +133,7 @@ TEST_CASE("the broker SIGKILLed and restarted: publishes in flight are reported 
 
     // Frozen, the broker takes the publishes in but confirms none; then it dies.
     ::kill(broker.pid(), SIGSTOP);
+    REQUIRE(eventually([&] { return zmq_test::is_stopped(broker.pid()); }));
     std::vector<acemq::OutboundMessage> batch;
     for (int i = 1; i <= 20; ++i) batch.push_back(message_to(queue, i));
     auto in_flight = std::async(std::launch::async, [&] { return transport->publish_batch(std::move(batch)); });
@@ -148,10 +150,13 @@ TEST_CASE("the broker SIGKILLed and restarted: publishes in flight are reported 
     CHECK(transport->check_health(1s).status == acemq::Health::Status::down);
 
     broker.start();  // a new, empty broker on the same endpoint
-    REQUIRE(eventually([&] {
-        std::lock_guard lock(events_mutex);
-        return std::find(events.begin(), events.end(), acemq::zmq::ConnectionEvent::Kind::recovered) != events.end();
-    }, 20s));
+    REQUIRE(eventually(
+        [&] {
+            std::lock_guard lock(events_mutex);
+            return std::find(events.begin(), events.end(), acemq::zmq::ConnectionEvent::Kind::recovered) !=
+                   events.end();
+        },
+        20s));
     // The topology came back with the client, and so did its consumer.
     CHECK(transport->queue_exists(queue));
     REQUIRE(transport->publish(message_to(queue, 100)).confirmed);
@@ -202,8 +207,8 @@ TEST_CASE("frames that break the protocol get an error frame back; the broker ke
     using acemq::zmq::wire::ErrorCode;
 
     // Before a hello, a well-formed request is refused for want of a session.
-    const auto no_session = answer_to(dealer, bytes_of(acemq::zmq::wire::encode_queue_request(
-                                                  acemq::zmq::wire::Command::depth, 7, queue)));
+    const auto no_session =
+        answer_to(dealer, bytes_of(acemq::zmq::wire::encode_queue_request(acemq::zmq::wire::Command::depth, 7, queue)));
     REQUIRE(no_session);
     CHECK(no_session->code == ErrorCode::no_session);
     CHECK(no_session->request == 7);
@@ -233,7 +238,8 @@ TEST_CASE("frames that break the protocol get an error frame back; the broker ke
     };
     const auto publish = bytes_of(acemq::zmq::wire::encode_publish(5, message_to(queue, 99)));
     for (std::size_t cut = 1; cut < publish.size(); cut += 7)
-        cases.push_back({"truncated publish", std::vector(publish.begin(), publish.begin() + cut), ErrorCode::malformed});
+        cases.push_back(
+            {"truncated publish", std::vector(publish.begin(), publish.begin() + cut), ErrorCode::malformed});
     auto trailing = publish;
     trailing.push_back(0x00);
     cases.push_back({"bytes after the frame", trailing, ErrorCode::malformed});
@@ -286,16 +292,16 @@ TEST_CASE("CurveZMQ: the broker admits only the client keys it was given") {
     const KeyPair server = make_keys(directory, "broker"), known = make_keys(directory, "known"),
                   stranger = make_keys(directory, "stranger");
     const std::string endpoint = "tcp://127.0.0.1:0";
-    ThreadBroker broker(endpoint, {.curve = acemq::zmq::ServerCurve{.secret_key = server.key,
-                                                                    .allowed_client_keys = {known.pub}}});
+    ThreadBroker broker(
+        endpoint, {.curve = acemq::zmq::ServerCurve{.secret_key = server.key, .allowed_client_keys = {known.pub}}});
 
     auto admitted = acemq::zmq::open(broker.url(), {.curve = acemq::zmq::ClientCurve{server.pub, known.key}});
     admitted->declare(work_queue("curve.orders"));
     CHECK(admitted->publish(message_to("curve.orders", 1)).confirmed);
 
     try {
-        acemq::zmq::open(broker.url(), {.curve = acemq::zmq::ClientCurve{server.pub, stranger.key},
-                                        .connect_timeout = 5s});
+        acemq::zmq::open(broker.url(),
+                         {.curve = acemq::zmq::ClientCurve{server.pub, stranger.key}, .connect_timeout = 5s});
         FAIL("a client whose key the broker was not given got in");
     } catch (const acemq::zmq::ConnectionError& error) {
         CHECK_THAT(error.what(), Catch::Contains("refused this client's CurveZMQ key"));
@@ -333,14 +339,15 @@ TEST_CASE("CurveZMQ: libzmq alone admits any key when no ZAP handler is bound; t
     const KeyPair server = make_keys(directory, "broker"), known = make_keys(directory, "known"),
                   other = make_keys(directory, "other");
     ThreadBroker broker("tcp://127.0.0.1:0", {.curve = acemq::zmq::ServerCurve{.secret_key = server.key,
-                                                                                 .allowed_client_keys = {known.pub}}});
-    CHECK_THROWS_AS(acemq::zmq::open(broker.url(), {.curve = acemq::zmq::ClientCurve{server.pub, other.key},
-                                                    .connect_timeout = 5s}),
+                                                                               .allowed_client_keys = {known.pub}}});
+    CHECK_THROWS_AS(acemq::zmq::open(broker.url(),
+                                     {.curve = acemq::zmq::ClientCurve{server.pub, other.key}, .connect_timeout = 5s}),
                     acemq::zmq::ConnectionError);
     CHECK(broker.server().stats().sessions == 0);
     // And a server told to use Curve with no allowed keys refuses to start rather than admit all.
-    CHECK_THROWS_AS(acemq::zmq::serve(acemq::inproc::broker("zmq-no-keys"), {"tcp://127.0.0.1:0"},
-                                      {.curve = acemq::zmq::ServerCurve{.secret_key = server.key, .allowed_client_keys = {}}}),
-                    acemq::InvalidArgument);
+    CHECK_THROWS_AS(
+        acemq::zmq::serve(acemq::inproc::broker("zmq-no-keys"), {"tcp://127.0.0.1:0"},
+                          {.curve = acemq::zmq::ServerCurve{.secret_key = server.key, .allowed_client_keys = {}}}),
+        acemq::InvalidArgument);
     std::filesystem::remove_all(directory);
 }

@@ -182,13 +182,16 @@ ServerImpl::~ServerImpl() {
 
 DeliverFn ServerImpl::deliver_to(std::uint64_t session, std::uint64_t consumer) {
     return [this, session, consumer](Delivery delivery) {
+        bool first_waiting = false;
         {
             std::lock_guard lock(handed_mutex_);
+            first_waiting = handed_.empty();
             handed_.push_back({session, consumer, std::move(delivery)});
         }
         // The I/O thread hands over what is queued after each frame it handles, so a
-        // delivery its own publish or ack made possible needs no wake-up.
-        if (std::this_thread::get_id() != io_thread_id_) wake_.signal();
+        // delivery its own publish or ack made possible needs no wake-up; nor does any but the
+        // first of a burst from other threads, since the I/O thread takes them all at once.
+        if (first_waiting && std::this_thread::get_id() != io_thread_id_) wake_.signal();
     };
 }
 

@@ -98,6 +98,7 @@ std::string ZmqTransport::where() const { return "the zmq broker at " + redacted
 std::shared_ptr<Call> ZmqTransport::submit(Outgoing outgoing) {
     if (!outgoing.call && outgoing.kind != Outgoing::Kind::settle) outgoing.call = std::make_shared<Call>();
     std::shared_ptr<Call> call = outgoing.call;
+    bool first_waiting = false;
     {
         std::lock_guard lock(queue_mutex_);
         if (closed_.load()) {
@@ -105,9 +106,12 @@ std::shared_ptr<Call> ZmqTransport::submit(Outgoing outgoing) {
                 call->fail(Call::Outcome::unsent, "acemq: the transport to " + where() + " is closed; open a new one");
             return call;
         }
+        first_waiting = queue_.empty();
         queue_.push_back(std::move(outgoing));
     }
-    wake_.signal();
+    // The I/O thread takes the whole queue each time it wakes, so only the first of a burst
+    // needs to wake it: a batch of publishes costs one wake-up, not one each.
+    if (first_waiting) wake_.signal();
     return call;
 }
 
@@ -365,7 +369,7 @@ void ZmqTransport::settle(std::uint64_t delivery_tag, std::optional<bool> nack_r
 
 void ZmqTransport::event(ConnectionEvent::Kind kind, std::string detail, int attempt) {
     log(kind == ConnectionEvent::Kind::recovered ? LogLevel::info : LogLevel::warning,
-        "acemq: zmq transport to " + redacted_url(url_) + ": " + std::string(to_string(kind)) + ": " + detail);
+        "zmq transport to " + redacted_url(url_) + ": " + std::string(to_string(kind)) + ": " + detail);
     if (!options_.on_event) return;
     try {
         options_.on_event({kind, std::move(detail), attempt});
