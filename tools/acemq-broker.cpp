@@ -1,183 +1,234 @@
-// acemq-broker: one embedded broker served over ZeroMQ, for processes on one box to share
-// queues with no RabbitMQ installed. `acemq-broker --help` says how to run it.
-#include <acemq/config.hpp>
-#include <acemq/error.hpp>
-#include <acemq/inproc.hpp>
-#include <acemq/zmq.hpp>
-
+// acemq-broker: one embedded broker (acemq::inproc::broker) served over ZeroMQ until SIGTERM
+// or SIGINT, for processes that share a broker without RabbitMQ. Exit status: 0 after a
+// clean stop, 1 when it cannot start (the library's error says why), 2 for a bad command line.
+#include <fcntl.h>
 #include <signal.h>
+#include <unistd.h>
 
+#include <cerrno>
 #include <charconv>
-#include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <iostream>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include <acemq/config.hpp>
+#include <acemq/error.hpp>
+#include <acemq/inproc.hpp>
+#include <acemq/zmq.hpp>
+
 namespace {
 
-constexpr std::string_view usage = R"(usage: acemq-broker [OPTION]...
-Hosts one embedded acemq broker and serves it over ZeroMQ to clients that connect with
-zmq+tcp://HOST:PORT or zmq+ipc:///PATH URLs. Messages live in memory: a stopped broker
-loses what it held. Stops cleanly on SIGTERM or SIGINT.
+constexpr std::string_view program = "acemq-broker";
+constexpr std::string_view default_endpoint = "tcp://127.0.0.1:5680";
 
-  --listen ENDPOINT      tcp://ADDRESS:PORT or ipc:///PATH; repeatable
-                         (default tcp://127.0.0.1:5680; port 0 picks a free one)
-  --name NAME            the broker's name, shown to clients (default acemq-broker)
-  --allow-remote         allow a tcp:// address that is not loopback (give clients Curve keys)
-  --heartbeat-ms N       beat to each client at least every N ms (default 1000); a client
-                         silent for three of its own intervals is gone, its deliveries returned
-  --max-frame-bytes N    refuse frames larger than N bytes (default 67108864)
-  --curve-secret FILE    encrypt with CurveZMQ, the broker's secret key from FILE (mode 0600)
-  --curve-allow FILE     a client public key (.pub) to admit; repeatable, needed with
-                         --curve-secret: every other key is refused
-  --generate-keys BASE   write a new key pair to BASE.pub and BASE.key (0600) and exit
-  --ready-file FILE      once listening, write the endpoints bound (one a line) to FILE
-  --help                 this text
-  --version              the version
+constexpr std::string_view help_text = R"(Usage: acemq-broker [OPTION]...
+Hosts one embedded acemq broker and serves it over ZeroMQ to acemq clients
+(URLs zmq+tcp://HOST:PORT and zmq+ipc:///PATH) until SIGTERM or SIGINT.
 
-Exit status: 0 stopped cleanly, 1 could not start (the reason on stderr), 2 a bad command line.
+  --listen ENDPOINT       tcp://ADDRESS:PORT or ipc:///PATH to bind; repeatable
+                          (default tcp://127.0.0.1:5680; port 0 picks a free one)
+  --name NAME             the broker's name, shown in its errors (default acemq-broker)
+  --heartbeat-ms N        beat to every client at least every N ms (default 1000)
+  --allow-remote          allow tcp endpoints that are not loopback addresses
+  --curve-secret FILE     encrypt with CurveZMQ, this broker's secret key file (.key)
+  --curve-allow FILE      a client public key file (.pub) to admit; repeatable,
+                          at least one with --curve-secret
+  --max-frame-bytes N     refuse frames larger than N bytes (default 67108864)
+  --ready-file FILE       once bound, write the endpoints (one a line) to FILE
+  --generate-keys BASE    write a new key pair to BASE.pub and BASE.key (mode 0600)
+                          and exit; never overwrites
+  --help                  show this and exit
+  --version               show the version and exit
+
+Exit status: 0 after a clean stop, 1 when the broker cannot start, 2 for a bad command line.
 )";
 
-struct BadCommandLine {
-    std::string what;
+// A bad command line: main prints it with "see --help" and exits 2.
+struct UsageProblem {
+    std::string text;
 };
 
 struct Settings {
     std::vector<std::string> endpoints;
-    std::string name = "acemq-broker";
-    acemq::zmq::ServerOptions options;
+    std::string name{program};
+    acemq::zmq::ServerOptions options{};
     std::optional<std::filesystem::path> curve_secret;
-    std::vector<std::filesystem::path> curve_allowed;
+    std::vector<std::filesystem::path> curve_allow;
     std::optional<std::filesystem::path> ready_file;
     std::optional<std::filesystem::path> generate_keys;
-    bool help = false, version = false;
+    bool help = false;
+    bool version = false;
 };
 
-std::uint64_t number(std::string_view flag, std::string_view text) {
+std::uint64_t positive_number(std::string_view option, std::string_view text) {
     std::uint64_t value = 0;
     const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
     if (error != std::errc{} || end != text.data() + text.size() || value == 0)
-        throw BadCommandLine{std::string(flag) + " wants a positive whole number, not \"" + std::string(text) + "\""};
+        throw UsageProblem{std::string(option) + " needs a positive whole number, not \"" + std::string(text) + "\""};
     return value;
 }
 
 Settings parse(int argc, char* argv[]) {
     Settings settings;
     for (int i = 1; i < argc; ++i) {
-        const std::string_view flag = argv[i];
-        const auto value = [&]() -> std::string {
-            if (i + 1 >= argc) throw BadCommandLine{std::string(flag) + " needs a value"};
+        std::string_view argument = argv[i];
+        std::optional<std::string_view> inline_value;
+        if (const auto equals = argument.find('='); argument.starts_with("--") && equals != std::string_view::npos) {
+            inline_value = argument.substr(equals + 1);
+            argument = argument.substr(0, equals);
+        }
+        auto value = [&]() -> std::string {
+            if (inline_value) return std::string(*inline_value);
+            if (i + 1 >= argc) throw UsageProblem{std::string(argument) + " needs a value"};
             return argv[++i];
         };
-        if (flag == "--help")
-            settings.help = true;
-        else if (flag == "--version")
-            settings.version = true;
-        else if (flag == "--listen")
+        auto flag = [&](bool& target) {
+            if (inline_value) throw UsageProblem{std::string(argument) + " takes no value"};
+            target = true;
+        };
+        if (argument == "--listen") {
             settings.endpoints.push_back(value());
-        else if (flag == "--name")
+        } else if (argument == "--name") {
             settings.name = value();
-        else if (flag == "--allow-remote")
-            settings.options.allow_remote = true;
-        else if (flag == "--heartbeat-ms")
-            settings.options.heartbeat = std::chrono::milliseconds(number(flag, value()));
-        else if (flag == "--max-frame-bytes")
-            settings.options.max_frame_bytes = number(flag, value());
-        else if (flag == "--curve-secret")
+        } else if (argument == "--heartbeat-ms") {
+            const auto milliseconds = positive_number(argument, value());
+            settings.options.heartbeat = std::chrono::milliseconds(static_cast<std::int64_t>(milliseconds));
+        } else if (argument == "--allow-remote") {
+            flag(settings.options.allow_remote);
+        } else if (argument == "--curve-secret") {
             settings.curve_secret = value();
-        else if (flag == "--curve-allow")
-            settings.curve_allowed.emplace_back(value());
-        else if (flag == "--generate-keys")
-            settings.generate_keys = value();
-        else if (flag == "--ready-file")
+        } else if (argument == "--curve-allow") {
+            settings.curve_allow.emplace_back(value());
+        } else if (argument == "--max-frame-bytes") {
+            settings.options.max_frame_bytes = positive_number(argument, value());
+        } else if (argument == "--ready-file") {
             settings.ready_file = value();
-        else
-            throw BadCommandLine{"unknown option \"" + std::string(flag) + "\""};
+        } else if (argument == "--generate-keys") {
+            settings.generate_keys = value();
+        } else if (argument == "--help") {
+            flag(settings.help);
+        } else if (argument == "--version") {
+            flag(settings.version);
+        } else {
+            throw UsageProblem{"unknown argument \"" + std::string(argv[i]) + "\""};
+        }
     }
-    if (settings.curve_secret.has_value() != !settings.curve_allowed.empty())
-        throw BadCommandLine{settings.curve_secret
-                                 ? "--curve-secret needs at least one --curve-allow (the client keys to admit)"
-                                 : "--curve-allow needs --curve-secret (the broker's own key)"};
+    if (settings.curve_secret && settings.curve_allow.empty())
+        throw UsageProblem{"--curve-secret needs at least one --curve-allow FILE (a client's .pub) to admit"};
+    if (!settings.curve_secret && !settings.curve_allow.empty())
+        throw UsageProblem{"--curve-allow needs --curve-secret FILE (this broker's .key)"};
+    if (settings.endpoints.empty()) settings.endpoints.emplace_back(default_endpoint);
     if (settings.curve_secret)
-        settings.options.curve = acemq::zmq::ServerCurve{*settings.curve_secret, settings.curve_allowed};
-    if (settings.endpoints.empty()) settings.endpoints.push_back("tcp://127.0.0.1:5680");
+        settings.options.curve = acemq::zmq::ServerCurve{*settings.curve_secret, settings.curve_allow};
     return settings;
 }
 
-// Written whole under a temporary name and renamed, so a reader never sees half of it.
+// Written to a temporary name and renamed, so a reader never sees half the endpoints.
 void write_ready_file(const std::filesystem::path& file, const std::vector<std::string>& endpoints) {
-    const std::filesystem::path partial = file.string() + ".partial";
-    {
-        std::ofstream out(partial);
-        for (const std::string& endpoint : endpoints) out << endpoint << '\n';
-        if (!out) throw acemq::InvalidArgument("acemq-broker: cannot write the ready file " + file.string());
+    std::string text;
+    for (const std::string& endpoint : endpoints) text += endpoint + "\n";
+    const std::filesystem::path temporary = std::filesystem::path(file) += ".tmp-" + std::to_string(::getpid());
+    const int fd = ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    const auto failed = [&](int error) {
+        throw acemq::Error("acemq: cannot write the ready file " + file.string() + ": " + std::strerror(error) +
+                           "; check that its directory exists and is writable");
+    };
+    if (fd < 0) failed(errno);
+    std::size_t written = 0;
+    while (written < text.size()) {
+        const ssize_t done = ::write(fd, text.data() + written, text.size() - written);
+        if (done < 0 && errno == EINTR) continue;
+        if (done < 0) {
+            const int error = errno;
+            ::close(fd);
+            ::unlink(temporary.c_str());
+            failed(error);
+        }
+        written += static_cast<std::size_t>(done);
     }
-    std::filesystem::rename(partial, file);
+    if (::close(fd) != 0 || ::rename(temporary.c_str(), file.c_str()) != 0) {
+        const int error = errno;
+        ::unlink(temporary.c_str());
+        failed(error);
+    }
 }
 
-int serve(const Settings& settings) {
-    // Blocked before any thread starts, so that every thread inherits the mask and the signals
-    // wait for sigwait below.
-    sigset_t stop_signals;
-    sigemptyset(&stop_signals);
-    sigaddset(&stop_signals, SIGTERM);
-    sigaddset(&stop_signals, SIGINT);
-    pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+std::string joined(const std::vector<std::string>& endpoints) {
+    std::string text;
+    for (const std::string& endpoint : endpoints) text += (text.empty() ? "" : ", ") + endpoint;
+    return text;
+}
 
+int generate_keys(const std::filesystem::path& base) {
+    const acemq::zmq::KeyFiles files = acemq::zmq::generate_key_pair(base);
+    std::cout << "public key: " << files.public_key.string() << "\n"
+              << "secret key: " << files.secret_key.string() << " (mode 0600; keep it private)\n";
+    return 0;
+}
+
+int run(const Settings& settings, const sigset_t& stop_signals) {
     auto broker = acemq::inproc::broker(settings.name);
     auto server = acemq::zmq::serve(broker, settings.endpoints, settings.options);
-    std::string listening;
-    for (const std::string& endpoint : server->endpoints()) listening += (listening.empty() ? "" : ", ") + endpoint;
-    std::cerr << "acemq-broker " << ACEMQ_VERSION << ": broker \"" << settings.name << "\" listening on " << listening
+    std::cerr << program << ": broker \"" << settings.name << "\" serving " << joined(server->endpoints())
               << (settings.options.curve
-                      ? " (CurveZMQ, " + std::to_string(settings.curve_allowed.size()) + " client key(s) admitted)"
-                      : " (no encryption)")
+                      ? "; CurveZMQ on, " + std::to_string(settings.curve_allow.size()) + " client key file(s) admitted"
+                      : "; CurveZMQ off")
               << std::endl;
+
+    // After the log line, so a script that has seen the ready file finds it logged too.
     if (settings.ready_file) write_ready_file(*settings.ready_file, server->endpoints());
 
-    int received = 0;
-    sigwait(&stop_signals, &received);
+    int signal_number = 0;
+    if (const int error = sigwait(&stop_signals, &signal_number); error != 0)
+        throw acemq::Error(std::string("acemq: cannot wait for SIGTERM and SIGINT: ") + std::strerror(error));
     const acemq::zmq::ServerStats stats = server->stats();
     server.reset();
-    std::cerr << "acemq-broker: stopped on " << (received == SIGTERM ? "SIGTERM" : "SIGINT") << "; " << stats.sessions
-              << " client(s) connected at the end, " << stats.sessions_ended << " session(s) ended, "
-              << stats.frames_refused << " frame(s) refused, " << stats.clients_refused << " client key(s) refused"
-              << std::endl;
+    if (settings.ready_file) {
+        std::error_code ignored;  // a ready file already removed by its reader is no failure
+        std::filesystem::remove(*settings.ready_file, ignored);
+    }
+    std::cerr << program << ": stopped on SIG" << sigabbrev_np(signal_number) << "; sessions open at stop "
+              << stats.sessions << ", ended " << stats.sessions_ended << ", frames refused " << stats.frames_refused
+              << ", clients refused " << stats.clients_refused << std::endl;
     return 0;
 }
 
 }  // namespace
 
 int main(int argc, char* argv[]) {
+    // Blocked before serve() starts its thread, so every thread inherits the mask and the
+    // signals wait for sigwait below instead of killing the process mid-session.
+    sigset_t stop_signals;
+    sigemptyset(&stop_signals);
+    sigaddset(&stop_signals, SIGTERM);
+    sigaddset(&stop_signals, SIGINT);
+    pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+
     Settings settings;
     try {
         settings = parse(argc, argv);
-    } catch (const BadCommandLine& bad) {
-        std::cerr << "acemq-broker: " << bad.what << "; see acemq-broker --help\n";
+    } catch (const UsageProblem& problem) {
+        std::cerr << program << ": " << problem.text << "; see --help\n";
         return 2;
     }
     if (settings.help) {
-        std::cout << usage;
+        std::cout << help_text;
         return 0;
     }
     if (settings.version) {
-        std::cout << "acemq-broker " << ACEMQ_VERSION << '\n';
+        std::cout << program << " " << ACEMQ_VERSION << "\n";
         return 0;
     }
     try {
-        if (settings.generate_keys) {
-            const acemq::zmq::KeyFiles files = acemq::zmq::generate_key_pair(*settings.generate_keys);
-            std::cout << "public key: " << files.public_key.string() << "\nsecret key: " << files.secret_key.string()
-                      << " (mode 0600; keep it on this machine)\n";
-            return 0;
-        }
-        return serve(settings);
+        if (settings.generate_keys) return generate_keys(*settings.generate_keys);
+        return run(settings, stop_signals);
     } catch (const std::exception& error) {
-        std::cerr << "acemq-broker: " << error.what() << '\n';
+        std::cerr << program << ": " << acemq::without_prefix(error.what()) << "\n";
         return 1;
     }
 }

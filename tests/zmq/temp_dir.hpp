@@ -1,0 +1,32 @@
+// A directory of the test's own under $TMPDIR, removed with everything in it at the end.
+#pragma once
+
+#include <catch2/catch.hpp>
+
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+#include <system_error>
+
+namespace zmq_test {
+
+class TempDir {
+public:
+    TempDir() {
+        std::string pattern = (std::filesystem::temp_directory_path() / "acemq-zmq-XXXXXX").string();
+        if (mkdtemp(pattern.data()) == nullptr) FAIL("cannot make a temporary directory");
+        path_ = pattern;
+    }
+    ~TempDir() {
+        std::error_code ignored;  // best effort: a leftover temp dir must not fail the test
+        std::filesystem::remove_all(path_, ignored);
+    }
+    TempDir(const TempDir&) = delete;
+    TempDir& operator=(const TempDir&) = delete;
+    const std::filesystem::path& path() const { return path_; }
+
+private:
+    std::filesystem::path path_;
+};
+
+}  // namespace zmq_test
