@@ -90,14 +90,15 @@ struct Values {
     std::string text() {
         static constexpr std::string_view letters = "abcxyz-_ 09\"\\/\x01\xc3\xa9";
         std::string out;
-        const std::size_t length = loop.below(8) == 0 ? 200 + loop.below(70000) : loop.below(12);
+        const std::size_t length = loop.below(16) == 0 ? 200 + loop.below(70000) : loop.below(12);
         for (std::size_t n = length; n > 0; --n) out.push_back(letters[loop.below(letters.size())]);
         return out;
     }
     Bytes body() {
-        switch (loop.below(4)) {
-        case 0: return {};
-        case 1: return loop.random_bytes(100000);
+        switch (loop.below(8)) {
+        case 0:
+        case 1: return {};
+        case 2: return loop.random_bytes(100000);
         default: return loop.random_bytes(40);
         }
     }
@@ -449,11 +450,10 @@ TEST_CASE("zmq frames: a valid frame cut short anywhere is refused as malformed"
     for (const Bytes& frame : round_trips(values)) {
         // Long frames are cut at every length near each end and at a stride between.
         for (std::size_t cut = 0; cut < frame.size(); cut += (cut < 300 || frame.size() - cut < 300) ? 1 : 97) {
-            const Bytes input(frame.begin(), frame.begin() + static_cast<std::ptrdiff_t>(cut));
-            const std::string text =
-                testing_support::what_of<wire::ProtocolError>([&] { (void)wire::Frame::parse(input); });
-            INFO("cut at " << cut << " of " << testing_support::hex(frame));
-            REQUIRE(text.starts_with("acemq: malformed zmq protocol frame: "));
+            const std::string text = testing_support::what_of<wire::ProtocolError>(
+                [&] { (void)wire::Frame::parse(std::span(frame).first(cut)); });
+            if (!text.starts_with("acemq: malformed zmq protocol frame: "))
+                FAIL("cut at " << cut << " of " << testing_support::hex(frame) << ": " << text);
         }
     }
 }
