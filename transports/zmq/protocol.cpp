@@ -113,6 +113,17 @@ void pack_eight(msgpack::packer<msgpack::sbuffer>& out, std::int8_t type, std::u
     out.pack_ext_body(bytes, 8);
 }
 
+// msgpack-c's pack_double writes a whole double (2.0, -0.0, 2^40) as an integer, which would
+// read back as an int32 or be refused as wider: a double goes out as float64 always, its
+// header and big-endian bits appended as they are (pack_*_body appends without a header).
+void pack_float64(msgpack::packer<msgpack::sbuffer>& out, double value) {
+    char bytes[9];
+    bytes[0] = static_cast<char>(0xcb);
+    auto bits = std::bit_cast<std::uint64_t>(value);
+    for (int i = 8; i >= 1; --i, bits >>= 8) bytes[i] = static_cast<char>(bits & 0xff);
+    out.pack_bin_body(bytes, 9);
+}
+
 std::uint64_t read_eight(const msgpack::object_ext& ext) {
     if (ext.size != 8) malformed("an ext field value of type " + std::to_string(ext.type()) + " is not 8 bytes");
     std::uint64_t value = 0;
@@ -149,7 +160,7 @@ void pack_value(msgpack::packer<msgpack::sbuffer>& out, const FieldValue& value)
             } else if constexpr (std::is_same_v<V, std::uint64_t>) {
                 pack_eight(out, ext_uint64, v);
             } else if constexpr (std::is_same_v<V, double>) {
-                out.pack_double(v);
+                pack_float64(out, v);
             } else if constexpr (std::is_same_v<V, std::string>) {
                 out.pack_str(static_cast<std::uint32_t>(v.size()));
                 out.pack_str_body(v.data(), static_cast<std::uint32_t>(v.size()));
