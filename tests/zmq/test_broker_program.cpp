@@ -19,14 +19,14 @@
 
 #include <acemq/config.hpp>
 
-#include "temp_dir.hpp"
+#include "../support/temp_dir.hpp"
 #include "zmq/keys.hpp"
 
 namespace {
 
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;
-using zmq_test::TempDir;
+using testing_support::TempDir;
 
 // Every wait is bounded; a program that overruns one is killed and the test fails.
 constexpr auto exit_bound = 20s;

@@ -10,14 +10,14 @@
 #include <string>
 
 #include "../support/thrown.hpp"
-#include "temp_dir.hpp"
+#include "../support/temp_dir.hpp"
 #include "zmq/keys.hpp"
 
 namespace {
 
 namespace fs = std::filesystem;
 using testing_support::what_of;
-using zmq_test::TempDir;
+using testing_support::TempDir;
 
 std::string contents(const fs::path& file) {
     std::ifstream in(file, std::ios::binary);

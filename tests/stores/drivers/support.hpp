@@ -18,6 +18,7 @@
 #include <acemq/stores/postgres.hpp>
 #include <acemq/stores/sqlite.hpp>
 #include "../../support/databases.hpp"
+#include "../../support/temp_dir.hpp"
 
 namespace drivers_test {
 
@@ -26,23 +27,9 @@ namespace sql = acemq::sql;
 using testing_support::postgres_url;
 using testing_support::unique_suffix;
 
-class TempDir {
-public:
-    TempDir() {
-        std::string pattern = (std::filesystem::temp_directory_path() / "acemq-drivers-XXXXXX").string();
-        if (!mkdtemp(pattern.data())) FAIL("cannot make a temporary directory");
-        path_ = pattern;
-    }
-    ~TempDir() {
-        std::error_code ignored;  // best effort: a leftover temp dir must not fail the test
-        std::filesystem::remove_all(path_, ignored);
-    }
-    TempDir(const TempDir&) = delete;
-    TempDir& operator=(const TempDir&) = delete;
-    const std::filesystem::path& path() const { return path_; }
-
-private:
-    std::filesystem::path path_;
+// A temporary directory for SQLite files.
+struct TempDir : testing_support::TempDir {
+    TempDir() : testing_support::TempDir("drivers") {}
 };
 
 struct SqliteTarget {

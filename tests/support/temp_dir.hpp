@@ -6,14 +6,17 @@
 #include <cstdlib>
 #include <filesystem>
 #include <string>
+#include <string_view>
 #include <system_error>
 
-namespace zmq_test {
+namespace testing_support {
 
 class TempDir {
 public:
-    TempDir() {
-        std::string pattern = (std::filesystem::temp_directory_path() / "acemq-zmq-XXXXXX").string();
+    // `name` starts the directory's name, so a leftover one says which tests made it.
+    explicit TempDir(std::string_view name = "test") {
+        std::string pattern =
+            (std::filesystem::temp_directory_path() / ("acemq-" + std::string(name) + "-XXXXXX")).string();
         if (mkdtemp(pattern.data()) == nullptr) FAIL("cannot make a temporary directory");
         path_ = pattern;
     }
@@ -29,4 +32,4 @@ private:
     std::filesystem::path path_;
 };
 
-}  // namespace zmq_test
+}  // namespace testing_support
