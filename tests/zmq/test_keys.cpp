@@ -9,15 +9,15 @@
 #include <fstream>
 #include <string>
 
-#include "../support/thrown.hpp"
 #include "../support/temp_dir.hpp"
+#include "../support/thrown.hpp"
 #include "zmq/keys.hpp"
 
 namespace {
 
 namespace fs = std::filesystem;
-using testing_support::what_of;
 using testing_support::TempDir;
+using testing_support::what_of;
 
 std::string contents(const fs::path& file) {
     std::ifstream in(file, std::ios::binary);

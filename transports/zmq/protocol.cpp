@@ -246,6 +246,9 @@ void pack_bytes(msgpack::packer<msgpack::sbuffer>& out, std::span<const std::byt
     out.pack_bin_body(reinterpret_cast<const char*>(bytes.data()), static_cast<std::uint32_t>(bytes.size()));
 }
 
+// Room for a frame carrying a message: its body, and a guess for the names, ids and headers.
+std::size_t message_size_hint(std::size_t body, std::size_t headers) { return body + 256 + 64 * headers; }
+
 // The fields of a delivered message, in the order deliver and the reply to pull share.
 constexpr std::uint32_t message_fields = 8;
 
@@ -419,7 +422,8 @@ Bytes Frame::bytes_at(std::size_t index, std::string_view name) const {
 FieldTable Frame::table_at(std::size_t index, std::string_view name) const { return read_table(field(index), name); }
 bool Frame::is_nil(std::size_t index) const { return field(index).type == msgpack::type::NIL; }
 
-Writer::Writer(Command command, std::uint32_t fields) : packer_(buffer_) {
+Writer::Writer(Command command, std::uint32_t fields, std::size_t expected_bytes)
+    : buffer_(expected_bytes), packer_(buffer_) {
     packer_.pack_array(fields + 2);
     packer_.pack(version);
     packer_.pack(static_cast<std::uint8_t>(command));
@@ -478,7 +482,7 @@ msgpack::sbuffer encode_declare(std::uint64_t request, std::span<const ExchangeD
 }
 
 msgpack::sbuffer encode_publish(std::uint64_t sequence, const OutboundMessage& message) {
-    Writer out(Command::publish, 10);
+    Writer out(Command::publish, 10, message_size_hint(message.body.size(), message.headers.size()));
     out.value(sequence).text(message.exchange).text(message.routing_key).bytes(message.body);
     out.text(message.content_type).text(message.message_id).table(message.headers).text(message.reply_to);
     out.value(message.persistent).value(message.mandatory);
@@ -545,7 +549,7 @@ msgpack::sbuffer encode_reply_bool(std::uint64_t request, bool value) {
 }
 
 msgpack::sbuffer encode_reply_pulled(std::uint64_t request, std::uint64_t delivery_tag, const InboundMessage& message) {
-    Writer out(Command::reply, 2);
+    Writer out(Command::reply, 2, message_size_hint(message.body.size(), message.headers.size()));
     out.value(request);
     out.out().pack_array(1 + message_fields);
     out.value(delivery_tag);
@@ -567,7 +571,7 @@ msgpack::sbuffer encode_confirm(std::uint64_t sequence, const PublishResult& res
 }
 
 msgpack::sbuffer encode_deliver(std::uint64_t consumer, std::uint64_t delivery_tag, const InboundMessage& message) {
-    Writer out(Command::deliver, 2 + message_fields);
+    Writer out(Command::deliver, 2 + message_fields, message_size_hint(message.body.size(), message.headers.size()));
     out.value(consumer).value(delivery_tag);
     pack_message(out.out(), message);
     return std::move(out.buffer());

@@ -103,7 +103,9 @@ bool is_unsupported_version(const ProtocolError& error) noexcept;
 // Writes one frame. Each encode_* below returns the frame's bytes.
 class Writer {
 public:
-    Writer(Command command, std::uint32_t fields);
+    // `expected_bytes`: room reserved up front (msgpack-c's default is 8 KiB a frame, most of
+    // which a confirm or an ack never uses).
+    Writer(Command command, std::uint32_t fields, std::size_t expected_bytes = 64);
     msgpack::packer<msgpack::sbuffer>& out() noexcept { return packer_; }
     Writer& text(std::string_view value);
     Writer& bytes(std::span<const std::byte> value);
