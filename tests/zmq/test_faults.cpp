@@ -73,10 +73,14 @@ struct Collector {
 
 }  // namespace
 
-TEST_CASE("a consumer process SIGKILLed mid-handling: its deliveries come back, redelivered, to another consumer") {
-    ThreadBroker broker(zmq_test::fresh_ipc_endpoint("kill-consumer"));
+namespace {
+
+// A consumer process (zmq_fault_worker) that took 4 of the 10 messages of `queue` and holds
+// them unsettled, then is made to vanish with `signal`; the test consumes what comes back.
+void vanishing_consumer(int signal, std::string_view name) {
+    ThreadBroker broker(zmq_test::fresh_ipc_endpoint(name));
     auto transport = acemq::zmq::open(broker.url());
-    const std::string queue = "faults.kill-consumer";
+    const std::string queue = "faults." + std::string(name);
     transport->declare(work_queue(queue));
     for (int i = 0; i < 10; ++i) REQUIRE(transport->publish(message_to(queue, i)).confirmed);
 
@@ -90,7 +94,6 @@ TEST_CASE("a consumer process SIGKILLed mid-handling: its deliveries come back, 
         ::_exit(127);
     }
     ::close(from_worker[1]);
-    // The worker holds its prefetch of 4, unsettled.
     std::FILE* lines = ::fdopen(from_worker[0], "r");
     char line[64];
     int holding = 0;
@@ -98,19 +101,31 @@ TEST_CASE("a consumer process SIGKILLed mid-handling: its deliveries come back, 
     REQUIRE(holding == 4);
     REQUIRE(eventually([&] { return transport->queue_depth(queue) == 6; }));
 
-    ::kill(worker, SIGKILL);
-    int status = 0;
-    REQUIRE(::waitpid(worker, &status, 0) == worker);
-    std::fclose(lines);
-
+    ::kill(worker, signal);
     Collector collector;
     auto subscription = transport->consume(queue, {.prefetch = 20}, collector.fn());
-    REQUIRE(eventually([&] { return collector.count() == 10; }));
+    const bool all_back = eventually([&] { return collector.count() == 10; });
+    ::kill(worker, SIGKILL);
+    int status = 0;
+    ::waitpid(worker, &status, 0);
+    std::fclose(lines);
+    REQUIRE(all_back);
     std::lock_guard lock(collector.mutex);
     int redelivered = 0;
     for (const auto& [id, again] : collector.redelivered_by_id) redelivered += again ? 1 : 0;
-    CHECK(redelivered == 4);  // exactly what the killed worker held
+    CHECK(redelivered == 4);  // exactly what the vanished worker held
     CHECK(broker.server().stats().sessions_ended >= 1);
+}
+
+}  // namespace
+
+TEST_CASE("a consumer process SIGKILLed mid-handling: its deliveries come back, redelivered, to another consumer") {
+    vanishing_consumer(SIGKILL, "kill-consumer");
+}
+
+TEST_CASE(
+    "a consumer process gone silent (SIGSTOP, as if its network went): its heartbeats stop, its deliveries come back") {
+    vanishing_consumer(SIGSTOP, "silent-consumer");
 }
 
 TEST_CASE("the broker SIGKILLed and restarted: publishes in flight are reported unconfirmed, clients recover") {
