@@ -253,12 +253,15 @@ void ZmqTransport::end_consumer(const std::shared_ptr<LocalConsumer>& consumer, 
         // Waits out a delivery being handed over now: none starts after this.
         std::lock_guard lock(consumer->delivering);
         consumer->stopped = true;
+        consumer->released = consumer->released || release;
     }
     if (release) {
         std::lock_guard lock(consumers_mutex_);
         consumers_.remove(consumer);
     }
-    if (closed_.load()) return;
+    // Without a session the broker holds nothing of this consumer, and it is not consumed again
+    // in the next (should a new session have consumed it already, its first delivery releases it).
+    if (closed_.load() || !ready_.load()) return;
     request({.kind = Outgoing::Kind::end_consumer, .number = next_number(), .consumer = consumer, .release = release},
             release ? "the release of a consumer" : "the cancel of a consumer");
 }
@@ -676,9 +679,18 @@ void ZmqTransport::dispatch(const wire::Frame& frame, std::span<const std::byte>
         wire::Deliver deliver = wire::read_deliver(frame);
         const auto found = by_server_id_.find(deliver.consumer);
         if (found == by_server_id_.end()) return;  // released: the broker takes it back
-        LocalConsumer& consumer = *found->second;
+        const std::shared_ptr<LocalConsumer> owner = found->second;  // outlives the map entry erased below
+        LocalConsumer& consumer = *owner;
         const std::uint64_t tag = (generation_.load() << generation_shift) | deliver.delivery_tag;
         std::lock_guard lock(consumer.delivering);
+        if (consumer.released) {
+            // Released while the session was being made, after it was consumed again: the
+            // broker takes this delivery back with the consumer.
+            send_frame(*socket_, wire::encode_consumer_request(Command::release, next_number(), deliver.consumer));
+            consumer.server_id = 0;
+            by_server_id_.erase(found);
+            return;
+        }
         if (consumer.stopped) {
             // Stopped here before the broker heard of it: back to the queue for someone else.
             send_frame(*socket_, wire::encode_settle(deliver.delivery_tag, true));

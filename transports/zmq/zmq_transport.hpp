@@ -30,6 +30,7 @@ struct LocalConsumer {
     DeliverFn deliver;
     std::mutex delivering;        // held while deliver runs, so stop() can wait out the last one
     bool stopped = false;         // guarded by `delivering`
+    bool released = false;        // guarded by `delivering`
     std::uint64_t server_id = 0;  // in the current session; I/O thread only
 };
 
