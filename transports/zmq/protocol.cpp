@@ -410,9 +410,6 @@ bool Frame::bool_at(std::size_t index, std::string_view name) const { return rea
 std::string Frame::string_at(std::size_t index, std::string_view name) const {
     return std::string(read_text(field(index), name));
 }
-std::string_view Frame::string_view_at(std::size_t index, std::string_view name) const {
-    return read_text(field(index), name);
-}
 Bytes Frame::bytes_at(std::size_t index, std::string_view name) const {
     const msgpack::object& object = field(index);
     if (object.type != msgpack::type::BIN) wrong_type(name, "a bin", object);

@@ -82,7 +82,6 @@ public:
     std::uint64_t unsigned_at(std::size_t index, std::string_view name) const;
     bool bool_at(std::size_t index, std::string_view name) const;
     std::string string_at(std::size_t index, std::string_view name) const;
-    std::string_view string_view_at(std::size_t index, std::string_view name) const;
     Bytes bytes_at(std::size_t index, std::string_view name) const;
     FieldTable table_at(std::size_t index, std::string_view name) const;
     bool is_nil(std::size_t index) const;
