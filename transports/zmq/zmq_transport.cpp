@@ -678,7 +678,7 @@ void ZmqTransport::dispatch(const wire::Frame& frame, std::span<const std::byte>
     case Command::deliver: {
         wire::Deliver deliver = wire::read_deliver(frame);
         const auto found = by_server_id_.find(deliver.consumer);
-        if (found == by_server_id_.end()) return;  // released: the broker takes it back
+        if (found == by_server_id_.end()) return;                    // released: the broker takes it back
         const std::shared_ptr<LocalConsumer> owner = found->second;  // outlives the map entry erased below
         LocalConsumer& consumer = *owner;
         const std::uint64_t tag = (generation_.load() << generation_shift) | deliver.delivery_tag;
