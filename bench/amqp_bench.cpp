@@ -61,19 +61,8 @@ constexpr std::uint16_t consume_prefetch = 100;
 double micros(Clock::duration elapsed) { return std::chrono::duration<double, std::micro>(elapsed).count(); }
 double millis(Clock::duration elapsed) { return std::chrono::duration<double, std::milli>(elapsed).count(); }
 
-double median(std::vector<double> values) {
-    if (values.empty()) return 0;
-    std::sort(values.begin(), values.end());
-    const std::size_t middle = values.size() / 2;
-    return values.size() % 2 == 1 ? values[middle] : (values[middle - 1] + values[middle]) / 2;
-}
-
-double percentile(std::vector<double> values, double fraction) {
-    if (values.empty()) return 0;
-    std::sort(values.begin(), values.end());
-    const auto index = static_cast<std::size_t>(fraction * static_cast<double>(values.size() - 1) + 0.5);
-    return values[std::min(index, values.size() - 1)];
-}
+using bench::median;
+using bench::percentile;
 
 double mean(const std::vector<double>& values) {
     double sum = 0;

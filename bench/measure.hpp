@@ -17,6 +17,23 @@ inline void keep(const T& value) {
     asm volatile("" : : "g"(&value) : "memory");
 }
 
+// The value `fraction` of the way through `values` in order (0.5: the median, 0.99: p99),
+// the nearest sample; 0 for none.
+inline double percentile(std::vector<double> values, double fraction) {
+    if (values.empty()) return 0;
+    std::sort(values.begin(), values.end());
+    const auto index = static_cast<std::size_t>(fraction * static_cast<double>(values.size() - 1) + 0.5);
+    return values[std::min(index, values.size() - 1)];
+}
+
+// The median, halfway between the two middle values when there is an even number.
+inline double median(std::vector<double> values) {
+    if (values.empty()) return 0;
+    std::sort(values.begin(), values.end());
+    const std::size_t middle = values.size() / 2;
+    return values.size() % 2 == 1 ? values[middle] : (values[middle - 1] + values[middle]) / 2;
+}
+
 // Nanoseconds per call of `body`, the median of `runs` runs of about `run_time` each.
 template <class Body>
 double ns_per_op(Body&& body, int runs = 7, std::chrono::milliseconds run_time = std::chrono::milliseconds(150)) {

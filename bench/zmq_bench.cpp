@@ -75,14 +75,8 @@ constexpr Sizes quick_sizes{1, 20'000, 1'000, 2'000, 300, 50};
 double seconds(Clock::duration elapsed) { return std::chrono::duration<double>(elapsed).count(); }
 double micros(Clock::duration elapsed) { return std::chrono::duration<double, std::micro>(elapsed).count(); }
 
-double percentile(std::vector<double> values, double fraction) {
-    if (values.empty()) return 0;
-    std::sort(values.begin(), values.end());
-    const auto index = static_cast<std::size_t>(fraction * static_cast<double>(values.size() - 1) + 0.5);
-    return values[std::min(index, values.size() - 1)];
-}
-
-double median(std::vector<double> values) { return percentile(std::move(values), 0.5); }
+using bench::median;
+using bench::percentile;
 
 template <class Run>
 double median_of_runs(int runs, Run&& run) {
