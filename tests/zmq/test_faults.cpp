@@ -3,6 +3,7 @@
 // CurveZMQ keys the broker does not admit.
 #include <catch2/catch.hpp>
 
+#include <poll.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -29,10 +30,8 @@ using zmq_test::ThreadBroker;
 
 namespace {
 
-const acemq::Topology work_queue(const std::string& name) {
-    static thread_local acemq::Topology topology;
-    topology = acemq::Topology{}.queue(name, {.type = acemq::QueueType::classic});
-    return topology;
+acemq::Topology work_queue(const std::string& name) {
+    return acemq::Topology{}.queue(name, {.type = acemq::QueueType::classic});
 }
 
 acemq::OutboundMessage message_to(const std::string& queue, int number) {
@@ -75,6 +74,60 @@ struct Collector {
 
 namespace {
 
+// A child process whose standard output the test reads; killed (SIGKILL) and reaped when the
+// test ends, however it ends.
+class WorkerProcess {
+public:
+    explicit WorkerProcess(std::vector<std::string> argv) {
+        int pipe_ends[2];
+        REQUIRE(::pipe(pipe_ends) == 0);
+        pid_ = ::fork();
+        REQUIRE(pid_ >= 0);
+        if (pid_ == 0) {
+            ::dup2(pipe_ends[1], STDOUT_FILENO);
+            std::vector<char*> arguments;
+            for (std::string& argument : argv) arguments.push_back(argument.data());
+            arguments.push_back(nullptr);
+            ::execv(arguments[0], arguments.data());
+            ::_exit(127);
+        }
+        ::close(pipe_ends[1]);
+        output_ = pipe_ends[0];
+    }
+    ~WorkerProcess() {
+        ::kill(pid_, SIGKILL);
+        ::waitpid(pid_, nullptr, 0);
+        ::close(output_);
+    }
+    WorkerProcess(const WorkerProcess&) = delete;
+    WorkerProcess& operator=(const WorkerProcess&) = delete;
+
+    void signal(int number) { ::kill(pid_, number); }
+
+    // True once the worker has printed `expected` as a line; false when it exits first or
+    // `limit` passes.
+    bool wait_for_line(const std::string& expected, std::chrono::milliseconds limit = 15s) {
+        const auto deadline = std::chrono::steady_clock::now() + limit;
+        std::string pending;
+        for (;;) {
+            for (std::size_t end; (end = pending.find('\n')) != std::string::npos; pending.erase(0, end + 1))
+                if (pending.compare(0, end, expected) == 0) return true;
+            const auto left =
+                std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+            pollfd readable{output_, POLLIN, 0};
+            if (left.count() <= 0 || ::poll(&readable, 1, static_cast<int>(left.count())) <= 0) return false;
+            char chunk[256];
+            const ssize_t got = ::read(output_, chunk, sizeof chunk);
+            if (got <= 0) return false;
+            pending.append(chunk, static_cast<std::size_t>(got));
+        }
+    }
+
+private:
+    pid_t pid_ = -1;
+    int output_ = -1;
+};
+
 // A consumer process (zmq_fault_worker) that took 4 of the 10 messages of `queue` and holds
 // them unsettled, then is made to vanish with `signal`; the test consumes what comes back.
 void vanishing_consumer(int signal, std::string_view name) {
@@ -84,32 +137,14 @@ void vanishing_consumer(int signal, std::string_view name) {
     transport->declare(work_queue(queue));
     for (int i = 0; i < 10; ++i) REQUIRE(transport->publish(message_to(queue, i)).confirmed);
 
-    int from_worker[2];
-    REQUIRE(::pipe(from_worker) == 0);
-    const pid_t worker = ::fork();
-    REQUIRE(worker >= 0);
-    if (worker == 0) {
-        ::dup2(from_worker[1], STDOUT_FILENO);
-        ::execl(ACEMQ_ZMQ_FAULT_WORKER, ACEMQ_ZMQ_FAULT_WORKER, broker.url().c_str(), queue.c_str(), "4", nullptr);
-        ::_exit(127);
-    }
-    ::close(from_worker[1]);
-    std::FILE* lines = ::fdopen(from_worker[0], "r");
-    char line[64];
-    int holding = 0;
-    while (holding < 4 && std::fgets(line, sizeof line, lines) != nullptr) std::sscanf(line, "holding %d", &holding);
-    REQUIRE(holding == 4);
+    WorkerProcess worker({ACEMQ_ZMQ_FAULT_WORKER, broker.url(), queue, "4"});
+    REQUIRE(worker.wait_for_line("holding 4"));
     REQUIRE(eventually([&] { return transport->queue_depth(queue) == 6; }));
 
-    ::kill(worker, signal);
+    worker.signal(signal);
     Collector collector;
     auto subscription = transport->consume(queue, {.prefetch = 20}, collector.fn());
-    const bool all_back = eventually([&] { return collector.count() == 10; });
-    ::kill(worker, SIGKILL);
-    int status = 0;
-    ::waitpid(worker, &status, 0);
-    std::fclose(lines);
-    REQUIRE(all_back);
+    REQUIRE(eventually([&] { return collector.count() == 10; }));
     std::lock_guard lock(collector.mutex);
     int redelivered = 0;
     for (const auto& [id, again] : collector.redelivered_by_id) redelivered += again ? 1 : 0;

@@ -13,6 +13,15 @@ void Call::reply(std::vector<std::byte> frame) {
     cv_.notify_all();
 }
 
+void Call::confirm(PublishResult result) {
+    {
+        std::lock_guard lock(mutex_);
+        if (result_) return;
+        result_ = Result{.outcome = Outcome::replied, .frame = {}, .confirm = std::move(result), .text = {}};
+    }
+    cv_.notify_all();
+}
+
 void Call::fail(Outcome outcome, std::string text, wire::FailureKind kind) {
     {
         std::lock_guard lock(mutex_);

@@ -25,11 +25,15 @@ public:
     enum class Outcome { replied, failed, connection, unsent };
 
     void reply(std::vector<std::byte> frame);
+    // A publish's answer, read by the I/O thread (which reads the sequence from the frame
+    // anyway), so the publishing thread does not read the frame a second time.
+    void confirm(PublishResult result);
     void fail(Outcome outcome, std::string text, wire::FailureKind kind = wire::FailureKind::error);
 
     struct Result {
         Outcome outcome;
-        std::vector<std::byte> frame;  // when replied
+        std::vector<std::byte> frame;  // when replied to a request
+        PublishResult confirm{};       // when replied to a publish
         std::string text;              // when not
         wire::FailureKind kind = wire::FailureKind::error;
         std::uint64_t generation = 0;  // the session generation it was answered in

@@ -184,14 +184,7 @@ PublishResult ZmqTransport::finish_publish(const std::shared_ptr<Call>& call, Cl
                                               " ms: it may or may not have arrived",
                              .why = PublishResult::Unconfirmed::lost};
     switch (result->outcome) {
-    case Call::Outcome::replied: {
-        try {
-            return wire::read_confirm(wire::Frame::parse(result->frame)).result;
-        } catch (const wire::ProtocolError& error) {
-            return PublishResult{.return_reason = std::string("the confirm could not be read: ") + error.what(),
-                                 .why = PublishResult::Unconfirmed::lost};
-        }
-    }
+    case Call::Outcome::replied: return std::move(result->confirm);
     case Call::Outcome::unsent:
         return PublishResult{.return_reason = result->text, .why = PublishResult::Unconfirmed::unsent};
     case Call::Outcome::failed:
@@ -345,7 +338,6 @@ void ZmqTransport::close() {
         std::lock_guard lock(queue_mutex_);
         if (closed_.exchange(true)) return;
     }
-    closing_.store(true);
     wake_.signal();
     if (thread_.joinable()) thread_.join();
     std::lock_guard lock(consumers_mutex_);
@@ -385,7 +377,7 @@ void ZmqTransport::run() {
     bool first = true;
     int attempt = 0;
     auto delay = options_.first_recovery_delay;
-    while (!closing_.load()) {
+    while (!closed_.load()) {
         const auto deadline =
             Clock::now() + (first ? options_.connect_timeout : broker_heartbeat_ * options_.missed_heartbeats);
         if (start_session(deadline, first)) {
@@ -400,7 +392,7 @@ void ZmqTransport::run() {
             attempt = 0;
             delay = options_.first_recovery_delay;
             serve_session();
-            if (closing_.load()) break;
+            if (closed_.load()) break;
             event(ConnectionEvent::Kind::lost, lost_because_);
             if (!options_.recover) break;
             continue;
@@ -416,7 +408,7 @@ void ZmqTransport::run() {
             monitor_.reset();
             return;
         }
-        if (closing_.load()) break;
+        if (closed_.load()) break;
         ++attempt;
         event(ConnectionEvent::Kind::retrying,
               (refused_because_.empty() ? "no welcome from " + where() : refused_because_) + "; next attempt in " +
@@ -424,7 +416,7 @@ void ZmqTransport::run() {
               attempt);
         // Waiting out the delay, publishes are refused as unsent; requests wait for the session.
         const auto until = Clock::now() + delay;
-        while (!closing_.load() && Clock::now() < until) {
+        while (!closed_.load() && Clock::now() < until) {
             std::vector<::zmq::pollitem_t> items{{nullptr, wake_.fd(), ZMQ_POLLIN, 0}};
             ::zmq::poll(items, std::chrono::duration_cast<std::chrono::milliseconds>(until - Clock::now()));
             wake_.clear();
@@ -434,7 +426,7 @@ void ZmqTransport::run() {
     }
     if (ready_.load() && socket_) send_frame(*socket_, wire::encode_bare(Command::bye));
     if (ready_.load()) lose_session("the transport was closed");
-    if (!first && !closing_.load()) event(ConnectionEvent::Kind::gave_up, "recovery is off");
+    if (!first && !closed_.load()) event(ConnectionEvent::Kind::gave_up, "recovery is off");
     fail_queued(Call::Outcome::unsent, "acemq: the transport to " + where() + " is closed; open a new one");
     socket_.reset();
     monitor_.reset();
@@ -490,7 +482,7 @@ bool ZmqTransport::start_session(Clock::time_point deadline, bool first) {
     hello_number_ = next_number();
     send_frame(*socket_, wire::encode_hello(hello_number_, options_.client_name,
                                             static_cast<std::uint32_t>(options_.heartbeat.count())));
-    while (!closing_.load() && Clock::now() < deadline) {
+    while (!closed_.load() && Clock::now() < deadline) {
         std::vector<::zmq::pollitem_t> items{{socket_->handle(), 0, ZMQ_POLLIN, 0},
                                              {monitor_->handle(), 0, ZMQ_POLLIN, 0},
                                              {nullptr, wake_.fd(), ZMQ_POLLIN, 0}};
@@ -566,7 +558,7 @@ void ZmqTransport::replay() {
 
 void ZmqTransport::serve_session() {
     const auto tick = std::max(std::min(options_.heartbeat, broker_heartbeat_) / 4, std::chrono::milliseconds(1));
-    while (!closing_.load() && ready_.load()) {
+    while (!closed_.load() && ready_.load()) {
         std::vector<::zmq::pollitem_t> items{{socket_->handle(), 0, ZMQ_POLLIN, 0},
                                              {nullptr, wake_.fd(), ZMQ_POLLIN, 0}};
         ::zmq::poll(items, tick);
@@ -671,8 +663,13 @@ void ZmqTransport::dispatch(const wire::Frame& frame, std::span<const std::byte>
     case Command::confirm: {
         const auto found = confirms_.find(frame.unsigned_at(0, "sequence"));
         if (found == confirms_.end()) return;
-        found->second->reply(copy_of(bytes));
+        const std::shared_ptr<Call> call = std::move(found->second);
         confirms_.erase(found);
+        try {
+            call->confirm(wire::read_confirm(frame).result);
+        } catch (const wire::ProtocolError& error) {
+            call->fail(Call::Outcome::connection, std::string("the confirm could not be read: ") + error.what());
+        }
         return;
     }
     case Command::deliver: {

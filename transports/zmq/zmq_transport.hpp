@@ -113,7 +113,6 @@ private:
     std::atomic<std::uint64_t> next_number_{1};
     std::atomic<std::uint64_t> generation_{0};  // of the current session; 0 while there is none
     std::atomic<bool> ready_{false};
-    std::atomic<bool> closing_{false};
     std::atomic<bool> closed_{false};
 
     std::mutex window_mutex_;
