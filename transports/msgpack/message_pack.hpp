@@ -35,7 +35,8 @@ public:
 inline constexpr std::size_t max_depth = 72;
 
 // Throws Malformed unless `bytes` holds one msgpack value whose arrays and maps declare no
-// more elements than the buffer has bytes and nest at most max_depth deep. Allocates nothing.
+// more elements than the buffer has bytes and nest at most max_depth deep. Allocates nothing
+// in proportion to what the bytes declare (only msgpack-c's small parse stack).
 // `whole` is what the user calls the buffer ("frame"), for the texts that speak of it.
 void check_shape(std::span<const std::byte> bytes, std::string_view whole);
 

@@ -336,44 +336,51 @@ Hello read_hello(const Frame& frame) {
     return {frame.unsigned_at(0, "request"), frame.string_at(1, "client_name"), static_cast<std::uint32_t>(heartbeat)};
 }
 
+namespace {
+
+// read_declare's reading, whose message_pack refusals read_declare says as the protocol's.
+Declare declare_of(const Frame& frame) {
+    Declare declare{.request = frame.unsigned_at(0, "request"), .exchanges = {}, .queues = {}, .bindings = {}};
+    const auto& exchanges = read_array(frame.field(1), "exchanges", 0);
+    for (std::uint32_t i = 0; i < exchanges.size; ++i) {
+        const auto& fields = read_array(exchanges.ptr[i], "exchange", 5);
+        const std::uint64_t kind = read_unsigned(fields.ptr[1], "exchange kind");
+        if (kind > static_cast<std::uint64_t>(ExchangeKind::headers))
+            malformed("exchange kind " + std::to_string(kind) + " is unknown");
+        declare.exchanges.push_back({.name = std::string(read_text(fields.ptr[0], "exchange name")),
+                                     .kind = static_cast<ExchangeKind>(kind),
+                                     .durable = read_bool(fields.ptr[2], "durable"),
+                                     .auto_delete = read_bool(fields.ptr[3], "auto_delete"),
+                                     .arguments = read_table(fields.ptr[4], "arguments")});
+    }
+    const auto& queues = read_array(frame.field(2), "queues", 0);
+    for (std::uint32_t i = 0; i < queues.size; ++i) {
+        const auto& fields = read_array(queues.ptr[i], "queue", 6);
+        const std::uint64_t type = read_unsigned(fields.ptr[1], "queue type");
+        if (type > static_cast<std::uint64_t>(QueueType::stream))
+            malformed("queue type " + std::to_string(type) + " is unknown");
+        declare.queues.push_back({.name = std::string(read_text(fields.ptr[0], "queue name")),
+                                  .type = static_cast<QueueType>(type),
+                                  .durable = read_bool(fields.ptr[2], "durable"),
+                                  .exclusive = read_bool(fields.ptr[3], "exclusive"),
+                                  .auto_delete = read_bool(fields.ptr[4], "auto_delete"),
+                                  .arguments = read_table(fields.ptr[5], "arguments")});
+    }
+    const auto& bindings = read_array(frame.field(3), "bindings", 0);
+    for (std::uint32_t i = 0; i < bindings.size; ++i) {
+        const auto& fields = read_array(bindings.ptr[i], "binding", 4);
+        declare.bindings.push_back({.queue = std::string(read_text(fields.ptr[0], "binding queue")),
+                                    .exchange = std::string(read_text(fields.ptr[1], "binding exchange")),
+                                    .routing_key = std::string(read_text(fields.ptr[2], "binding routing_key")),
+                                    .arguments = read_table(fields.ptr[3], "arguments")});
+    }
+    return declare;
+}
+
+}  // namespace
+
 Declare read_declare(const Frame& frame) {
-    return protocol_read([&] {
-        Declare declare{.request = frame.unsigned_at(0, "request"), .exchanges = {}, .queues = {}, .bindings = {}};
-        const auto& exchanges = read_array(frame.field(1), "exchanges", 0);
-        for (std::uint32_t i = 0; i < exchanges.size; ++i) {
-            const auto& fields = read_array(exchanges.ptr[i], "exchange", 5);
-            const std::uint64_t kind = read_unsigned(fields.ptr[1], "exchange kind");
-            if (kind > static_cast<std::uint64_t>(ExchangeKind::headers))
-                malformed("exchange kind " + std::to_string(kind) + " is unknown");
-            declare.exchanges.push_back({.name = std::string(read_text(fields.ptr[0], "exchange name")),
-                                         .kind = static_cast<ExchangeKind>(kind),
-                                         .durable = read_bool(fields.ptr[2], "durable"),
-                                         .auto_delete = read_bool(fields.ptr[3], "auto_delete"),
-                                         .arguments = read_table(fields.ptr[4], "arguments")});
-        }
-        const auto& queues = read_array(frame.field(2), "queues", 0);
-        for (std::uint32_t i = 0; i < queues.size; ++i) {
-            const auto& fields = read_array(queues.ptr[i], "queue", 6);
-            const std::uint64_t type = read_unsigned(fields.ptr[1], "queue type");
-            if (type > static_cast<std::uint64_t>(QueueType::stream))
-                malformed("queue type " + std::to_string(type) + " is unknown");
-            declare.queues.push_back({.name = std::string(read_text(fields.ptr[0], "queue name")),
-                                      .type = static_cast<QueueType>(type),
-                                      .durable = read_bool(fields.ptr[2], "durable"),
-                                      .exclusive = read_bool(fields.ptr[3], "exclusive"),
-                                      .auto_delete = read_bool(fields.ptr[4], "auto_delete"),
-                                      .arguments = read_table(fields.ptr[5], "arguments")});
-        }
-        const auto& bindings = read_array(frame.field(3), "bindings", 0);
-        for (std::uint32_t i = 0; i < bindings.size; ++i) {
-            const auto& fields = read_array(bindings.ptr[i], "binding", 4);
-            declare.bindings.push_back({.queue = std::string(read_text(fields.ptr[0], "binding queue")),
-                                        .exchange = std::string(read_text(fields.ptr[1], "binding exchange")),
-                                        .routing_key = std::string(read_text(fields.ptr[2], "binding routing_key")),
-                                        .arguments = read_table(fields.ptr[3], "arguments")});
-        }
-        return declare;
-    });
+    return protocol_read([&] { return declare_of(frame); });
 }
 
 Publish read_publish(const Frame& frame) {
