@@ -1,7 +1,11 @@
 #include "inproc/inproc_transport.hpp"
 
+#include <condition_variable>
+#include <mutex>
+
 #include <acemq/error.hpp>
 #include <acemq/url.hpp>
+#include "inproc/journal.hpp"
 
 namespace acemq::inproc {
 
@@ -33,11 +37,37 @@ InprocTransport::~InprocTransport() {
 void InprocTransport::declare(const Topology& topology) { broker_->declare(connection_, topology); }
 
 PublishResult InprocTransport::publish(OutboundMessage message) {
-    if (closed_.load(std::memory_order_relaxed))
-        return PublishResult{
-            .return_reason = "the transport to inproc broker \"" + broker_->name() + "\" is closed; open a new one",
-            .why = PublishResult::Unconfirmed::unsent};
+    if (closed_.load(std::memory_order_relaxed)) return closed_result();
     return broker_->publish(std::move(message));
+}
+
+std::vector<PublishResult> InprocTransport::publish_batch(std::vector<OutboundMessage> messages) {
+    if (detail::Journal::on_writer_thread())
+        throw UsageError("acemq: cannot publish a batch to inproc broker \"" + broker_->name() +
+                         "\" and wait from a ConfirmFn, on the writer thread that makes the commit");
+    std::vector<PublishResult> results(messages.size());
+    if (closed_.load(std::memory_order_relaxed)) {
+        for (PublishResult& result : results) result = closed_result();
+        return results;
+    }
+    std::mutex mutex;
+    std::condition_variable done;
+    std::size_t waiting = messages.size();
+    for (std::size_t i = 0; i < messages.size(); ++i)
+        broker_->publish(std::move(messages[i]), [&, i](PublishResult result) {
+            std::lock_guard guard(mutex);
+            results[i] = std::move(result);
+            if (--waiting == 0) done.notify_one();
+        });
+    std::unique_lock lock(mutex);
+    done.wait(lock, [&] { return waiting == 0; });
+    return results;
+}
+
+PublishResult InprocTransport::closed_result() const {
+    return PublishResult{
+        .return_reason = "the transport to inproc broker \"" + broker_->name() + "\" is closed; open a new one",
+        .why = PublishResult::Unconfirmed::unsent};
 }
 
 std::unique_ptr<Subscription> InprocTransport::consume(std::string_view queue, const ConsumeSpec& spec,
