@@ -184,11 +184,13 @@ void DataFile::check_ours() {
         sqlite3_exec(db_, "SELECT 1 FROM sqlite_master LIMIT 1", nullptr, nullptr, nullptr) != SQLITE_OK) {
         const int code = sqlite3_extended_errcode(db_) & 0xff;
         if (code == SQLITE_BUSY || code == SQLITE_LOCKED)
-            refuse("another broker holds it (in this process or another); stop that broker, or give this one "
-                   "its own file");
+            refuse(
+                "another broker holds it (in this process or another); stop that broker, or give this one "
+                "its own file");
         if (code == SQLITE_NOTADB)
-            refuse("it is not an SQLite database, so not a file a broker wrote; it was left untouched. Give the "
-                   "broker a new file name");
+            refuse(
+                "it is not an SQLite database, so not a file a broker wrote; it was left untouched. Give the "
+                "broker a new file name");
         if (code == SQLITE_CORRUPT)
             refuse("it is corrupt (SQLite: " + std::string(sqlite3_errmsg(db_)) +
                    "); it was left untouched. Restore it from a copy, or start the broker on a new file");
@@ -208,7 +210,8 @@ void DataFile::check_ours() {
         make_schema();
     } else if (id != application_id) {
         refuse("it is another program's SQLite database (application_id " + std::to_string(id) + ", " +
-               std::to_string(tables) + " schema entries), not a broker's; it was left untouched. Give the broker "
+               std::to_string(tables) +
+               " schema entries), not a broker's; it was left untouched. Give the broker "
                "a file of its own");
     } else if (const std::int64_t version = integer("PRAGMA user_version"); version != schema_version) {
         refuse("it has schema version " + std::to_string(version) + ", and this acemq-cpp reads version " +
@@ -261,11 +264,12 @@ DataFileContents DataFile::read() {
     each_row("SELECT value FROM broker WHERE key = 'closed_cleanly'", "state",
              [&](sqlite3_stmt* row) { contents.closed_cleanly = sqlite3_column_int64(row, 0) != 0; });
     each_row("SELECT name, kind, auto_delete, arguments FROM exchanges", "exchanges", [&](sqlite3_stmt* row) {
-        contents.exchanges.push_back(ExchangeDeclaration{.name = text(row, 0),
-                                                         .kind = enum_named(text(row, 1), exchange_kinds, "exchange kind"),
-                                                         .durable = true,
-                                                         .auto_delete = sqlite3_column_int64(row, 2) != 0,
-                                                         .arguments = unpack_table(blob(row, 3), "arguments")});
+        contents.exchanges.push_back(
+            ExchangeDeclaration{.name = text(row, 0),
+                                .kind = enum_named(text(row, 1), exchange_kinds, "exchange kind"),
+                                .durable = true,
+                                .auto_delete = sqlite3_column_int64(row, 2) != 0,
+                                .arguments = unpack_table(blob(row, 3), "arguments")});
     });
     each_row("SELECT id, name, type, auto_delete, arguments FROM queues ORDER BY id", "queues", [&](sqlite3_stmt* row) {
         contents.queues.push_back(
@@ -422,7 +426,9 @@ void DataFile::set_closed_cleanly(bool clean) {
     if (!run.integer(1, clean).step()) fail("record how the broker closed");
 }
 
-void DataFile::checkpoint() noexcept { sqlite3_wal_checkpoint_v2(db_, nullptr, SQLITE_CHECKPOINT_TRUNCATE, nullptr, nullptr); }
+void DataFile::checkpoint() noexcept {
+    sqlite3_wal_checkpoint_v2(db_, nullptr, SQLITE_CHECKPOINT_TRUNCATE, nullptr, nullptr);
+}
 
 std::vector<std::byte> pack_properties(const InboundMessage& message) {
     msgpack::sbuffer buffer(64 + message.headers.size() * 48);

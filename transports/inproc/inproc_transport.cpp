@@ -19,10 +19,28 @@ InprocTransport::InprocTransport(std::shared_ptr<Broker> broker)
     : broker_(std::move(broker)), connection_(broker_->open_connection()) {}
 
 std::shared_ptr<InprocTransport> InprocTransport::open(std::string_view url) {
+    auto refuse = [&](std::string_view why) {
+        return InvalidArgument("acemq: cannot open \"" + redacted_url(url) +
+                               "\" as an inproc transport: " + std::string(why));
+    };
     if (!url.starts_with(scheme_prefix) || url.size() == scheme_prefix.size())
-        throw InvalidArgument("acemq: cannot open \"" + redacted_url(url) +
-                              "\" as an inproc transport: write inproc://NAME, where NAME names the embedded broker");
-    return std::make_shared<InprocTransport>(inproc::broker(url.substr(scheme_prefix.size())));
+        throw refuse(
+            "write inproc://NAME, where NAME names the embedded broker (inproc://NAME?data=FILE keeps "
+            "its durable state in FILE)");
+    std::string_view rest = url.substr(scheme_prefix.size());
+    const std::size_t query = rest.find('?');
+    const std::string_view name = rest.substr(0, query);
+    if (name.empty()) throw refuse("it names no broker; write inproc://NAME");
+    BrokerOptions options;
+    bool durable = false;
+    if (query != std::string_view::npos) {
+        const std::string_view parameter = rest.substr(query + 1);
+        if (!parameter.starts_with("data=") || parameter.size() == 5)
+            throw refuse("the only parameter it takes is data=FILE, the SQLite file of a durable broker");
+        options.data = std::string(parameter.substr(5));
+        durable = true;
+    }
+    return std::make_shared<InprocTransport>(durable ? inproc::broker(name, options) : inproc::broker(name));
 }
 
 InprocTransport::~InprocTransport() {

@@ -20,7 +20,9 @@ namespace acemq::inproc {
 class InprocTransport final : public Transport {
 public:
     explicit InprocTransport(std::shared_ptr<Broker> broker);
-    // "inproc://NAME" → a connection to the broker NAME; InvalidArgument for another URL.
+    // "inproc://NAME" → a connection to the broker NAME; "inproc://NAME?data=FILE" → to the
+    // durable broker NAME keeping its state in FILE (see BrokerOptions::data); InvalidArgument
+    // for another URL.
     static std::shared_ptr<InprocTransport> open(std::string_view url);
     ~InprocTransport() override;  // closes
     InprocTransport(const InprocTransport&) = delete;

@@ -63,7 +63,8 @@ struct DeleteMessage {
     std::uint64_t id;
 };
 
-using Change = std::variant<PutExchange, DeleteExchange, PutQueue, DeleteQueue, PutBinding, InsertMessage, DeleteMessage>;
+using Change =
+    std::variant<PutExchange, DeleteExchange, PutQueue, DeleteQueue, PutBinding, InsertMessage, DeleteMessage>;
 
 }  // namespace journal
 
