@@ -79,9 +79,11 @@ TEST_CASE("a restart brings back durable queues and persistent messages, in orde
         auto broker = data.open();
         declare_queue(*broker, "orders");
         declare_queue(*broker, "scratch", {}, false);
-        for (int i = 1; i <= 5; ++i) REQUIRE(broker->publish(persistent("orders", "order " + std::to_string(i))).confirmed);
-        REQUIRE(broker->publish(OutboundMessage{.routing_key = "orders", .body = bytes("transient"), .persistent = false})
-                    .confirmed);
+        for (int i = 1; i <= 5; ++i)
+            REQUIRE(broker->publish(persistent("orders", "order " + std::to_string(i))).confirmed);
+        REQUIRE(
+            broker->publish(OutboundMessage{.routing_key = "orders", .body = bytes("transient"), .persistent = false})
+                .confirmed);
         REQUIRE(broker->publish(persistent("scratch", "in a transient queue")).confirmed);
         CHECK(broker->queue_depth(broker->open_connection(), "orders") == 6);
     }
@@ -98,7 +100,8 @@ TEST_CASE("after a clean close only what was handed out comes back redelivered, 
     {
         auto broker = data.open();
         declare_queue(*broker, "jobs");
-        for (const char* body : {"acked", "handed out", "never touched"}) REQUIRE(broker->publish(persistent("jobs", body)).confirmed);
+        for (const char* body : {"acked", "handed out", "never touched"})
+            REQUIRE(broker->publish(persistent("jobs", body)).confirmed);
         const auto connection = broker->open_connection();
         auto acked = broker->pull(connection, "jobs");
         REQUIRE(acked);
@@ -249,9 +252,7 @@ TEST_CASE("a data file another broker holds is refused") {
 
 TEST_CASE("a file that is not a broker's, or is corrupt, is refused and left untouched") {
     Restartable data;
-    SECTION("not SQLite") {
-        std::ofstream(data.file) << "these are someone's notes, not a database\n";
-    }
+    SECTION("not SQLite") { std::ofstream(data.file) << "these are someone's notes, not a database\n"; }
     SECTION("another program's SQLite database") {
         sqlite3* db = nullptr;
         REQUIRE(sqlite3_open(data.file.c_str(), &db) == SQLITE_OK);
@@ -288,7 +289,8 @@ TEST_CASE("a file that is not a broker's, or is corrupt, is refused and left unt
 TEST_CASE("a full data file refuses persistent publishes, loses nothing confirmed, and recovers when space returns") {
     Restartable data;
     auto broker =
-        inproc::broker(unique_name("full"), inproc::BrokerOptions{.clock = data.clock, .data = data.file, .max_data_bytes = 256 * 1024});
+        inproc::broker(unique_name("full"),
+                       inproc::BrokerOptions{.clock = data.clock, .data = data.file, .max_data_bytes = 256 * 1024});
     declare_queue(*broker, "q");
     const std::string body(4000, 'p');
     int confirmed = 0;
