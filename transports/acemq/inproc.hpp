@@ -46,9 +46,11 @@
 //    arriving while the broker's writer thread commits share its next transaction and its
 //    one sync (group commit): a lone publish pays one commit, a window of many shares them.
 //  - An ack of such a message returns once its deletion is committed, so an acked message
-//    never comes back (a connection opened with ConnectionOptions::acks_wait = false, the
-//    zmq server's, has acks applied at once and committed with the next transaction: as in
-//    AMQP, a crash in between redelivers them). A requeue is not written.
+//    never comes back. When that commit fails (a full disk), the ack still holds in memory
+//    and its deletion is written with the next commit that succeeds: only a crash before
+//    then brings the message back. A connection opened with ConnectionOptions::acks_wait =
+//    false (the zmq server's) has acks applied at once and committed with the next
+//    transaction: as in AMQP, a crash in between redelivers them. A requeue is not written.
 //  - Opening the file again brings back the durable topology and messages, each queue in
 //    publish order. After a crash every message comes back marked redelivered (whether it
 //    had been handed out is not written per delivery); after a clean close (the broker's

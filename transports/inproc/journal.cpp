@@ -1,7 +1,8 @@
 #include "inproc/journal.hpp"
 
 #include <chrono>
-#include <cstdio>
+
+#include <acemq/log.hpp>
 
 namespace acemq::inproc::detail {
 
@@ -73,6 +74,7 @@ void Journal::wait(std::uint64_t sequence) {
 void Journal::run() {
     writing = true;
     std::vector<Entry> kept;  // after a failed transaction: written first in the next one
+    bool failing = false;
     std::unique_lock lock(mutex_);
     for (;;) {
         if (pending_.empty()) {
@@ -95,6 +97,13 @@ void Journal::run() {
         if (failure)
             for (Entry& entry : batch)
                 if (!published(entry.change)) kept.push_back(std::move(entry));
+        // Once per streak: an operator needs to hear that commits fail, and that they work again.
+        if (failure && !failing)
+            log(LogLevel::error, *failure + "; persistent publishes are refused until a commit succeeds, " +
+                                     std::to_string(kept.size()) + " other changes are kept and tried again");
+        else if (!failure && failing)
+            log(LogLevel::warning, "acemq: the durable inproc broker's commits succeed again; what was kept is written");
+        failing = failure.has_value();
         committed_(through, !failure);
 
         std::vector<Confirm> due;
@@ -114,8 +123,8 @@ void Journal::run() {
         }
         lock.lock();
         if (failure && stopping_ && pending_.empty()) {
-            std::fprintf(stderr, "%s; %zu changes were not written before the broker closed\n", failure->c_str(),
-                         kept.size());
+            log(LogLevel::error, *failure + "; " + std::to_string(kept.size()) +
+                                     " changes were not written before the broker closed");
             unwritten_ = true;
             break;
         }
@@ -157,7 +166,7 @@ void Journal::close(const std::vector<std::uint64_t>& redelivered) {
         file_->checkpoint();
     } catch (const StorageFailure& failure) {
         file_->rollback();
-        std::fprintf(stderr, "%s; the next open treats every message as redelivered\n", failure.what());
+        log(LogLevel::error, std::string(failure.what()) + "; the next open treats every message as redelivered");
     }
 }
 

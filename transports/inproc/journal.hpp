@@ -92,7 +92,7 @@ public:
 
     // Commits what is waiting, stops the writer, then marks `redelivered` messages so and
     // records a clean close, checkpointing the WAL into the file. Idempotent; never throws
-    // (a failure is written to stderr: the broker is going away).
+    // (a failure goes to the library's log: the broker is going away).
     void close(const std::vector<std::uint64_t>& redelivered);
 
     // True on the writer's thread, where the broker must not wait for the writer.
