@@ -33,6 +33,12 @@ Hosts one embedded acemq broker and serves it over ZeroMQ to acemq clients
   --listen ENDPOINT       tcp://ADDRESS:PORT or ipc:///PATH to bind; repeatable
                           (default tcp://127.0.0.1:5680; port 0 picks a free one)
   --name NAME             the broker's name, shown in its errors (default acemq-broker)
+  --data FILE             keep durable queues, exchanges, bindings and persistent
+                          messages in the SQLite file FILE (made when missing), so
+                          they survive a crash or a power cut: a persistent publish
+                          to a durable queue is confirmed once synced to disk.
+                          Without it, everything is in memory only
+  --max-data-bytes N      refuse persistent publishes once FILE holds N bytes
   --heartbeat-ms N        beat to every client at least every N ms (default 1000)
   --allow-remote          allow tcp endpoints that are not loopback addresses
   --curve-secret FILE     encrypt with CurveZMQ, this broker's secret key file (.key)
@@ -56,6 +62,7 @@ struct UsageProblem {
 struct Settings {
     std::vector<std::string> endpoints;
     std::string name{program};
+    acemq::inproc::BrokerOptions broker{};
     acemq::zmq::ServerOptions options{};
     std::optional<std::filesystem::path> curve_secret;
     std::vector<std::filesystem::path> curve_allow;
@@ -95,6 +102,10 @@ Settings parse(int argc, char* argv[]) {
             settings.endpoints.push_back(value());
         } else if (argument == "--name") {
             settings.name = value();
+        } else if (argument == "--data") {
+            settings.broker.data = value();
+        } else if (argument == "--max-data-bytes") {
+            settings.broker.max_data_bytes = positive_number(argument, value());
         } else if (argument == "--heartbeat-ms") {
             const auto milliseconds = positive_number(argument, value());
             settings.options.heartbeat = std::chrono::milliseconds(static_cast<std::int64_t>(milliseconds));
@@ -172,9 +183,10 @@ int generate_keys(const std::filesystem::path& base) {
 }
 
 int run(const Settings& settings, const sigset_t& stop_signals) {
-    auto broker = acemq::inproc::broker(settings.name);
+    auto broker = acemq::inproc::broker(settings.name, settings.broker);
     auto server = acemq::zmq::serve(broker, settings.endpoints, settings.options);
     std::cerr << program << ": broker \"" << settings.name << "\" serving " << joined(server->endpoints())
+              << (settings.broker.data.empty() ? "; in memory only" : "; durable in " + settings.broker.data)
               << (settings.options.curve
                       ? "; CurveZMQ on, " + std::to_string(settings.curve_allow.size()) + " client key file(s) admitted"
                       : "; CurveZMQ off")
@@ -188,6 +200,7 @@ int run(const Settings& settings, const sigset_t& stop_signals) {
         throw acemq::Error(std::string("acemq: cannot wait for SIGTERM and SIGINT: ") + std::strerror(error));
     const acemq::zmq::ServerStats stats = server->stats();
     server.reset();
+    broker.reset();  // the last owner: a durable broker closes its data file cleanly here
     if (settings.ready_file) {
         std::error_code ignored;  // a ready file already removed by its reader is no failure
         std::filesystem::remove(*settings.ready_file, ignored);

@@ -11,6 +11,7 @@
 
 #include <chrono>
 #include <cstdlib>
+#include <filesystem>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -85,8 +86,14 @@ public:
 private:
     static std::string bus_url(const std::string& prefix) {
         std::string url = transport_url();
-        // The embedded broker is one per name: give each test its own.
+        // The embedded broker is one per name: give each test its own, and a durable one its
+        // own data file in the directory the suite names.
         if (url == "inproc://") url += prefix;
+        if (const std::string durable = "inproc://?data="; url.starts_with(durable)) {
+            const std::filesystem::path directory = url.substr(durable.size());
+            std::filesystem::create_directories(directory);
+            url = "inproc://" + prefix + "?data=" + (directory / (prefix + ".db")).string();
+        }
         return url;
     }
 

@@ -8,7 +8,9 @@
 #include <catch2/catch.hpp>
 
 #include "../fuzz/zmq_frames.hpp"
+#include "../support/codec_bodies.hpp"
 #include "../support/fuzz_loop.hpp"
+#include "../support/msgpack_bytes.hpp"
 #include "../support/thrown.hpp"
 
 #include <bit>
@@ -28,17 +30,7 @@ using acemq::FieldValue;
 using testing_support::Loop;
 using wire::Command;
 using Bytes = std::vector<std::byte>;
-
-Bytes bytes_of(const msgpack::sbuffer& buffer) {
-    const auto* data = reinterpret_cast<const std::byte*>(buffer.data());
-    return Bytes(data, data + buffer.size());
-}
-
-Bytes bytes_of(std::initializer_list<int> values) {
-    Bytes out;
-    for (int value : values) out.push_back(static_cast<std::byte>(value));
-    return out;
-}
+using testing_support::bytes_of;
 
 Bytes operator+(Bytes left, const Bytes& right) {
     left.insert(left.end(), right.begin(), right.end());

@@ -27,14 +27,47 @@
 //    others that reach no queue are dropped. A publish to an exchange that does not exist
 //    comes back unconfirmed (refused), "404 NOT_FOUND - no exchange '...'", where RabbitMQ
 //    closes the channel. Every other publish is confirmed.
-// What it does not: persistence, x-max-length / x-expires / x-overflow / priorities
+//  - durability, when given a data file (BrokerOptions::data); see "Durability" below.
+// What it does not: x-max-length / x-expires / x-overflow / priorities
 // (recorded as arguments, never enforced), per-message expiration, streams, alternate
 // exchanges, exchange-to-exchange bindings, the predeclared amq.* exchanges, consumer
 // arguments (ConsumeSpec::arguments is ignored), server-named queues.
 //
+// Durability. With BrokerOptions::data the broker keeps in that SQLite file (WAL,
+// synchronous=FULL) its durable exchanges, its durable queues that are not exclusive, the
+// bindings between them, and the persistent messages in those queues with the time they
+// entered (so TTL rungs and dead-lettering go on across a restart). Everything else stays
+// in memory only, as on RabbitMQ; every ready message is in memory too (the file is the
+// copy that survives, not a place to page out to).
+//  - A persistent message routed to a durable queue is confirmed only once the transaction
+//    holding it is committed and synced, and becomes visible to consumers at that moment
+//    (so nothing a consumer saw can vanish in a crash); its queue keeps publish order, the
+//    messages behind it waiting their turn. Publishes, settlements and dead-letterings
+//    arriving while the broker's writer thread commits share its next transaction and its
+//    one sync (group commit): a lone publish pays one commit, a window of many shares them.
+//  - An ack of such a message returns once its deletion is committed, so an acked message
+//    never comes back (a connection opened with ConnectionOptions::acks_wait = false, the
+//    zmq server's, has acks applied at once and committed with the next transaction: as in
+//    AMQP, a crash in between redelivers them). A requeue is not written.
+//  - Opening the file again brings back the durable topology and messages, each queue in
+//    publish order. After a crash every message comes back marked redelivered (whether it
+//    had been handed out is not written per delivery); after a clean close (the broker's
+//    last owner let go) only those handed out, requeued or redelivered before.
+//  - A data file is held by one broker at a time (SQLite's exclusive lock): a second broker,
+//    in this process or another, is refused with DataFileError. A file that is not ours (not
+//    SQLite, or another program's database) or is corrupt is refused with DataFileError
+//    naming what was wrong, and left untouched.
+//  - Disk full (or the file at BrokerOptions::max_data_bytes): persistent publishes to
+//    durable queues are refused (PublishResult refused, "disk full ..."); acks and dead-
+//    letterings are kept in memory and written as soon as a commit succeeds again; the
+//    broker tries again with each new publish, so it recovers when space returns.
+//  - Acked messages are deleted and the WAL is checkpointed as it grows, so the file does
+//    not grow without bound under a steady load.
+//
 // Threads: every member is safe to call from any thread; one mutex guards the broker.
 // Deliveries are pushed by calling the consumer's DeliverFn on the thread whose publish,
-// settlement, subscription or timer made them possible, with that lock held: a DeliverFn
+// settlement, subscription or timer made them possible, or on a durable broker's writer
+// thread when a commit made them visible, with that lock held: a DeliverFn
 // must queue the delivery and return, and must not block (a buffer as large as the
 // prefetch never fills). A DeliverFn that calls back into any inproc broker gets an
 // acemq::Error instead of a deadlock; a DeliverFn that throws is stopped (no further
@@ -42,18 +75,42 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
 
 #include <acemq/clock.hpp>
+#include <acemq/error.hpp>
 #include <acemq/topology.hpp>
 #include <acemq/transport.hpp>
 
 namespace acemq::inproc {
 
 class Broker;
+
+// A data file that cannot be used: held by another broker, not a broker's file, corrupt, or
+// unreadable. The file is left as it was.
+class DataFileError : public Error {
+public:
+    using Error::Error;
+};
+
+struct BrokerOptions {
+    // Drives message expiry; nullptr: acemq::system_clock() for a new broker, and
+    // "whatever it has" for an existing one.
+    std::shared_ptr<Clock> clock = nullptr;
+    // The SQLite file the broker keeps its durable state in, made when it does not exist;
+    // "" keeps everything in memory.
+    std::string data{};
+    // The SQLite VFS to open `data` with; "" is SQLite's default. For tests that simulate a
+    // disk (power cuts, a full disk) and for unusual filesystems.
+    std::string sqlite_vfs{};
+    // The most the data file may hold, in bytes; 0: as much as the disk has. Past it,
+    // persistent publishes are refused as on a full disk.
+    std::uint64_t max_data_bytes = 0;
+};
 
 // The live broker named `name`, or a new one when none is alive: every transport that
 // names it shares it, and it lives while any of them (or any holder of the pointer) does.
@@ -62,6 +119,21 @@ class Broker;
 // with a different clock. A test makes the broker with a ManualClock first and keeps the
 // pointer; open_transport("inproc://name") then finds it.
 std::shared_ptr<Broker> broker(std::string_view name, std::shared_ptr<Clock> clock = nullptr);
+// The same with every option. A new broker with `data` opens that file (DataFileError when
+// it cannot be used); an existing broker must have been made with the same data file,
+// else InvalidArgument.
+std::shared_ptr<Broker> broker(std::string_view name, const BrokerOptions& options);
+
+// What a connection asks of the broker.
+struct ConnectionOptions {
+    // On a durable broker, an ack returns once its deletion is committed. False applies it
+    // at once and commits it with the next transaction (a remote client's ack, which could
+    // not be waited for anyway).
+    bool acks_wait = true;
+};
+
+// What a publish's ConfirmFn is told; see Broker::publish.
+using ConfirmFn = std::function<void(PublishResult)>;
 
 class Broker : public std::enable_shared_from_this<Broker> {
     struct Key {
@@ -73,15 +145,17 @@ public:
     // subscriptions; closing it hands back what it had unsettled and deletes those queues.
     using ConnectionId = std::uint64_t;
 
-    Broker(Key, std::string name, std::shared_ptr<Clock> clock);  // made by broker() only
+    Broker(Key, std::string name, const BrokerOptions& options);  // made by broker() only
     ~Broker();
     Broker(const Broker&) = delete;
     Broker& operator=(const Broker&) = delete;
 
     const std::string& name() const noexcept;
     const std::shared_ptr<Clock>& clock() const noexcept;
+    // The data file, "" for a broker in memory only.
+    const std::string& data() const noexcept;
 
-    ConnectionId open_connection();
+    ConnectionId open_connection(ConnectionOptions options = {});
     // Closes the connection's subscriptions (their unsettled deliveries go back to their
     // queues, redelivered), returns its unsettled pulls, deletes its exclusive queues.
     // Idempotent. The members taking a ConnectionId refuse a closed one with acemq::Error.
@@ -96,7 +170,13 @@ public:
     void declare_queue(ConnectionId connection, const QueueDeclaration& queue);
     void bind(ConnectionId connection, const BindingDeclaration& binding);
 
+    // Waits for the broker's word, so on a durable broker for the commit of a persistent
+    // message routed to a durable queue.
     PublishResult publish(OutboundMessage message);
+    // Does not wait: `confirmed` is called once, on this thread before publish returns when
+    // the broker decided at once, else on the writer thread after the commit. It must hand
+    // the result on and return: it runs with the writer's work waiting behind it.
+    void publish(OutboundMessage message, ConfirmFn confirmed);
 
     // prefetch 0: no limit. A non-empty tag must be unique on the connection.
     std::unique_ptr<Subscription> consume(ConnectionId connection, std::string_view queue, const ConsumeSpec& spec,
@@ -116,6 +196,9 @@ private:
     class Impl;
     class ConsumerSubscription;
     friend std::shared_ptr<Broker> broker(std::string_view, std::shared_ptr<Clock>);
+    friend std::shared_ptr<Broker> broker(std::string_view, const BrokerOptions&);
+    // Both broker(): `same_data` refuses an existing broker with another data file.
+    static std::shared_ptr<Broker> find_or_make(std::string_view name, const BrokerOptions& options, bool same_data);
 
     std::unique_ptr<Impl> impl_;
 };

@@ -15,18 +15,34 @@ using detail::Queue;
 using detail::quoted;
 using detail::Registry;
 
-std::shared_ptr<Broker> broker(std::string_view name, std::shared_ptr<Clock> clock) {
+std::shared_ptr<Broker> Broker::find_or_make(std::string_view name, const BrokerOptions& options, bool same_data) {
     const std::shared_ptr<Broker> found = Registry::instance().find_or_add(name, [&] {
-        return std::make_shared<Broker>(Broker::Key{}, std::string(name), clock ? clock : system_clock());
+        auto made = std::make_shared<Broker>(Broker::Key{}, std::string(name), options);
+        made->impl_->start();
+        return made;
     });
-    if (clock && clock != found->clock())
+    if (options.clock && options.clock != found->clock())
         throw InvalidArgument("acemq: inproc broker " + quoted(name) +
                               " already exists with another clock; pass no clock to share it, or use another name");
+    if (same_data && options.data != found->data())
+        throw InvalidArgument(
+            "acemq: inproc broker " + quoted(name) + " already exists with " +
+            (found->data().empty() ? std::string("no data file") : "data file " + quoted(found->data())) + ", not " +
+            (options.data.empty() ? std::string("none") : quoted(options.data)) +
+            "; open it as it is, or use another name");
     return found;
 }
 
-Broker::Broker(Key, std::string name, std::shared_ptr<Clock> clock)
-    : impl_(std::make_unique<Impl>(*this, std::move(name), std::move(clock))) {}
+std::shared_ptr<Broker> broker(std::string_view name, std::shared_ptr<Clock> clock) {
+    return Broker::find_or_make(name, BrokerOptions{.clock = std::move(clock)}, false);
+}
+
+std::shared_ptr<Broker> broker(std::string_view name, const BrokerOptions& options) {
+    return Broker::find_or_make(name, options, true);
+}
+
+Broker::Broker(Key, std::string name, const BrokerOptions& options)
+    : impl_(std::make_unique<Impl>(*this, std::move(name), options)) {}
 
 Broker::~Broker() {
     Registry::instance().forget(impl_->name());
@@ -35,7 +51,8 @@ Broker::~Broker() {
 
 const std::string& Broker::name() const noexcept { return impl_->name(); }
 const std::shared_ptr<Clock>& Broker::clock() const noexcept { return impl_->clock(); }
-Broker::ConnectionId Broker::open_connection() { return impl_->open_connection(); }
+const std::string& Broker::data() const noexcept { return impl_->data(); }
+Broker::ConnectionId Broker::open_connection(ConnectionOptions options) { return impl_->open_connection(options); }
 void Broker::close_connection(ConnectionId connection) { impl_->close_connection(connection); }
 void Broker::declare(ConnectionId connection, const Topology& topology) { impl_->declare(connection, topology); }
 void Broker::declare_exchange(const ExchangeDeclaration& exchange) { impl_->declare_exchange(exchange); }
@@ -44,6 +61,9 @@ void Broker::declare_queue(ConnectionId connection, const QueueDeclaration& queu
 }
 void Broker::bind(ConnectionId connection, const BindingDeclaration& binding) { impl_->bind(connection, binding); }
 PublishResult Broker::publish(OutboundMessage message) { return impl_->publish(std::move(message)); }
+void Broker::publish(OutboundMessage message, ConfirmFn confirmed) {
+    impl_->publish(std::move(message), std::move(confirmed));
+}
 
 std::unique_ptr<Subscription> Broker::consume(ConnectionId connection, std::string_view queue, const ConsumeSpec& spec,
                                               DeliverFn deliver) {
@@ -67,34 +87,18 @@ Broker::Impl::Guard::Guard(Impl& impl, std::string_view action)
     : impl_(impl), lock_((detail::refuse_reentry(action), impl.mutex_)) {}
 
 Broker::Impl::Guard::~Guard() {
-    if (impl_.retired_timers_.empty()) return;
     std::vector<Clock::TimerId> retired;
     retired.swap(impl_.retired_timers_);
     lock_.unlock();
     for (Clock::TimerId timer : retired) impl_.clock_->cancel(timer);
+    if (commit_ != 0 && !detail::Journal::on_writer_thread()) impl_.journal_->wait(commit_);
 }
 
-Broker::Impl::Impl(Broker& owner, std::string name, std::shared_ptr<Clock> clock)
-    : owner_(owner), name_(std::move(name)), clock_(std::move(clock)) {}
-
-Broker::Impl::~Impl() {
-    // Nobody owns the broker any more, so no operation runs and no timer action gets past
-    // its weak pointer; cancel what is armed so nothing keeps firing.
-    std::vector<Clock::TimerId> armed;
-    {
-        std::lock_guard guard(mutex_);
-        for (const auto& [name, queue] : queues_)
-            if (queue->expiry_timer().id() != 0) armed.push_back(queue->expiry_timer().id());
-        armed.insert(armed.end(), retired_timers_.begin(), retired_timers_.end());
-    }
-    for (Clock::TimerId timer : armed) clock_->cancel(timer);
-}
-
-Broker::ConnectionId Broker::Impl::open_connection() {
+Broker::ConnectionId Broker::Impl::open_connection(ConnectionOptions options) {
     Guard guard(*this, "open a connection");
     const ConnectionId connection = next_id_++;
     const std::uint64_t pulls = next_id_++;
-    connections_.emplace(connection, pulls);
+    connections_.emplace(connection, Connection{.pulls = pulls, .acks_wait = options.acks_wait});
     consumers_.emplace(pulls, std::make_unique<Consumer>(pulls, connection));
     return connection;
 }

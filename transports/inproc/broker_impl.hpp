@@ -7,12 +7,15 @@
 //   routing.cpp   publishing, routing and dead-lettering
 //   dispatch.cpp  consuming, pulling, handing out and settling deliveries
 //   expiry.cpp    TTL: expiring a queue's head and keeping its timer armed
+//   durable.cpp   a durable broker: recovery from its data file, what it records in its
+//                 journal, messages made visible by a commit, the clean close
 //
 // Threads: name() and clock() never change; every other public member takes the broker's
 // lock (Guard) and refuses a call from inside a DeliverFn; the private ones expect it held.
 // Internal to the inproc broker.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -25,6 +28,7 @@
 #include <acemq/inproc.hpp>
 #include "inproc/consumer.hpp"
 #include "inproc/exchange.hpp"
+#include "inproc/journal.hpp"
 #include "inproc/queue.hpp"
 #include "inproc/topic_routes.hpp"
 
@@ -32,13 +36,18 @@ namespace acemq::inproc {
 
 class Broker::Impl final : public DeliverySettler {
 public:
-    Impl(Broker& owner, std::string name, std::shared_ptr<Clock> clock);
-    ~Impl();  // cancels the expiry timers still armed
+    // Opens and reads options.data when given (DataFileError).
+    Impl(Broker& owner, std::string name, const BrokerOptions& options);
+    // Closes the data file cleanly, cancels the expiry timers still armed.
+    ~Impl();
+    // Once the broker is owned by a shared_ptr: arms the timers of recovered messages.
+    void start();
 
     const std::string& name() const noexcept { return name_; }
     const std::shared_ptr<Clock>& clock() const noexcept { return clock_; }
+    const std::string& data() const noexcept { return data_; }
 
-    ConnectionId open_connection();
+    ConnectionId open_connection(ConnectionOptions options);
     void close_connection(ConnectionId connection);
 
     void declare(ConnectionId connection, const Topology& topology);
@@ -50,6 +59,7 @@ public:
     void delete_queue(ConnectionId connection, std::string_view queue_name);
 
     PublishResult publish(OutboundMessage message);
+    void publish(OutboundMessage message, ConfirmFn confirmed);
 
     std::unique_ptr<Subscription> consume(ConnectionId connection, std::string_view queue_name, const ConsumeSpec& spec,
                                           DeliverFn deliver);
@@ -66,6 +76,15 @@ public:
 private:
     class Guard;
     enum class Settlement { ack, requeue, reject };
+    struct Connection {
+        std::uint64_t pulls;  // the consumer id of its pulls
+        bool acks_wait;
+    };
+    // What publish decided: its result, and the journal change it waits for (0: none).
+    struct Published {
+        PublishResult result;
+        std::uint64_t commit = 0;
+    };
 
     // topology.cpp
     void require_open(ConnectionId connection, const std::string& what) const;
@@ -75,9 +94,11 @@ private:
     void remove_queue(std::shared_ptr<detail::Queue> queue);
 
     // routing.cpp
+    Published publish_locked(OutboundMessage&& message);
     void route(const detail::Exchange& exchange, std::string_view key, std::vector<detail::Queue*>& into);
     void enqueue(detail::Queue& queue, detail::StoredMessage&& stored);
     void dead_letter(detail::Queue& from, detail::StoredMessage&& stored, std::string_view reason);
+    void route_dead_letter(detail::Queue& from, detail::StoredMessage&& stored, std::string_view reason);
 
     // dispatch.cpp
     void refresh(detail::Queue& queue);
@@ -85,6 +106,23 @@ private:
     void settle(std::uint64_t tag, Settlement settlement);
     void stop_consumer(detail::Consumer& consumer);
     void close_consumer_locked(std::uint64_t id);
+
+    // durable.cpp
+    void recover(detail::DataFileContents&& contents);
+    bool durable() const noexcept { return journal_ != nullptr; }
+    // Records `change` in the journal; its sequence number.
+    std::uint64_t record(detail::journal::Change change);
+    // Whether a message goes into `queue` only once written.
+    bool writes(const detail::Queue& queue, const detail::StoredMessage& stored) const noexcept;
+    // Writes `stored` into `queue`'s rows and holds it there until that is committed;
+    // returns the insertion's sequence number.
+    std::uint64_t hold(detail::Queue& queue, detail::StoredMessage&& stored, detail::Queue::Awaits awaits);
+    // Holds `stored` in `queue` until change `commit` is committed.
+    void await_commit(detail::Queue& queue, detail::StoredMessage&& stored, std::uint64_t commit,
+                      detail::Queue::Awaits awaits);
+    void on_committed(std::uint64_t through, bool ok);
+    std::optional<std::int64_t> wall_ms(Clock::time_point enqueued) const;
+    Clock::time_point from_wall_ms(std::int64_t wall) const;
 
     // expiry.cpp
     void expire_due(detail::Queue& queue);
@@ -94,22 +132,30 @@ private:
     Broker& owner_;
     const std::string name_;
     const std::shared_ptr<Clock> clock_;
+    const std::string data_;
 
     // Guards everything below.
     std::mutex mutex_;
     detail::StringMap<std::unique_ptr<detail::Exchange>> exchanges_;
     detail::StringMap<std::shared_ptr<detail::Queue>> queues_;
     std::unordered_map<std::uint64_t, std::unique_ptr<detail::Consumer>> consumers_;
-    std::unordered_map<ConnectionId, std::uint64_t> connections_;  // → the consumer id of its pulls
-    std::uint64_t next_id_ = 1;                                    // connections and consumers alike
-    std::uint64_t route_epoch_ = 0;                                // the mark of the latest routing
-    std::vector<detail::Queue*> routed_;                           // publish's routing result, kept to reuse its memory
-    std::vector<Clock::TimerId> retired_timers_;                   // to cancel once the lock is let go (Guard)
+    std::unordered_map<ConnectionId, Connection> connections_;
+    std::uint64_t next_id_ = 1;                   // connections and consumers alike
+    std::uint64_t route_epoch_ = 0;               // the mark of the latest routing
+    std::vector<detail::Queue*> routed_;          // publish's routing result, kept to reuse its memory
+    std::vector<Clock::TimerId> retired_timers_;  // to cancel once the lock is let go (Guard)
+    // A durable broker's: its writer, the next ids in its data file, the queues holding
+    // messages until a commit.
+    std::unique_ptr<detail::Journal> journal_;
+    std::uint64_t next_row_ = 1;
+    std::uint64_t next_queue_id_ = 1;
+    std::vector<std::shared_ptr<detail::Queue>> awaiting_commit_;
 };
 
 // Holds the broker lock for one operation; on the way out, after unlocking, cancels the
-// expiry timers the operation retired. Cancelling under the lock could deadlock: a clock's
-// cancel waits for a firing timer, whose action waits for this lock.
+// expiry timers the operation retired, and waits for the journal's commit the operation
+// asked for. Cancelling under the lock could deadlock: a clock's cancel waits for a firing
+// timer, whose action waits for this lock; and the writer takes the lock after a commit.
 class Broker::Impl::Guard {
 public:
     Guard(Impl& impl, std::string_view action);
@@ -117,9 +163,14 @@ public:
     Guard& operator=(const Guard&) = delete;
     ~Guard();
 
+    // Waits, once unlocked, until change `sequence` is committed (not on the writer's
+    // thread, which makes the commit: there the change is committed later).
+    void wait_for_commit(std::uint64_t sequence) noexcept { commit_ = std::max(commit_, sequence); }
+
 private:
     Impl& impl_;
     std::unique_lock<std::mutex> lock_;
+    std::uint64_t commit_ = 0;
 };
 
 }  // namespace acemq::inproc

@@ -59,6 +59,12 @@ std::vector<Unsettled> Consumer::take_unsettled() {
     return unsettled;
 }
 
+void Consumer::collect_unsettled_rows(std::vector<std::uint64_t>& into) const {
+    for (std::size_t i = 0; i < handed_out_.size(); ++i)
+        if (const Entry& entry = handed_out_[i]; !entry.settled && entry.delivery.stored.row != 0)
+            into.push_back(entry.delivery.stored.row);
+}
+
 Consumer::Entry* Consumer::find(std::uint64_t sequence) {
     std::size_t low = 0, high = handed_out_.size();
     while (low < high) {

@@ -69,6 +69,9 @@ public:
     // Every delivery still unsettled, in the order they were handed out; the consumer
     // holds none afterwards. For closing it.
     std::vector<Unsettled> take_unsettled();
+    // The ids in the data file of the messages it holds unsettled; for a durable broker's
+    // clean close, which marks them redelivered.
+    void collect_unsettled_rows(std::vector<std::uint64_t>& into) const;
 
 private:
     struct Entry {

@@ -67,7 +67,7 @@ std::optional<Delivery> Broker::Impl::pull(ConnectionId connection, std::string_
         sync_timer(*queue);
         return std::nullopt;
     }
-    Consumer& pulls = *consumers_.at(connections_.at(connection));
+    Consumer& pulls = *consumers_.at(connections_.at(connection).pulls);
     StoredMessage stored = queue->take_head();
     sync_timer(*queue);
     InboundMessage copy = stored.message;
@@ -123,6 +123,12 @@ void Broker::Impl::settle(std::uint64_t tag, Settlement settlement) {
                          "which handed it back to its queue. Settle deliveries before closing what they came from");
     Consumer& consumer = *found->second;
     Queue& queue = *settled->queue;
+    if (settlement == Settlement::ack && settled->stored.row != 0 && queue.stored_id() != 0 && !queue.deleted()) {
+        const std::uint64_t deleted = record(detail::journal::DeleteMessage{settled->stored.row});
+        if (const auto connection = connections_.find(consumer.connection());
+            connection != connections_.end() && connection->second.acks_wait)
+            guard.wait_for_commit(deleted);
+    }
     if (settlement == Settlement::requeue && !queue.deleted())
         queue.requeue(std::move(settled->stored));
     else if (settlement == Settlement::reject && !queue.deleted())

@@ -1,7 +1,11 @@
 #include "inproc/inproc_transport.hpp"
 
+#include <condition_variable>
+#include <mutex>
+
 #include <acemq/error.hpp>
 #include <acemq/url.hpp>
+#include "inproc/journal.hpp"
 
 namespace acemq::inproc {
 
@@ -15,10 +19,28 @@ InprocTransport::InprocTransport(std::shared_ptr<Broker> broker)
     : broker_(std::move(broker)), connection_(broker_->open_connection()) {}
 
 std::shared_ptr<InprocTransport> InprocTransport::open(std::string_view url) {
+    auto refuse = [&](std::string_view why) {
+        return InvalidArgument("acemq: cannot open \"" + redacted_url(url) +
+                               "\" as an inproc transport: " + std::string(why));
+    };
     if (!url.starts_with(scheme_prefix) || url.size() == scheme_prefix.size())
-        throw InvalidArgument("acemq: cannot open \"" + redacted_url(url) +
-                              "\" as an inproc transport: write inproc://NAME, where NAME names the embedded broker");
-    return std::make_shared<InprocTransport>(inproc::broker(url.substr(scheme_prefix.size())));
+        throw refuse(
+            "write inproc://NAME, where NAME names the embedded broker (inproc://NAME?data=FILE keeps "
+            "its durable state in FILE)");
+    std::string_view rest = url.substr(scheme_prefix.size());
+    const std::size_t query = rest.find('?');
+    const std::string_view name = rest.substr(0, query);
+    if (name.empty()) throw refuse("it names no broker; write inproc://NAME");
+    BrokerOptions options;
+    bool durable = false;
+    if (query != std::string_view::npos) {
+        const std::string_view parameter = rest.substr(query + 1);
+        if (!parameter.starts_with("data=") || parameter.size() == 5)
+            throw refuse("the only parameter it takes is data=FILE, the SQLite file of a durable broker");
+        options.data = std::string(parameter.substr(5));
+        durable = true;
+    }
+    return std::make_shared<InprocTransport>(durable ? inproc::broker(name, options) : inproc::broker(name));
 }
 
 InprocTransport::~InprocTransport() {
@@ -33,11 +55,37 @@ InprocTransport::~InprocTransport() {
 void InprocTransport::declare(const Topology& topology) { broker_->declare(connection_, topology); }
 
 PublishResult InprocTransport::publish(OutboundMessage message) {
-    if (closed_.load(std::memory_order_relaxed))
-        return PublishResult{
-            .return_reason = "the transport to inproc broker \"" + broker_->name() + "\" is closed; open a new one",
-            .why = PublishResult::Unconfirmed::unsent};
+    if (closed_.load(std::memory_order_relaxed)) return closed_result();
     return broker_->publish(std::move(message));
+}
+
+std::vector<PublishResult> InprocTransport::publish_batch(std::vector<OutboundMessage> messages) {
+    if (detail::Journal::on_writer_thread())
+        throw UsageError("acemq: cannot publish a batch to inproc broker \"" + broker_->name() +
+                         "\" and wait from a ConfirmFn, on the writer thread that makes the commit");
+    std::vector<PublishResult> results(messages.size());
+    if (closed_.load(std::memory_order_relaxed)) {
+        for (PublishResult& result : results) result = closed_result();
+        return results;
+    }
+    std::mutex mutex;
+    std::condition_variable done;
+    std::size_t waiting = messages.size();
+    for (std::size_t i = 0; i < messages.size(); ++i)
+        broker_->publish(std::move(messages[i]), [&, i](PublishResult result) {
+            std::lock_guard guard(mutex);
+            results[i] = std::move(result);
+            if (--waiting == 0) done.notify_one();
+        });
+    std::unique_lock lock(mutex);
+    done.wait(lock, [&] { return waiting == 0; });
+    return results;
+}
+
+PublishResult InprocTransport::closed_result() const {
+    return PublishResult{
+        .return_reason = "the transport to inproc broker \"" + broker_->name() + "\" is closed; open a new one",
+        .why = PublishResult::Unconfirmed::unsent};
 }
 
 std::unique_ptr<Subscription> InprocTransport::consume(std::string_view queue, const ConsumeSpec& spec,

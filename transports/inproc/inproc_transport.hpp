@@ -20,7 +20,9 @@ namespace acemq::inproc {
 class InprocTransport final : public Transport {
 public:
     explicit InprocTransport(std::shared_ptr<Broker> broker);
-    // "inproc://NAME" → a connection to the broker NAME; InvalidArgument for another URL.
+    // "inproc://NAME" → a connection to the broker NAME; "inproc://NAME?data=FILE" → to the
+    // durable broker NAME keeping its state in FILE (see BrokerOptions::data); InvalidArgument
+    // for another URL.
     static std::shared_ptr<InprocTransport> open(std::string_view url);
     ~InprocTransport() override;  // closes
     InprocTransport(const InprocTransport&) = delete;
@@ -30,6 +32,8 @@ public:
 
     void declare(const Topology& topology) override;
     PublishResult publish(OutboundMessage message) override;
+    // All published before any is waited for, so a durable broker commits them together.
+    std::vector<PublishResult> publish_batch(std::vector<OutboundMessage> messages) override;
     std::unique_ptr<Subscription> consume(std::string_view queue, const ConsumeSpec& spec, DeliverFn deliver) override;
     std::optional<Delivery> pull(std::string_view queue) override;
     std::uint64_t queue_depth(std::string_view queue) override;
@@ -38,6 +42,8 @@ public:
     void close() override;
 
 private:
+    PublishResult closed_result() const;
+
     std::shared_ptr<Broker> broker_;
     Broker::ConnectionId connection_;
     std::atomic<bool> closed_{false};

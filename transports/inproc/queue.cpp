@@ -9,6 +9,37 @@ namespace acemq::inproc::detail {
 Queue::Queue(QueueDeclaration declaration, Broker::ConnectionId owner)
     : declaration_(std::move(declaration)), owner_(owner), policy_(read_policy(declaration_)) {}
 
+void Queue::append(StoredMessage&& message) {
+    if (waiting_.empty())
+        ready_.push_back(std::move(message));
+    else
+        waiting_.push_back(Waiting{std::move(message), waiting_.back().commit, Waiting::follows});
+}
+
+void Queue::collect_redelivered_rows(std::vector<std::uint64_t>& into) const {
+    for (std::size_t i = 0; i < ready_.size(); ++i)
+        if (const StoredMessage& stored = ready_[i]; stored.row != 0 && stored.message.redelivered)
+            into.push_back(stored.row);
+}
+
+bool Queue::hold(StoredMessage&& message, std::uint64_t commit, Awaits awaits) {
+    const bool first = waiting_.empty();
+    waiting_.push_back(
+        Waiting{std::move(message), commit, awaits == Awaits::published ? Waiting::published : Waiting::moved});
+    return first;
+}
+
+void Queue::committed(std::uint64_t commit, bool ok) {
+    if (!ok)
+        std::erase_if(waiting_,
+                      [&](const Waiting& entry) { return entry.kind == Waiting::published && entry.commit <= commit; });
+    while (!waiting_.empty() && waiting_.front().commit <= commit &&
+           (ok || waiting_.front().kind == Waiting::follows)) {
+        ready_.push_back(std::move(waiting_.front().message));
+        waiting_.pop_front();
+    }
+}
+
 void Queue::requeue(StoredMessage&& message) {
     message.message.redelivered = true;
     ready_.push_front(std::move(message));
@@ -47,6 +78,7 @@ void Queue::mark_deleted() {
     for (Consumer* consumer : consumers_) consumer->deactivate();
     consumers_.clear();
     ready_.clear();
+    waiting_.clear();
 }
 
 bool Queue::first_route(std::uint64_t mark) noexcept {

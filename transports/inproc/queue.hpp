@@ -1,6 +1,7 @@
 // One queue of the embedded broker: its declaration and the arguments it enforces, the
 // messages ready in it (where the broker stores a message between publish and delivery),
-// the consumers it serves in turn, and its expiry timer. What happens to a message that
+// those waiting behind them for a durable broker's commit, the consumers it serves in turn,
+// and its expiry timer. What happens to a message that
 // leaves it (delivery, expiry, dead-lettering) is the broker's (Broker::Impl).
 //
 // Ownership: the broker holds each queue by name; the deliveries handed out from it share
@@ -13,6 +14,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <deque>
 #include <optional>
 #include <string>
 #include <vector>
@@ -43,11 +45,29 @@ public:
     bool owned_by(Broker::ConnectionId connection) const noexcept { return owner_ == connection; }
     const QueuePolicy& policy() const noexcept { return policy_; }
     bool deleted() const noexcept { return deleted_; }
+    // Its id in a durable broker's data file; 0 when it is kept in memory only.
+    std::uint64_t stored_id() const noexcept { return stored_id_; }
+    void set_stored_id(std::uint64_t id) noexcept { stored_id_ = id; }
 
     // Its ready messages, oldest first.
     bool empty() const noexcept { return ready_.empty(); }
     std::size_t depth() const noexcept { return ready_.size(); }
-    void append(StoredMessage&& message) { ready_.push_back(std::move(message)); }
+    // Ready at once, unless messages wait for a commit: then behind them, as one that comes
+    // when they do.
+    void append(StoredMessage&& message);
+    // The ids in the data file of its ready messages marked redelivered.
+    void collect_redelivered_rows(std::vector<std::uint64_t>& into) const;
+
+    // Messages that become ready once change `commit` of the journal is committed, in the
+    // order they arrived. A published one is dropped when that commit fails; a moved one
+    // (dead-lettered here) waits for a later commit, which writes it after all.
+    enum class Awaits { published, moved };
+    // True when the queue had no message waiting before.
+    bool hold(StoredMessage&& message, std::uint64_t commit, Awaits awaits);
+    bool awaiting_commit() const noexcept { return !waiting_.empty(); }
+    // After the journal's transaction through `commit`: its messages become ready (`ok`), or
+    // the published ones among them are dropped and what no longer waits becomes ready.
+    void committed(std::uint64_t commit, bool ok);
     // Back to the head, marked redelivered: a requeued or handed-back delivery.
     void requeue(StoredMessage&& message);
     StoredMessage take_head() { return ready_.pop_front(); }
@@ -76,7 +96,15 @@ private:
     QueueDeclaration declaration_;
     Broker::ConnectionId owner_;
     QueuePolicy policy_;
+    struct Waiting {
+        StoredMessage message;
+        std::uint64_t commit;
+        enum { published, moved, follows } kind;  // follows: not written itself, comes with the one before
+    };
+
     Ring<StoredMessage> ready_;
+    std::deque<Waiting> waiting_;
+    std::uint64_t stored_id_ = 0;
     std::vector<Consumer*> consumers_;
     std::size_t next_consumer_ = 0;
     bool had_consumer_ = false;

@@ -19,6 +19,7 @@ public:
 
     // Element `index` counted from the front.
     T& operator[](std::size_t index) noexcept { return slots_[(head_ + index) & (slots_.size() - 1)]; }
+    const T& operator[](std::size_t index) const noexcept { return slots_[(head_ + index) & (slots_.size() - 1)]; }
     T& front() noexcept { return slots_[head_]; }
 
     void push_back(T&& value) {

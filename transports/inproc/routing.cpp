@@ -1,5 +1,9 @@
 // Broker::Impl: publishing, routing a message to its queues, and dead-lettering (a
 // message republished through its queue's dead-letter exchange).
+#include <condition_variable>
+#include <mutex>
+
+#include <acemq/error.hpp>
 #include "inproc/broker_impl.hpp"
 #include "inproc/dead_letter.hpp"
 
@@ -31,29 +35,81 @@ PublishResult not_routed(bool mandatory) {
 }  // namespace
 
 PublishResult Broker::Impl::publish(OutboundMessage message) {
-    Guard guard(*this, "publish");
+    if (detail::Journal::on_writer_thread())
+        throw UsageError("acemq: cannot publish to inproc broker \"" + name_ +
+                         "\" and wait from a ConfirmFn, on the writer thread that makes the commit; publish with "
+                         "a ConfirmFn there, or hand the work to another thread");
+    Published published;
+    {
+        Guard guard(*this, "publish");
+        published = publish_locked(std::move(message));
+        if (published.commit == 0) return std::move(published.result);
+    }
+    std::mutex mutex;
+    std::condition_variable done;
+    std::optional<PublishResult> result;
+    journal_->confirm_after(published.commit, std::move(published.result), [&](PublishResult confirmed) {
+        std::lock_guard guard(mutex);
+        result = std::move(confirmed);
+        done.notify_one();
+    });
+    std::unique_lock lock(mutex);
+    done.wait(lock, [&] { return result.has_value(); });
+    return std::move(*result);
+}
+
+void Broker::Impl::publish(OutboundMessage message, ConfirmFn confirmed) {
+    Published published;
+    {
+        Guard guard(*this, "publish");
+        published = publish_locked(std::move(message));
+        if (published.commit != 0) {
+            journal_->confirm_after(published.commit, std::move(published.result), std::move(confirmed));
+            return;
+        }
+    }
+    confirmed(std::move(published.result));
+}
+
+Broker::Impl::Published Broker::Impl::publish_locked(OutboundMessage&& message) {
+    const bool persistent = message.persistent;
     if (message.exchange.empty()) {  // the default exchange: the hot path, one lookup
         const auto found = queues_.find(message.routing_key);
-        if (found == queues_.end()) return not_routed(message.mandatory);
-        enqueue(*found->second, StoredMessage{inbound(std::move(message))});
-        return confirmed();
+        if (found == queues_.end()) return {not_routed(message.mandatory)};
+        StoredMessage stored{.message = inbound(std::move(message)), .persistent = persistent};
+        if (writes(*found->second, stored))
+            return {confirmed(), hold(*found->second, std::move(stored), Queue::Awaits::published)};
+        enqueue(*found->second, std::move(stored));
+        return {confirmed()};
     }
     const auto exchange = exchanges_.find(message.exchange);
     // RabbitMQ closes the channel with 404 and confirms nothing, so the publisher reports a
     // PublishError carrying the broker's sentence; the embedded broker says the same (a
     // refusal: here it is certain that nothing arrived), and its connection goes on.
     if (exchange == exchanges_.end())
-        return PublishResult{.return_reason = "404 NOT_FOUND - no exchange '" + message.exchange +
-                                              "' on inproc broker '" + name_ + "'; declare the exchange first",
-                             .why = PublishResult::Unconfirmed::refused};
+        return {PublishResult{.return_reason = "404 NOT_FOUND - no exchange '" + message.exchange +
+                                               "' on inproc broker '" + name_ + "'; declare the exchange first",
+                              .why = PublishResult::Unconfirmed::refused}};
     routed_.clear();
     route(*exchange->second, message.routing_key, routed_);
-    if (routed_.empty()) return not_routed(message.mandatory);
-    StoredMessage stored{inbound(std::move(message))};
+    if (routed_.empty()) return {not_routed(message.mandatory)};
+    StoredMessage stored{.message = inbound(std::move(message)), .persistent = persistent};
+    std::uint64_t commit = 0;
+    for (Queue* queue : routed_)
+        if (writes(*queue, stored)) commit = hold(*queue, StoredMessage(stored), Queue::Awaits::published);
     // Enqueueing cannot route again into routed_: dead-lettering routes into its own list.
-    for (std::size_t i = 0; i + 1 < routed_.size(); ++i) enqueue(*routed_[i], StoredMessage(stored));
-    enqueue(*routed_.back(), std::move(stored));
-    return confirmed();
+    // When one copy waits for its commit, every copy does, so a failed commit refuses the
+    // publish with nothing of it delivered.
+    for (std::size_t i = 0; i < routed_.size(); ++i) {
+        Queue& queue = *routed_[i];
+        if (commit != 0 && writes(queue, stored)) continue;
+        StoredMessage copy = i + 1 < routed_.size() ? StoredMessage(stored) : std::move(stored);
+        if (commit == 0)
+            enqueue(queue, std::move(copy));
+        else
+            await_commit(queue, std::move(copy), commit, Queue::Awaits::published);
+    }
+    return {confirmed(), commit};
 }
 
 void Broker::Impl::route(const Exchange& exchange, std::string_view key, std::vector<Queue*>& into) {
@@ -73,8 +129,17 @@ void Broker::Impl::enqueue(Queue& queue, StoredMessage&& stored) {
     }
 }
 
-// Republishes through the queue's dead-letter exchange, or drops without one.
+// Republishes through the queue's dead-letter exchange, or drops without one. On a durable
+// broker the message's row in `from` is deleted after its rows in the targets are written,
+// so a crash between the two leaves it in both, never in neither.
 void Broker::Impl::dead_letter(Queue& from, StoredMessage&& stored, std::string_view reason) {
+    const std::uint64_t row = from.stored_id() != 0 ? stored.row : 0;
+    stored.row = 0;
+    route_dead_letter(from, std::move(stored), reason);
+    if (row != 0) record(detail::journal::DeleteMessage{row});
+}
+
+void Broker::Impl::route_dead_letter(Queue& from, StoredMessage&& stored, std::string_view reason) {
     const detail::QueuePolicy& policy = from.policy();
     if (!policy.dead_letter_exchange) return;
     InboundMessage& message = stored.message;
@@ -91,9 +156,13 @@ void Broker::Impl::dead_letter(Queue& from, StoredMessage&& stored, std::string_
     }  // a dead-letter exchange that does not exist drops the message, as in RabbitMQ
     if (reason != "rejected")
         std::erase_if(targets, [&](Queue* target) { return detail::dead_letter_cycle(message, target->name()); });
-    if (targets.empty()) return;
-    for (std::size_t i = 0; i + 1 < targets.size(); ++i) enqueue(*targets[i], StoredMessage(stored));
-    enqueue(*targets.back(), std::move(stored));
+    for (std::size_t i = 0; i < targets.size(); ++i) {
+        StoredMessage copy = i + 1 < targets.size() ? StoredMessage(stored) : std::move(stored);
+        if (writes(*targets[i], copy))
+            hold(*targets[i], std::move(copy), Queue::Awaits::moved);
+        else
+            enqueue(*targets[i], std::move(copy));
+    }
 }
 
 }  // namespace acemq::inproc

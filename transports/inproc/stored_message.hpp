@@ -3,6 +3,8 @@
 // Internal to the inproc broker; a plain value.
 #pragma once
 
+#include <cstdint>
+
 #include <acemq/clock.hpp>
 #include <acemq/transport.hpp>
 
@@ -11,6 +13,8 @@ namespace acemq::inproc::detail {
 struct StoredMessage {
     InboundMessage message;
     Clock::time_point enqueued{};  // set only in a queue with a TTL, which runs from here
+    bool persistent = false;       // as published: a durable broker keeps it in a durable queue
+    std::uint64_t row = 0;         // its id in the data file; 0 when it is in memory only
 };
 
 }  // namespace acemq::inproc::detail

@@ -36,6 +36,7 @@ void Broker::Impl::declare_exchange(const ExchangeDeclaration& asked) {
         return;
     }
     exchanges_.emplace(asked.name, std::make_unique<Exchange>(asked));
+    if (durable() && asked.durable) guard.wait_for_commit(record(detail::journal::PutExchange{asked}));
 }
 
 void Broker::Impl::declare_queue(ConnectionId connection, const QueueDeclaration& asked) {
@@ -50,7 +51,13 @@ void Broker::Impl::declare_queue(ConnectionId connection, const QueueDeclaration
         detail::check_redeclaration(found->second->declaration(), asked);
         return;
     }
-    queues_.emplace(asked.name, std::make_shared<Queue>(asked, asked.exclusive ? connection : 0));
+    auto queue = std::make_shared<Queue>(asked, asked.exclusive ? connection : 0);
+    // An exclusive queue goes with its connection, so a restart never finds it.
+    if (durable() && asked.durable && !asked.exclusive) {
+        queue->set_stored_id(next_queue_id_++);
+        guard.wait_for_commit(record(detail::journal::PutQueue{queue->stored_id(), asked}));
+    }
+    queues_.emplace(asked.name, std::move(queue));
 }
 
 void Broker::Impl::bind(ConnectionId connection, const BindingDeclaration& asked) {
@@ -70,7 +77,14 @@ void Broker::Impl::bind(ConnectionId connection, const BindingDeclaration& asked
         throw TopologyError("acemq: cannot " + what + ": NOT_FOUND - no queue " + quoted(asked.queue) +
                             " on inproc broker " + quoted(name_) + "; declare the queue first");
     require_access(*queue->second, connection, "bind");
-    exchange->second->bind(*queue->second, asked.routing_key, asked.arguments);
+    const bool added = exchange->second->bind(*queue->second, asked.routing_key, asked.arguments);
+    if (added && queue->second->stored_id() != 0 && exchange->second->declaration().durable)
+        guard.wait_for_commit(record(detail::journal::PutBinding{detail::StoredBinding{
+            .exchange = asked.exchange,
+            .queue = queue->second->stored_id(),
+            .routing_key = asked.routing_key,
+            .arguments = asked.arguments,
+        }}));
 }
 
 std::uint64_t Broker::Impl::queue_depth(ConnectionId connection, std::string_view queue_name) {
@@ -93,7 +107,9 @@ void Broker::Impl::delete_queue(ConnectionId connection, std::string_view queue_
     const auto found = queues_.find(queue_name);
     if (found == queues_.end()) return;
     require_access(*found->second, connection, "delete");
+    const bool stored = found->second->stored_id() != 0;
     remove_queue(std::shared_ptr<Queue>(found->second));
+    if (stored) guard.wait_for_commit(journal_->last_recorded());
 }
 
 void Broker::Impl::require_open(ConnectionId connection, const std::string& what) const {
@@ -126,14 +142,18 @@ void Broker::Impl::remove_queue(std::shared_ptr<Queue> queue) {
     queues_.erase(queue->name());
     queue->mark_deleted();
     retire_timer(*queue);
+    if (queue->stored_id() != 0) record(detail::journal::DeleteQueue{queue->stored_id()});
     for (auto exchange = exchanges_.begin(); exchange != exchanges_.end();) {
         Exchange& from = *exchange->second;
         const std::size_t removed = from.unbind(*queue);
         // RabbitMQ deletes an auto-delete exchange when its last binding goes.
-        if (removed > 0 && !from.has_bindings() && from.declaration().auto_delete)
+        if (removed > 0 && !from.has_bindings() && from.declaration().auto_delete) {
+            if (durable() && from.declaration().durable)
+                record(detail::journal::DeleteExchange{from.declaration().name});
             exchange = exchanges_.erase(exchange);
-        else
+        } else {
             ++exchange;
+        }
     }
 }
 

@@ -35,11 +35,16 @@ public:
 inline constexpr std::size_t max_depth = 72;
 
 // Throws Malformed unless `bytes` holds one msgpack value whose arrays and maps declare no
-// more elements than the buffer has bytes and nest at most max_depth deep. Allocates nothing.
-void check_shape(std::span<const std::byte> bytes);
+// more elements than the buffer has bytes and nest at most max_depth deep. Allocates nothing
+// in proportion to what the bytes declare (only msgpack-c's small parse stack).
+// `whole` is what the user calls the buffer ("frame"), for the texts that speak of it.
+void check_shape(std::span<const std::byte> bytes, std::string_view whole);
 
 // Unpacks `bytes`, after check_shape, referring into them (they must outlive the handle).
-msgpack::object_handle unpack_checked(std::span<const std::byte> bytes);
+msgpack::object_handle unpack_checked(std::span<const std::byte> bytes, std::string_view whole);
+
+// A msgpack type as the texts of Malformed name it: "str", "bin", "integer", ...
+std::string_view type_name(msgpack::type::object_type type);
 
 using Packer = msgpack::packer<msgpack::sbuffer>;
 
@@ -54,8 +59,7 @@ std::int64_t read_signed(const msgpack::object& object, std::string_view name);
 std::string_view read_text(const msgpack::object& object, std::string_view name);
 std::span<const std::byte> read_bytes(const msgpack::object& object, std::string_view name);
 bool read_bool(const msgpack::object& object, std::string_view name);
-const msgpack::object_array& read_array(const msgpack::object& object, std::string_view name,
-                                        std::size_t at_least);
+const msgpack::object_array& read_array(const msgpack::object& object, std::string_view name, std::size_t at_least);
 FieldValue read_value(const msgpack::object& object, std::string_view name);
 FieldTable read_table(const msgpack::object& object, std::string_view name);
 

@@ -1,6 +1,7 @@
 // serve(): the embedded broker on a ROUTER socket, one I/O thread, one session per client
 // (docs/zmq-protocol.md §4–6). The broker's DeliverFns run on whatever thread made a delivery
-// possible, with the broker's lock held; they only queue the delivery for the I/O thread.
+// possible, with the broker's lock held; they only queue the delivery for the I/O thread, as
+// the ConfirmFns of its publishes queue their confirms.
 #include <acemq/zmq.hpp>
 
 #include <sys/eventfd.h>
@@ -55,6 +56,14 @@ struct Handed {
     Delivery delivery;
 };
 
+// The broker's word on a session's publish (at once, or after a durable broker's commit),
+// waiting for the I/O thread.
+struct Confirmed {
+    std::uint64_t session;
+    std::uint64_t sequence;
+    PublishResult result;
+};
+
 wire::FailureKind failure_kind_of_current() {
     try {
         throw;
@@ -98,6 +107,9 @@ private:
     void refuse_frame(const std::string& routing_id, std::uint64_t request, wire::ErrorCode code,
                       std::string_view text);
     DeliverFn deliver_to(std::uint64_t session, std::uint64_t consumer);
+    inproc::ConfirmFn confirm_to(std::uint64_t session, std::uint64_t sequence);
+    // Wakes the I/O thread for the first of a burst queued from another thread.
+    void wake_for(bool first_waiting);
 
     std::shared_ptr<inproc::Broker> broker_;
     ServerOptions options_;
@@ -110,6 +122,7 @@ private:
 
     std::mutex handed_mutex_;
     std::vector<Handed> handed_;
+    std::vector<Confirmed> confirmed_;
 
     // I/O thread only.
     std::unordered_map<std::uint64_t, Session> sessions_;
@@ -185,14 +198,30 @@ DeliverFn ServerImpl::deliver_to(std::uint64_t session, std::uint64_t consumer) 
         bool first_waiting = false;
         {
             std::lock_guard lock(handed_mutex_);
-            first_waiting = handed_.empty();
+            first_waiting = handed_.empty() && confirmed_.empty();
             handed_.push_back({session, consumer, std::move(delivery)});
         }
-        // The I/O thread hands over what is queued after each frame it handles, so a
-        // delivery its own publish or ack made possible needs no wake-up; nor does any but the
-        // first of a burst from other threads, since the I/O thread takes them all at once.
-        if (first_waiting && std::this_thread::get_id() != io_thread_id_) wake_.signal();
+        wake_for(first_waiting);
     };
+}
+
+inproc::ConfirmFn ServerImpl::confirm_to(std::uint64_t session, std::uint64_t sequence) {
+    return [this, session, sequence](PublishResult result) {
+        bool first_waiting = false;
+        {
+            std::lock_guard lock(handed_mutex_);
+            first_waiting = handed_.empty() && confirmed_.empty();
+            confirmed_.push_back({session, sequence, std::move(result)});
+        }
+        wake_for(first_waiting);
+    };
+}
+
+// The I/O thread hands over what is queued after each frame it handles, so what its own
+// publish or ack made possible needs no wake-up; nor does any but the first of a burst from
+// other threads (a durable broker's writer, say), since the I/O thread takes them all at once.
+void ServerImpl::wake_for(bool first_waiting) {
+    if (first_waiting && std::this_thread::get_id() != io_thread_id_) wake_.signal();
 }
 
 void ServerImpl::run() {
@@ -219,6 +248,7 @@ void ServerImpl::run() {
     for (std::uint64_t id : ids) end_session(id, "the broker is stopping");
     std::lock_guard lock(handed_mutex_);
     handed_.clear();
+    confirmed_.clear();
 }
 
 void ServerImpl::receive_all() {
@@ -294,7 +324,9 @@ void ServerImpl::start_session(const std::string& routing_id, const wire::Frame&
     session.id = id;
     session.routing_id = routing_id;
     session.client_name = hello.client_name.substr(0, 200);
-    session.connection = broker_->open_connection();
+    // A client's ack crosses the network unanswered, as in AMQP: waiting for its commit here
+    // would only stall every other session.
+    session.connection = broker_->open_connection({.acks_wait = false});
     session.client_heartbeat =
         hello.heartbeat_millis > 0 ? std::chrono::milliseconds(hello.heartbeat_millis) : options_.heartbeat;
     session.last_heard = Clock::now();
@@ -332,17 +364,20 @@ void ServerImpl::handle_in_session(Session& session, const wire::Frame& frame) {
     }
     case Command::publish: {
         std::uint64_t sequence = frame.unsigned_at(0, "sequence");
-        PublishResult result;
+        PublishResult refusal;
         try {
-            result = broker_->publish(wire::read_publish(frame).message);
+            // Not waited for: on a durable broker the confirm comes after the commit, and the
+            // publishes arriving meanwhile share it.
+            broker_->publish(wire::read_publish(frame).message, confirm_to(session.id, sequence));
+            return;
         } catch (const wire::ProtocolError& error) {
             // The client waits for this sequence's confirm: it gets a refusal naming the fault.
             ++frames_refused_;
-            result = PublishResult{.return_reason = error.what(), .why = PublishResult::Unconfirmed::refused};
+            refusal = PublishResult{.return_reason = error.what(), .why = PublishResult::Unconfirmed::refused};
         } catch (const std::exception& error) {
-            result = PublishResult{.return_reason = error.what(), .why = PublishResult::Unconfirmed::refused};
+            refusal = PublishResult{.return_reason = error.what(), .why = PublishResult::Unconfirmed::refused};
         }
-        send(session, wire::encode_confirm(sequence, result));
+        send(session, wire::encode_confirm(sequence, refusal));
         return;
     }
     case Command::consume: {
@@ -443,10 +478,15 @@ void ServerImpl::handle_in_session(Session& session, const wire::Frame& frame) {
 
 void ServerImpl::hand_over_deliveries() {
     std::vector<Handed> handed;
+    std::vector<Confirmed> confirmed;
     {
         std::lock_guard lock(handed_mutex_);
         handed.swap(handed_);
+        confirmed.swap(confirmed_);
     }
+    for (Confirmed& item : confirmed)
+        if (const auto found = sessions_.find(item.session); found != sessions_.end())
+            send(found->second, wire::encode_confirm(item.sequence, item.result));
     for (Handed& item : handed) {
         const auto found = sessions_.find(item.session);
         // A session that ended has closed its subscriptions, which took their deliveries back.

@@ -1,0 +1,124 @@
+// The SQLite file of a durable embedded broker: opening it (refusing one that is held, not
+// ours or corrupt, and leaving it untouched), reading back what it holds, and writing the
+// broker's changes inside transactions. WAL, synchronous=FULL, locking_mode=EXCLUSIVE: the
+// broker holds the file for as long as it is open, and the WAL index lives in this
+// process's memory (no -shm file).
+//
+// What is kept (schema version 1): durable exchanges; durable queues that are not
+// exclusive, by the id the broker gave them; the bindings between those; the persistent
+// messages in those queues (their id orders them), with the wall-clock time they entered a
+// queue with a TTL and whether they were redelivered; whether the broker closed cleanly.
+//
+// Internal to the inproc broker. Not thread-safe: one thread at a time (the journal's
+// writer, or the broker while it opens).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include <acemq/topology.hpp>
+#include <acemq/transport.hpp>
+
+struct sqlite3;
+struct sqlite3_stmt;
+
+namespace acemq::inproc::detail {
+
+// A change that could not be written: the transaction was rolled back. `disk_full` when
+// SQLite said the disk (or the file's page limit) is full.
+class StorageFailure : public Error {
+public:
+    StorageFailure(const std::string& what, bool disk_full) : Error(what), disk_full_(disk_full) {}
+    bool disk_full() const noexcept { return disk_full_; }
+
+private:
+    bool disk_full_;
+};
+
+struct StoredQueue {
+    std::uint64_t id = 0;
+    QueueDeclaration declaration{};
+};
+
+struct StoredBinding {
+    std::string exchange{};
+    std::uint64_t queue = 0;  // a StoredQueue's id
+    std::string routing_key{};
+    FieldTable arguments{};
+};
+
+struct StoredRow {
+    std::uint64_t id = 0;
+    std::uint64_t queue = 0;
+    std::optional<std::int64_t> enqueued_ms{};  // wall-clock milliseconds since the epoch
+    InboundMessage message{};                   // redelivered as it was written
+};
+
+// What a data file holds, as read at open.
+struct DataFileContents {
+    std::vector<ExchangeDeclaration> exchanges;
+    std::vector<StoredQueue> queues;
+    std::vector<StoredBinding> bindings;
+    std::vector<StoredRow> messages;  // by id, so each queue's in publish order
+    bool closed_cleanly = true;       // false after a crash (or for a new file: nothing to tell)
+};
+
+class DataFile {
+public:
+    // Opens `path` (made when missing) with SQLite VFS `vfs` ("" = the default); `max_bytes`
+    // caps the file (0 = no cap). Throws DataFileError, leaving the file as it was, when it
+    // is held by another broker, is not SQLite, is another program's database, is of a later
+    // schema version, or fails SQLite's quick_check.
+    DataFile(const std::string& path, const std::string& vfs, std::uint64_t max_bytes);
+    ~DataFile();
+    DataFile(const DataFile&) = delete;
+    DataFile& operator=(const DataFile&) = delete;
+
+    const std::string& path() const noexcept { return path_; }
+
+    // Everything the file holds; DataFileError for a row it cannot read.
+    DataFileContents read();
+
+    // One transaction around the writes between them; each write throws StorageFailure, as
+    // does commit, after which the transaction is rolled back.
+    void begin();
+    void commit();
+    void rollback() noexcept;
+
+    void put_exchange(const ExchangeDeclaration& exchange);
+    void delete_exchange(const std::string& name);
+    void put_queue(std::uint64_t id, const QueueDeclaration& queue);
+    void delete_queue(std::uint64_t id);  // with its bindings and messages
+    void put_binding(const StoredBinding& binding);
+    void insert_message(std::uint64_t id, std::uint64_t queue, std::optional<std::int64_t> enqueued_ms,
+                        bool redelivered, std::span<const std::byte> properties, std::span<const std::byte> body);
+    void delete_message(std::uint64_t id);
+    void mark_redelivered(std::uint64_t id);
+    void set_closed_cleanly(bool clean);
+
+    // Copies the WAL into the file and empties it; for a clean close.
+    void checkpoint() noexcept;
+
+private:
+    class Statement;
+
+    [[noreturn]] void fail(const std::string& action) const;
+    void exec(const char* sql, const std::string& action);
+    void check_ours();
+    void make_schema();
+    Statement& statement(int which);
+
+    std::string path_;
+    sqlite3* db_ = nullptr;
+    std::vector<Statement> statements_;
+};
+
+// The properties of a message (all but its body) as the data file stores them.
+std::vector<std::byte> pack_properties(const InboundMessage& message);
+// Back into `message`; throws message_pack::Malformed.
+void unpack_properties(std::span<const std::byte> properties, InboundMessage& message);
+
+}  // namespace acemq::inproc::detail

@@ -1,0 +1,164 @@
+#include "inproc/journal.hpp"
+
+#include <chrono>
+#include <cstdio>
+
+namespace acemq::inproc::detail {
+
+namespace {
+
+thread_local bool writing = false;
+
+// What a change does to the file.
+struct Apply {
+    DataFile& file;
+    void operator()(const journal::PutExchange& change) const { file.put_exchange(change.exchange); }
+    void operator()(const journal::DeleteExchange& change) const { file.delete_exchange(change.name); }
+    void operator()(const journal::PutQueue& change) const { file.put_queue(change.id, change.queue); }
+    void operator()(const journal::DeleteQueue& change) const { file.delete_queue(change.id); }
+    void operator()(const journal::PutBinding& change) const { file.put_binding(change.binding); }
+    void operator()(const journal::InsertMessage& change) const {
+        file.insert_message(change.id, change.queue, change.enqueued_ms, false, change.properties, change.body);
+    }
+    void operator()(const journal::DeleteMessage& change) const { file.delete_message(change.id); }
+};
+
+bool published(const journal::Change& change) {
+    const auto* insert = std::get_if<journal::InsertMessage>(&change);
+    return insert != nullptr && insert->published;
+}
+
+// A change kept after a failed transaction is tried again this often when nothing new comes.
+constexpr auto retry_every = std::chrono::seconds(1);
+
+}  // namespace
+
+Journal::Journal(std::unique_ptr<DataFile> file, Committed committed)
+    : file_(std::move(file)), committed_(std::move(committed)), writer_([this] { run(); }) {}
+
+Journal::~Journal() { close({}); }
+
+bool Journal::on_writer_thread() noexcept { return writing; }
+
+std::uint64_t Journal::record(journal::Change change) {
+    std::uint64_t sequence;
+    {
+        std::lock_guard guard(mutex_);
+        sequence = next_sequence_++;
+        pending_.push_back(Entry{sequence, std::move(change)});
+    }
+    wake_.notify_one();
+    return sequence;
+}
+
+std::uint64_t Journal::last_recorded() {
+    std::lock_guard guard(mutex_);
+    return next_sequence_ - 1;
+}
+
+void Journal::confirm_after(std::uint64_t sequence, PublishResult result, ConfirmFn confirmed) {
+    std::lock_guard guard(mutex_);
+    confirms_.push_back(Confirm{sequence, std::move(result), std::move(confirmed)});
+}
+
+void Journal::wait(std::uint64_t sequence) {
+    if (writing)
+        throw UsageError(
+            "acemq: cannot wait for the durable inproc broker's commit on its writer thread, which makes the "
+            "commit; a ConfirmFn must hand its result on and return, not publish and wait");
+    std::unique_lock lock(mutex_);
+    finished_.wait(lock, [&] { return finished_through_ >= sequence || closed_; });
+}
+
+void Journal::run() {
+    writing = true;
+    std::vector<Entry> kept;  // after a failed transaction: written first in the next one
+    std::unique_lock lock(mutex_);
+    for (;;) {
+        if (pending_.empty()) {
+            if (stopping_ && kept.empty()) break;
+            if (kept.empty())
+                wake_.wait(lock, [&] { return !pending_.empty() || stopping_; });
+            else if (!stopping_)
+                wake_.wait_for(lock, retry_every, [&] { return !pending_.empty() || stopping_; });
+            if (pending_.empty() && kept.empty()) continue;
+        }
+        std::vector<Entry> batch = std::move(kept);
+        kept.clear();
+        batch.reserve(batch.size() + pending_.size());
+        for (Entry& entry : pending_) batch.push_back(std::move(entry));
+        pending_.clear();
+        const std::uint64_t through = batch.back().sequence;
+        lock.unlock();
+
+        const std::optional<std::string> failure = write(batch);
+        if (failure)
+            for (Entry& entry : batch)
+                if (!published(entry.change)) kept.push_back(std::move(entry));
+        committed_(through, !failure);
+
+        std::vector<Confirm> due;
+        lock.lock();
+        finished_through_ = through;
+        std::erase_if(confirms_, [&](Confirm& confirm) {
+            if (confirm.sequence > through) return false;
+            due.push_back(std::move(confirm));
+            return true;
+        });
+        finished_.notify_all();
+        lock.unlock();
+        for (Confirm& confirm : due) {
+            if (failure)
+                confirm.result = PublishResult{.return_reason = *failure, .why = PublishResult::Unconfirmed::refused};
+            confirm.confirmed(std::move(confirm.result));
+        }
+        lock.lock();
+        if (failure && stopping_ && pending_.empty()) {
+            std::fprintf(stderr, "%s; %zu changes were not written before the broker closed\n", failure->c_str(),
+                         kept.size());
+            unwritten_ = true;
+            break;
+        }
+    }
+}
+
+std::optional<std::string> Journal::write(const std::vector<Entry>& batch) {
+    try {
+        file_->begin();
+        const Apply apply{*file_};
+        for (const Entry& entry : batch) std::visit(apply, entry.change);
+        file_->commit();
+        return std::nullopt;
+    } catch (const StorageFailure& failure) {
+        file_->rollback();
+        return failure.what();
+    }
+}
+
+void Journal::close(const std::vector<std::uint64_t>& redelivered) {
+    {
+        std::lock_guard guard(mutex_);
+        if (closed_) return;
+        stopping_ = true;
+    }
+    wake_.notify_all();
+    if (writer_.joinable()) writer_.join();
+    {
+        std::lock_guard guard(mutex_);
+        closed_ = true;
+    }
+    finished_.notify_all();
+    if (unwritten_) return;  // the file is as of the last commit: not a clean close
+    try {
+        file_->begin();
+        for (std::uint64_t id : redelivered) file_->mark_redelivered(id);
+        file_->set_closed_cleanly(true);
+        file_->commit();
+        file_->checkpoint();
+    } catch (const StorageFailure& failure) {
+        file_->rollback();
+        std::fprintf(stderr, "%s; the next open treats every message as redelivered\n", failure.what());
+    }
+}
+
+}  // namespace acemq::inproc::detail

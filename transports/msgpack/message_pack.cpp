@@ -1,0 +1,299 @@
+#include "msgpack/message_pack.hpp"
+
+#include <bit>
+#include <limits>
+#include <string>
+
+namespace acemq::message_pack {
+
+namespace {
+
+// The widths AMQP tells apart and msgpack does not.
+constexpr std::int8_t ext_int64 = 1;
+constexpr std::int8_t ext_uint64 = 2;
+constexpr std::int8_t ext_timestamp = 3;  // whole seconds since the Unix epoch, signed
+
+[[noreturn]] void malformed(std::string what) { throw Malformed(std::move(what)); }
+
+// Each element takes at least one byte, so the elements declared in all are bounded by the
+// buffer's length; nesting is bounded too. Nothing is allocated here.
+class ShapeCheck : public msgpack::null_visitor {
+public:
+    ShapeCheck(std::size_t size, std::string_view whole) : budget_(size), whole_(whole) {}
+
+    bool start_array(std::uint32_t elements) { return open(elements); }
+    bool start_map(std::uint32_t entries) { return open(2 * std::size_t{entries}); }
+    bool end_array() { return close(); }
+    bool end_map() { return close(); }
+    void parse_error(std::size_t parsed, std::size_t) {
+        malformed("no msgpack value starts at byte " + std::to_string(parsed));
+    }
+    void insufficient_bytes(std::size_t, std::size_t) {
+        malformed("it ends before the values it declares (truncated, or a length larger than the " +
+                  std::string(whole_) + ")");
+    }
+
+private:
+    bool open(std::size_t values) {
+        if (++depth_ > max_depth)
+            malformed("arrays and maps nest deeper than " + std::to_string(max_depth) + " levels");
+        if (values > budget_)
+            malformed("an array or map declares more elements than the " + std::string(whole_) + " has bytes");
+        budget_ -= values;
+        return true;
+    }
+    bool close() {
+        --depth_;
+        return true;
+    }
+
+    std::size_t budget_;
+    std::string_view whole_;
+    std::size_t depth_ = 0;
+};
+
+bool refer_to_buffer(msgpack::type::object_type, std::size_t, void*) { return true; }
+
+[[noreturn]] void wrong_type(std::string_view name, std::string_view wanted, const msgpack::object& got) {
+    malformed("field " + std::string(name) + " should be " + std::string(wanted) + ", is " +
+              std::string(type_name(got.type)));
+}
+
+void pack_eight(Packer& out, std::int8_t type, std::uint64_t value) {
+    char bytes[8];
+    for (int i = 7; i >= 0; --i, value >>= 8) bytes[i] = static_cast<char>(value & 0xff);
+    out.pack_ext(8, type);
+    out.pack_ext_body(bytes, 8);
+}
+
+// msgpack-c's pack_double writes a whole double (2.0, -0.0, 2^40) as an integer, which would
+// read back as an int32 or be refused as wider: a double goes out as float64 always, its
+// header and big-endian bits appended as they are (pack_*_body appends without a header).
+void pack_float64(Packer& out, double value) {
+    char bytes[9];
+    bytes[0] = static_cast<char>(0xcb);
+    auto bits = std::bit_cast<std::uint64_t>(value);
+    for (int i = 8; i >= 1; --i, bits >>= 8) bytes[i] = static_cast<char>(bits & 0xff);
+    out.pack_bin_body(bytes, 9);
+}
+
+std::uint64_t read_eight(const msgpack::object_ext& ext) {
+    if (ext.size != 8) malformed("an ext field value of type " + std::to_string(ext.type()) + " is not 8 bytes");
+    std::uint64_t value = 0;
+    for (std::uint32_t i = 0; i < 8; ++i) value = (value << 8) | static_cast<unsigned char>(ext.data()[i]);
+    return value;
+}
+
+}  // namespace
+
+std::string_view type_name(msgpack::type::object_type type) {
+    switch (type) {
+    case msgpack::type::NIL: return "nil";
+    case msgpack::type::BOOLEAN: return "bool";
+    case msgpack::type::POSITIVE_INTEGER:
+    case msgpack::type::NEGATIVE_INTEGER: return "integer";
+    case msgpack::type::FLOAT32:
+    case msgpack::type::FLOAT64: return "float";
+    case msgpack::type::STR: return "str";
+    case msgpack::type::BIN: return "bin";
+    case msgpack::type::ARRAY: return "array";
+    case msgpack::type::MAP: return "map";
+    case msgpack::type::EXT: return "ext";
+    }
+    return "unknown";
+}
+
+void check_shape(std::span<const std::byte> bytes, std::string_view whole) {
+    if (bytes.empty()) malformed("it is empty");
+    ShapeCheck shape(bytes.size(), whole);
+    std::size_t checked = 0;
+    if (!msgpack::parse(reinterpret_cast<const char*>(bytes.data()), bytes.size(), checked, shape))
+        malformed("it is not one msgpack value");
+    if (checked != bytes.size())
+        malformed(std::to_string(bytes.size() - checked) + " bytes follow the " + std::string(whole) +
+                  "'s msgpack value");
+}
+
+msgpack::object_handle unpack_checked(std::span<const std::byte> bytes, std::string_view whole) {
+    check_shape(bytes, whole);
+    std::size_t offset = 0;
+    try {
+        return msgpack::unpack(reinterpret_cast<const char*>(bytes.data()), bytes.size(), offset, refer_to_buffer);
+    } catch (const std::exception& error) {
+        // What msgpack-c refuses after the shape passed (its own limits) is malformed too.
+        malformed(error.what());
+    }
+}
+
+void pack_text(Packer& out, std::string_view text) {
+    out.pack_str(static_cast<std::uint32_t>(text.size()));
+    out.pack_str_body(text.data(), static_cast<std::uint32_t>(text.size()));
+}
+
+void pack_bytes(Packer& out, std::span<const std::byte> bytes) {
+    out.pack_bin(static_cast<std::uint32_t>(bytes.size()));
+    out.pack_bin_body(reinterpret_cast<const char*>(bytes.data()), static_cast<std::uint32_t>(bytes.size()));
+}
+
+void pack_table(Packer& out, const FieldTable& table) {
+    out.pack_map(static_cast<std::uint32_t>(table.size()));
+    for (const auto& [name, value] : table) {
+        pack_text(out, name);
+        pack_value(out, value);
+    }
+}
+
+void pack_value(Packer& out, const FieldValue& value) {
+    std::visit(
+        [&](const auto& v) {
+            using V = std::decay_t<decltype(v)>;
+            if constexpr (std::is_same_v<V, std::monostate>) {
+                out.pack_nil();
+            } else if constexpr (std::is_same_v<V, bool>) {
+                if (v)
+                    out.pack_true();
+                else
+                    out.pack_false();
+            } else if constexpr (std::is_same_v<V, std::int32_t>) {
+                out.pack_int32(v);
+            } else if constexpr (std::is_same_v<V, std::int64_t>) {
+                pack_eight(out, ext_int64, static_cast<std::uint64_t>(v));
+            } else if constexpr (std::is_same_v<V, std::uint64_t>) {
+                pack_eight(out, ext_uint64, v);
+            } else if constexpr (std::is_same_v<V, double>) {
+                pack_float64(out, v);
+            } else if constexpr (std::is_same_v<V, std::string>) {
+                pack_text(out, v);
+            } else if constexpr (std::is_same_v<V, Bytes>) {
+                pack_bytes(out, v);
+            } else if constexpr (std::is_same_v<V, FieldArray>) {
+                out.pack_array(static_cast<std::uint32_t>(v.size()));
+                for (const FieldValue& element : v) pack_value(out, element);
+            } else if constexpr (std::is_same_v<V, FieldTable>) {
+                pack_table(out, v);
+            } else {
+                static_assert(std::is_same_v<V, FieldTimestamp>);
+                pack_eight(out, ext_timestamp, static_cast<std::uint64_t>(v.time_since_epoch().count()));
+            }
+        },
+        value.get());
+}
+
+std::uint64_t read_unsigned(const msgpack::object& object, std::string_view name) {
+    if (object.type != msgpack::type::POSITIVE_INTEGER) wrong_type(name, "an unsigned integer", object);
+    return object.via.u64;
+}
+
+std::int64_t read_signed(const msgpack::object& object, std::string_view name) {
+    if (object.type == msgpack::type::NEGATIVE_INTEGER) return object.via.i64;
+    if (object.type != msgpack::type::POSITIVE_INTEGER) wrong_type(name, "an integer", object);
+    if (object.via.u64 > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()))
+        malformed(std::string(name) + " " + std::to_string(object.via.u64) + " does not fit 64 signed bits");
+    return static_cast<std::int64_t>(object.via.u64);
+}
+
+std::string_view read_text(const msgpack::object& object, std::string_view name) {
+    if (object.type != msgpack::type::STR) wrong_type(name, "a str", object);
+    return {object.via.str.ptr, object.via.str.size};
+}
+
+std::span<const std::byte> read_bytes(const msgpack::object& object, std::string_view name) {
+    if (object.type != msgpack::type::BIN) wrong_type(name, "a bin", object);
+    return {reinterpret_cast<const std::byte*>(object.via.bin.ptr), object.via.bin.size};
+}
+
+bool read_bool(const msgpack::object& object, std::string_view name) {
+    if (object.type != msgpack::type::BOOLEAN) wrong_type(name, "a bool", object);
+    return object.via.boolean;
+}
+
+const msgpack::object_array& read_array(const msgpack::object& object, std::string_view name, std::size_t at_least) {
+    if (object.type != msgpack::type::ARRAY) wrong_type(name, "an array", object);
+    if (object.via.array.size < at_least)
+        malformed(std::string(name) + " has " + std::to_string(object.via.array.size) + " elements, needs " +
+                  std::to_string(at_least));
+    return object.via.array;
+}
+
+FieldValue read_value(const msgpack::object& object, std::string_view name) {
+    switch (object.type) {
+    case msgpack::type::NIL: return {};
+    case msgpack::type::BOOLEAN: return object.via.boolean;
+    case msgpack::type::POSITIVE_INTEGER:
+        if (object.via.u64 > static_cast<std::uint64_t>(std::numeric_limits<std::int32_t>::max()))
+            malformed("an integer in " + std::string(name) + " is wider than 32 bits without its ext type");
+        return static_cast<std::int32_t>(object.via.u64);
+    case msgpack::type::NEGATIVE_INTEGER:
+        if (object.via.i64 < std::numeric_limits<std::int32_t>::min())
+            malformed("an integer in " + std::string(name) + " is wider than 32 bits without its ext type");
+        return static_cast<std::int32_t>(object.via.i64);
+    case msgpack::type::FLOAT32:
+    case msgpack::type::FLOAT64: return object.via.f64;
+    case msgpack::type::STR: return std::string(object.via.str.ptr, object.via.str.size);
+    case msgpack::type::BIN: {
+        const auto* data = reinterpret_cast<const std::byte*>(object.via.bin.ptr);
+        return Bytes(data, data + object.via.bin.size);
+    }
+    case msgpack::type::ARRAY: {
+        FieldArray array;
+        array.reserve(object.via.array.size);
+        for (std::uint32_t i = 0; i < object.via.array.size; ++i)
+            array.push_back(read_value(object.via.array.ptr[i], name));
+        return array;
+    }
+    case msgpack::type::MAP: return read_table(object, name);
+    case msgpack::type::EXT: {
+        const msgpack::object_ext& ext = object.via.ext;
+        switch (ext.type()) {
+        case ext_int64: return static_cast<std::int64_t>(read_eight(ext));
+        case ext_uint64: return read_eight(ext);
+        case ext_timestamp: return FieldTimestamp(std::chrono::seconds(static_cast<std::int64_t>(read_eight(ext))));
+        default:
+            malformed("a value in " + std::string(name) + " has the unknown ext type " + std::to_string(ext.type()));
+        }
+    }
+    }
+    malformed("a value in " + std::string(name) + " has an unknown msgpack type");
+}
+
+FieldTable read_table(const msgpack::object& object, std::string_view name) {
+    if (object.type != msgpack::type::MAP) wrong_type(name, "a map", object);
+    FieldTable table;
+    table.reserve(object.via.map.size);
+    for (std::uint32_t i = 0; i < object.via.map.size; ++i) {
+        const msgpack::object_kv& entry = object.via.map.ptr[i];
+        const std::string_view key = read_text(entry.key, std::string(name) + " name");
+        if (!table.emplace(std::string(key), read_value(entry.val, name)).second)
+            malformed(std::string(name) + " names \"" + std::string(key) + "\" twice");
+    }
+    return table;
+}
+
+void pack_message(Packer& out, const InboundMessage& message) {
+    pack_text(out, message.exchange);
+    pack_text(out, message.routing_key);
+    pack_bytes(out, message.body);
+    pack_text(out, message.content_type);
+    pack_text(out, message.message_id);
+    pack_table(out, message.headers);
+    pack_text(out, message.reply_to);
+    out.pack(message.redelivered);
+}
+
+InboundMessage read_message(const msgpack::object* fields) {
+    InboundMessage message;
+    message.exchange = read_text(fields[0], "exchange");
+    message.routing_key = read_text(fields[1], "routing_key");
+    const std::span<const std::byte> body = read_bytes(fields[2], "body");
+    message.body.assign(body.begin(), body.end());
+    message.content_type = read_text(fields[3], "content_type");
+    message.message_id = read_text(fields[4], "message_id");
+    message.headers = read_table(fields[5], "headers");
+    message.reply_to = read_text(fields[6], "reply_to");
+    message.redelivered = read_bool(fields[7], "redelivered");
+    return message;
+}
+
+std::size_t message_size_hint(std::size_t body, std::size_t headers) { return body + 256 + 64 * headers; }
+
+}  // namespace acemq::message_pack
