@@ -104,8 +104,8 @@ TEST_CASE("no confirmed message is lost across 1000 simulated power cuts, and th
                                                            .arguments = {}});
         const std::vector<std::uint64_t> there = ids_in_queue(*broker);
         const std::set<std::uint64_t> present(there.begin(), there.end());
-        REQUIRE(present.size() == there.size());                 // none twice
-        REQUIRE(std::is_sorted(there.begin(), there.end()));     // publish order
+        REQUIRE(present.size() == there.size());              // none twice
+        REQUIRE(std::is_sorted(there.begin(), there.end()));  // publish order
         for (std::uint64_t id : must_be_there) REQUIRE(present.contains(id));
         for (std::uint64_t id : there) {
             REQUIRE_FALSE(acked.contains(id));
@@ -173,12 +173,12 @@ TEST_CASE("no confirmed message is lost across 1000 simulated power cuts, and th
         disk.cut(chance(50) ? testing::PowerCutDisk::Mode::drop_unsynced()
                             : testing::PowerCutDisk::Mode::keep_random_sectors(random()));
     }
-    std::printf("power cuts: %d (%llu while a file was made), %llu published, %llu confirmed, %llu acked durably, "
-                "%zu confirmed and there after the last cut, %llu failed commits logged\n",
-                cuts, static_cast<unsigned long long>(cuts_in_fresh_files),
-                static_cast<unsigned long long>(next_id - 1), static_cast<unsigned long long>(confirmed_total),
-                static_cast<unsigned long long>(acked_total), must_be_there.size(),
-                static_cast<unsigned long long>(commit_failures_logged.load()));
+    std::printf(
+        "power cuts: %d (%llu while a file was made), %llu published, %llu confirmed, %llu acked durably, "
+        "%zu confirmed and there after the last cut, %llu failed commits logged\n",
+        cuts, static_cast<unsigned long long>(cuts_in_fresh_files), static_cast<unsigned long long>(next_id - 1),
+        static_cast<unsigned long long>(confirmed_total), static_cast<unsigned long long>(acked_total),
+        must_be_there.size(), static_cast<unsigned long long>(commit_failures_logged.load()));
     set_log_sink(previous);
     CHECK(confirmed_total > 1000);
     CHECK(acked_total > 100);
