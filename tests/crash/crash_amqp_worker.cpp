@@ -1,12 +1,13 @@
-// A worker of the crash drill through RabbitMQ, started by test_crash_amqp.cpp:
+// A worker of the crash drill through a broker (broker_drill.hpp), started by
+// test_crash_amqp.cpp (RabbitMQ) and test_crash_durable_broker.cpp (a durable acemq-broker):
 //
-//   crash_amqp_worker <database> <payments queue> <receipts queue> <form> <crash point> <payment id>
+//   crash_amqp_worker <url> <database> <payments queue> <receipts queue> <form> <crash point> <payment id>
 //
 // Takes the payment <payment id> off the payments queue with a real Consumer (prefetch 1),
 // charging it in the SQLite <database> the way <form> says (drill.hpp), drains the
 // consumer, then relays the outbox to the receipts queue once. It raises SIGKILL at
 // <crash point> ("" = nowhere). An empty <payment id> only relays. The broker is the one of
-// ACEMQ_TEST_AMQP_URL. Exits 0 when done, 1 with a line on stderr when anything failed.
+// <url>, any scheme open_transport knows. Exits 0 when done, 1 with a line on stderr when anything failed.
 #include <acemq/acemq.hpp>
 #include <acemq/idempotency.hpp>
 #include <acemq/naming.hpp>
@@ -17,14 +18,12 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
-#include <cstdlib>
 #include <exception>
 #include <memory>
 #include <mutex>
 #include <string>
 #include <string_view>
 
-#include <acemq/amqp.hpp>
 #include "../support/forwarding_transport.hpp"
 #include "../support/tally.hpp"
 #include "drill.hpp"
@@ -101,7 +100,7 @@ struct Worker {
            std::string payment)
         : payments(std::move(payments_queue)), receipts(std::move(receipts_queue)), payment_id(std::move(payment)),
           db(std::move(database)),
-          bus(acemq::connect(std::make_shared<CrashAfterReceipt>(acemq::amqp::open(url), receipts),
+          bus(acemq::connect(std::make_shared<CrashAfterReceipt>(acemq::open_transport(url), receipts),
                              {.origin = "payments@crash-drill"})) {}
 
     // The business half: the charge and its receipt, on the caller's transaction.
@@ -179,25 +178,20 @@ struct Worker {
 }  // namespace
 
 int main(int argc, char** argv) {
-    if (argc != 7) {
+    if (argc != 8) {
         std::fprintf(stderr,
-                     "usage: crash_amqp_worker <database> <payments queue> <receipts queue> <form> <crash point> "
-                     "<payment id>\n");
+                     "usage: crash_amqp_worker <url> <database> <payments queue> <receipts queue> <form> "
+                     "<crash point> <payment id>\n");
         return 1;
     }
-    const char* url = std::getenv("ACEMQ_TEST_AMQP_URL");
-    if (url == nullptr || *url == '\0') {
-        std::fprintf(stderr, "crash_amqp_worker: ACEMQ_TEST_AMQP_URL is not set: it names the broker to use\n");
-        return 1;
-    }
-    crash_point = argv[5];
+    crash_point = argv[6];
     try {
-        Worker worker{url, argv[1], argv[2], argv[3], argv[6]};
-        if (!worker.payment_id.empty()) worker.take_payment(argv[4]);
+        Worker worker{argv[1], argv[2], argv[3], argv[4], argv[7]};
+        if (!worker.payment_id.empty()) worker.take_payment(argv[5]);
         worker.relay();
         worker.bus.close();
     } catch (const std::exception& error) {
-        std::fprintf(stderr, "crash_amqp_worker (point \"%s\", payment \"%s\"): %s\n", argv[5], argv[6], error.what());
+        std::fprintf(stderr, "crash_amqp_worker (point \"%s\", payment \"%s\"): %s\n", argv[6], argv[7], error.what());
         return 1;
     }
     return 0;

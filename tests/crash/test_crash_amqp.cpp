@@ -1,51 +1,14 @@
-// The crash drill through a real broker: worker processes (crash_amqp_worker, started with
-// posix_spawn) take payments off a RabbitMQ queue with a real Consumer and relay their
-// receipts through the SQL outbox, and are SIGKILLed at each dangerous point: after the
-// idempotency claim, after the charge and before the commit, after the commit and before
-// the ack, and in the relay after the broker confirmed a receipt and before its row was
-// removed. Nobody hands the payment over again by hand: the killed worker's connection
-// closes, RabbitMQ puts the unacked message back, and the next worker gets it. Afterwards
-// the books are checked (every payment charged exactly once) and the receipts queue is
-// drained and counted (every charged payment announced at least once; after a kill in the
-// relay, twice).
-//
-// Forms (drill.hpp): the kill after the claim runs through idempotent() with a 1 s lease,
-// where the claim is committed on its own and the redelivery meets it in progress until
-// the lease runs out. The kills around the commit run the step-6 form (claim, charge,
-// receipt and confirm in one transaction): idempotent() cannot give exactly-once after
-// the commit and before its confirm, as its header says.
+// The crash drill (broker_drill.hpp) through RabbitMQ: RabbitMQ redelivers what a killed
+// worker held.
 //
 // Needs ACEMQ_TEST_AMQP_URL (scripts/test sets it); fails, never skips, without it.
 #include <catch2/catch.hpp>
 
-#include <acemq/acemq.hpp>
-#include <acemq/naming.hpp>
-#include <acemq/schema.hpp>
-
-#include <spawn.h>
-
-#include <chrono>
-#include <cstdio>
 #include <cstdlib>
-#include <cstring>
-#include <filesystem>
-#include <map>
-#include <optional>
-#include <string>
-#include <vector>
 
-#include "../support/databases.hpp"
-#include "drill.hpp"
-#include "harness.hpp"
-
-#include <acemq/stores/sqlite.hpp>
-
-extern char** environ;
+#include "broker_drill.hpp"
 
 namespace {
-
-namespace fs = std::filesystem;
-using namespace std::chrono_literals;
 
 std::string amqp_url() {
     const char* url = std::getenv("ACEMQ_TEST_AMQP_URL");
@@ -56,160 +19,13 @@ std::string amqp_url() {
     return url;
 }
 
-// One run of the drill: its database, its queues (names no other run shares) and a bus of
-// its own to publish payments and read receipts.
-class Drill {
-public:
-    Drill() : bus_(acemq::connect(amqp_url(), {.origin = "shop@crash-drill"})) {
-        fs::create_directories(dir_);
-        acemq::sqlite::Database db{db_path_};
-        acemq::create_schema(db);
-        auto connection = db.connect();
-        connection->execute(drill::charged_ddl);
-        connection->execute(drill::in_progress_ddl);
-        bus_.declare(acemq::Topology{}.queue(payments_, {.dead_letter = true}).queue(receipts_));
-    }
-    ~Drill() {
-        // Best effort: a leftover temp folder or queue harms nothing, and a failure here must
-        // not hide the test's own result.
-        std::error_code ignored;
-        fs::remove_all(dir_, ignored);
-        try {
-            for (const std::string& queue :
-                 {payments_, acemq::dead_letter_queue(payments_), acemq::parked_queue(payments_), receipts_})
-                bus_.transport().delete_queue(queue);
-        } catch (const std::exception& error) {
-            std::fprintf(stderr, "crash drill: could not delete its queues: %s\n", error.what());
-        }
-    }
-
-    void publish_payment(const std::string& payment_id) {
-        bus_.publisher("", payments_).send(drill::Payment{payment_id, 4250});
-    }
-
-    // Runs one worker to its end; true when it was killed (by its own SIGKILL).
-    bool run_worker(std::string_view form, std::string_view point, const std::string& payment_id) {
-        const std::string worker = ACEMQ_CRASH_AMQP_WORKER;
-        std::vector<std::string> arguments{
-            worker, db_path_, payments_, receipts_, std::string(form), std::string(point), payment_id};
-        std::vector<char*> argv;
-        for (std::string& argument : arguments) argv.push_back(argument.data());
-        argv.push_back(nullptr);
-        std::fflush(nullptr);
-        pid_t child = 0;
-        const int failed = posix_spawn(&child, worker.c_str(), nullptr, nullptr, argv.data(), environ);
-        if (failed != 0) FAIL("cannot start " << worker << ": " << std::strerror(failed));
-        return crash::wait_for_worker(child, point.empty() ? "none" : std::string(point));
-    }
-
-    std::int64_t charges(const std::string& payment_id) {
-        acemq::sqlite::Database db{db_path_};
-        auto rows = db.connect()->query("SELECT COUNT(*) FROM charged WHERE payment_id = ?", {payment_id});
-        return rows.at(0).at(0).as_integer();
-    }
-    bool met_in_progress(const std::string& payment_id) {
-        acemq::sqlite::Database db{db_path_};
-        auto rows = db.connect()->query("SELECT COUNT(*) FROM met_in_progress WHERE idempotency_key = ?",
-                                        {drill::idempotency_key(payment_id)});
-        return rows.at(0).at(0).as_integer() > 0;
-    }
-    std::int64_t outbox_rows() {
-        acemq::sqlite::Database db{db_path_};
-        return db.connect()->query("SELECT COUNT(*) FROM acemq_outbox").at(0).at(0).as_integer();
-    }
-    std::uint64_t payments_waiting() { return bus_.transport().queue_depth(payments_); }
-    std::uint64_t dead_lettered() { return bus_.transport().queue_depth(acemq::dead_letter_queue(payments_)); }
-
-    // Takes every receipt off the receipts queue and counts them by message id. Every worker
-    // has ended and each publish was confirmed before, so what is not there was not sent.
-    std::map<std::string, int> drain_receipts() {
-        std::map<std::string, int> seen;
-        while (std::optional<acemq::Delivery> delivery = bus_.transport().pull(receipts_)) {
-            ++seen[delivery->message().message_id];
-            delivery->ack();
-        }
-        return seen;
-    }
-
-private:
-    fs::path dir_ = fs::temp_directory_path() / ("acemq-crash-amqp-" + acemq::new_uuid());
-    std::string db_path_ = (dir_ / "shop.db").string();
-    std::string run_ = testing_support::unique_suffix();
-    std::string payments_ = "crash." + run_ + ".payments";
-    std::string receipts_ = "crash." + run_ + ".receipts";
-    acemq::Bus bus_;
-};
-
 constexpr int trials_per_point = 20;
-
-struct Point {
-    std::string_view where;
-    std::string_view form;
-    bool in_relay;
-};
-
-// One payment through the drill: published, taken by a worker that dies at `point`, then by
-// a worker that finishes it (the broker hands the payment back, unless the kill came after
-// its ack, in the relay) and relays what the outbox holds. True when the first one was
-// killed.
-bool run_trial(Drill& shop, const Point& point, const std::string& payment_id) {
-    shop.publish_payment(payment_id);
-    const bool killed = shop.run_worker(point.form, point.where, payment_id);
-    CHECK(killed);
-    CHECK_FALSE(shop.run_worker(point.form, "", point.in_relay ? "" : payment_id));
-    CHECK(shop.outbox_rows() == 0);
-    CHECK(shop.payments_waiting() == 0);
-    return killed;
-}
 
 }  // namespace
 
 TEST_CASE("killed at every dangerous point with RabbitMQ redelivering, every payment is charged once and announced") {
-    Drill shop;
-    const std::vector<Point> points{
-        {drill::after_claim, drill::guard_form, false},
-        {drill::mid_transaction, drill::transaction_form, false},
-        {drill::after_commit_before_ack, drill::transaction_form, false},
-        {drill::relay_after_publish, drill::transaction_form, true},
-    };
-    std::map<std::string_view, std::vector<std::string>> payments_of;
-    std::map<std::string_view, int> killed;
-    int payment = 0;
-    for (const Point& point : points) {
-        for (int i = 0; i < trials_per_point; ++i) {
-            const std::string id = std::string(point.where) + "-" + std::to_string(++payment);
-            payments_of[point.where].push_back(id);
-            killed[point.where] += run_trial(shop, point, id);
-        }
-        CHECK(killed[point.where] == trials_per_point);  // the crash really happened every time
-    }
-    CHECK(shop.dead_lettered() == 0);
-
-    const std::map<std::string, int> receipts = shop.drain_receipts();
-    std::size_t announced_payments = 0;
-    for (const Point& point : points) {
-        int charged_once = 0, announced = 0, announced_twice = 0, leased = 0;
-        for (const std::string& id : payments_of[point.where]) {
-            leased += shop.met_in_progress(id);
-            const std::int64_t charges = shop.charges(id);
-            const auto found = receipts.find(drill::receipt_id(id));
-            const int announcements = found == receipts.end() ? 0 : found->second;
-            CHECK(charges == 1);
-            CHECK(announcements >= 1);
-            charged_once += charges == 1;
-            announced += announcements >= 1;
-            announced_twice += announcements >= 2;
-            announced_payments += announcements >= 1;
-        }
-        std::printf("crash-amqp %-24s %d trials: killed %d, charged exactly once %d, announced %d (twice: %d)\n",
-                    std::string(point.where).c_str(), trials_per_point, killed[point.where], charged_once, announced,
-                    announced_twice);
-        if (point.form == drill::guard_form)
-            std::printf("crash-amqp %-24s the redelivery met the dead worker's lease (in_progress) in %d trials\n",
-                        std::string(point.where).c_str(), leased);
-        if (point.in_relay) CHECK(announced_twice == trials_per_point);  // at-least-once, seen
-    }
-    CHECK(announced_payments == receipts.size());  // no receipt for a payment nobody took
+    crash::BrokerDrill shop(amqp_url());
+    crash::run_every_point(shop, "crash-amqp", trials_per_point);
 }
 
 // Why the drill takes the step-6 form around the commit, and proof that it sees a second
@@ -217,13 +33,13 @@ TEST_CASE("killed at every dangerous point with RabbitMQ redelivering, every pay
 // leaves a claim whose lease runs out and the redelivery charges again.
 TEST_CASE(
     "idempotent() alone is a guard: killed after the commit and before its confirm, the redelivery charges again") {
-    Drill shop;
-    const Point point{drill::after_commit_before_ack, drill::guard_form, false};
+    crash::BrokerDrill shop(amqp_url());
+    const crash::Point point{drill::after_commit_before_ack, drill::guard_form, false};
     constexpr int trials = 3;
     int killed = 0, charged_twice = 0;
     for (int i = 0; i < trials; ++i) {
         const std::string id = "guard-" + std::to_string(i);
-        killed += run_trial(shop, point, id);
+        killed += crash::run_trial(shop, point, id);
         const std::int64_t charges = shop.charges(id);
         CHECK(charges == 2);
         charged_twice += charges == 2;
