@@ -8,9 +8,9 @@
 // message may come back (redelivered): those are counted.
 #include <catch2/catch.hpp>
 
+#include <poll.h>
 #include <signal.h>
 #include <sys/wait.h>
-#include <poll.h>
 #include <unistd.h>
 
 #include <fstream>
@@ -115,8 +115,7 @@ struct Totals {
 };
 
 // Checks one round's file against the log; adds to `totals`.
-void check_round(const std::string& file, const std::string& log_path, int round, bool acks_are_final,
-                 Totals& totals) {
+void check_round(const std::string& file, const std::string& log_path, int round, bool acks_are_final, Totals& totals) {
     const Log log = read_log(log_path);
     const Queued queued = read_queue(file, round);
     const std::set<std::uint64_t> present(queued.ids.begin(), queued.ids.end());
@@ -138,9 +137,10 @@ void check_round(const std::string& file, const std::string& log_path, int round
 }
 
 void print(const char* drill, const Totals& totals) {
-    std::printf("%s: %d kills; %zu confirmed, %zu acked, %zu in the queue at the end, %zu acked ones came back "
-                "(redelivered); no confirmed message lost\n",
-                drill, rounds, totals.confirmed, totals.acked, totals.queued, totals.acked_came_back);
+    std::printf(
+        "%s: %d kills; %zu confirmed, %zu acked, %zu in the queue at the end, %zu acked ones came back "
+        "(redelivered); no confirmed message lost\n",
+        drill, rounds, totals.confirmed, totals.acked, totals.queued, totals.acked_came_back);
 }
 
 }  // namespace
