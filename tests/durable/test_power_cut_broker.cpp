@@ -106,11 +106,16 @@ TEST_CASE("no confirmed message is lost across 1000 simulated power cuts, and th
         const std::set<std::uint64_t> present(there.begin(), there.end());
         REQUIRE(present.size() == there.size());              // none twice
         REQUIRE(std::is_sorted(there.begin(), there.end()));  // publish order
-        for (std::uint64_t id : must_be_there) REQUIRE(present.contains(id));
+        std::vector<std::uint64_t> lost, came_back, never_published;
+        for (std::uint64_t id : must_be_there)
+            if (!present.contains(id)) lost.push_back(id);
         for (std::uint64_t id : there) {
-            REQUIRE_FALSE(acked.contains(id));
-            REQUIRE((must_be_there.contains(id) || may_be_there.contains(id)));
+            if (acked.contains(id)) came_back.push_back(id);
+            if (!must_be_there.contains(id) && !may_be_there.contains(id)) never_published.push_back(id);
         }
+        REQUIRE(lost.empty());
+        REQUIRE(came_back.empty());
+        REQUIRE(never_published.empty());
         // What is there now is on the disk for sure: the next round starts from it.
         must_be_there = present;
         may_be_there.clear();
@@ -120,14 +125,16 @@ TEST_CASE("no confirmed message is lost across 1000 simulated power cuts, and th
         disk.fail_after(limit - disk.operations());
         const int actions = static_cast<int>(between(1, 12));
         for (int action = 0; action < actions; ++action) {
-            if (chance(40)) {
+            // A queue kept short, so each round reads back little: mostly acks once it grows.
+            const bool long_queue = must_be_there.size() > 200;
+            if (chance(long_queue ? 10 : 40)) {
                 const std::uint64_t id = next_id++;
                 may_be_there.insert(id);
                 if (broker->publish(numbered(id)).confirmed) {
                     must_be_there.insert(id);
                     ++confirmed_total;
                 }
-            } else if (chance(60)) {
+            } else if (chance(long_queue ? 10 : 60)) {
                 const std::size_t window = between(2, 24);
                 std::mutex mutex;
                 std::condition_variable done;
