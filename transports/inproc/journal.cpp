@@ -102,7 +102,8 @@ void Journal::run() {
             log(LogLevel::error, *failure + "; persistent publishes are refused until a commit succeeds, " +
                                      std::to_string(kept.size()) + " other changes are kept and tried again");
         else if (!failure && failing)
-            log(LogLevel::warning, "acemq: the durable inproc broker's commits succeed again; what was kept is written");
+            log(LogLevel::warning,
+                "acemq: the durable inproc broker's commits succeed again; what was kept is written");
         failing = failure.has_value();
         committed_(through, !failure);
 
@@ -123,8 +124,8 @@ void Journal::run() {
         }
         lock.lock();
         if (failure && stopping_ && pending_.empty()) {
-            log(LogLevel::error, *failure + "; " + std::to_string(kept.size()) +
-                                     " changes were not written before the broker closed");
+            log(LogLevel::error,
+                *failure + "; " + std::to_string(kept.size()) + " changes were not written before the broker closed");
             unwritten_ = true;
             break;
         }

@@ -39,20 +39,20 @@ PublishResult Broker::Impl::publish(OutboundMessage message) {
         throw UsageError("acemq: cannot publish to inproc broker \"" + name_ +
                          "\" and wait from a ConfirmFn, on the writer thread that makes the commit; publish with "
                          "a ConfirmFn there, or hand the work to another thread");
-    Published published;
-    {
-        Guard guard(*this, "publish");
-        published = publish_locked(std::move(message));
-        if (published.commit == 0) return std::move(published.result);
-    }
     std::mutex mutex;
     std::condition_variable done;
     std::optional<PublishResult> result;
-    journal_->confirm_after(published.commit, std::move(published.result), [&](PublishResult confirmed) {
-        std::lock_guard guard(mutex);
-        result = std::move(confirmed);
-        done.notify_one();
-    });
+    {
+        Guard guard(*this, "publish");
+        Published published = publish_locked(std::move(message));
+        if (published.commit == 0) return std::move(published.result);
+        // Under the lock, as the journal needs: the writer takes it before it confirms.
+        journal_->confirm_after(published.commit, std::move(published.result), [&](PublishResult confirmed) {
+            std::lock_guard waiting(mutex);
+            result = std::move(confirmed);
+            done.notify_one();
+        });
+    }
     std::unique_lock lock(mutex);
     done.wait(lock, [&] { return result.has_value(); });
     return std::move(*result);
