@@ -45,8 +45,11 @@
 //    messages behind it waiting their turn. Publishes, settlements and dead-letterings
 //    arriving while the broker's writer thread commits share its next transaction and its
 //    one sync (group commit): a lone publish pays one commit, a window of many shares them.
-//  - An ack of such a message returns once its deletion is committed, so an acked message
-//    never comes back. When that commit fails (a full disk), the ack still holds in memory
+//  - An ack of such a message returns once its deletion is committed to the WAL, so an
+//    acked message never comes back after the process dies. A commit of acks alone is not
+//    synced (one sync per ack would bound a consumer at one ack per disk flush): the next
+//    synced commit, of any publish, makes it durable, and only a power cut before that can
+//    bring the message back, marked redelivered. When that commit fails (a full disk), the ack still holds in memory
 //    and its deletion is written with the next commit that succeeds: only a crash before
 //    then brings the message back. A connection opened with ConnectionOptions::acks_wait =
 //    false (the zmq server's) has acks applied at once and committed with the next

@@ -301,7 +301,14 @@ DataFileContents DataFile::read() {
     return contents;
 }
 
-void DataFile::begin() { exec("BEGIN", "begin a transaction"); }
+void DataFile::begin(bool synced) {
+    if (synced != synchronous_full_) {
+        // Outside any transaction: SQLite refuses to change it inside one.
+        exec(synced ? "PRAGMA synchronous = FULL" : "PRAGMA synchronous = NORMAL", "choose how to commit");
+        synchronous_full_ = synced;
+    }
+    exec("BEGIN", "begin a transaction");
+}
 
 void DataFile::commit() {
     if (sqlite3_exec(db_, "COMMIT", nullptr, nullptr, nullptr) != SQLITE_OK) {

@@ -83,8 +83,10 @@ public:
     DataFileContents read();
 
     // One transaction around the writes between them; each write throws StorageFailure, as
-    // does commit, after which the transaction is rolled back.
-    void begin();
+    // does commit, after which the transaction is rolled back. A transaction that is not
+    // `synced` is committed to the WAL (it survives the process) without waiting for the
+    // disk: the next synced commit makes it durable with its own.
+    void begin(bool synced = true);
     void commit();
     void rollback() noexcept;
 
@@ -113,6 +115,7 @@ private:
 
     std::string path_;
     sqlite3* db_ = nullptr;
+    bool synchronous_full_ = true;  // the connection's PRAGMA synchronous: FULL, else NORMAL
     std::vector<Statement> statements_;
 };
 

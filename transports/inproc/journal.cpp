@@ -1,5 +1,6 @@
 #include "inproc/journal.hpp"
 
+#include <algorithm>
 #include <chrono>
 
 #include <acemq/log.hpp>
@@ -134,7 +135,13 @@ void Journal::run() {
 
 std::optional<std::string> Journal::write(const std::vector<Entry>& batch) {
     try {
-        file_->begin();
+        // Acks alone need not wait for the disk: written to the WAL they survive a crash of
+        // the process, and only a power cut can lose them, redelivering their messages. A
+        // sync per ack would bound a consumer at one ack per disk flush.
+        const bool only_deletions = std::all_of(batch.begin(), batch.end(), [](const Entry& entry) {
+            return std::holds_alternative<journal::DeleteMessage>(entry.change);
+        });
+        file_->begin(!only_deletions);
         const Apply apply{*file_};
         for (const Entry& entry : batch) std::visit(apply, entry.change);
         file_->commit();

@@ -108,7 +108,9 @@ private:
                       std::string_view text);
     DeliverFn deliver_to(std::uint64_t session, std::uint64_t consumer);
     inproc::ConfirmFn confirm_to(std::uint64_t session, std::uint64_t sequence);
-    // Wakes the I/O thread for the first of a burst queued from another thread.
+    // Queues `item` for the I/O thread, waking it for the first of a burst from another thread.
+    template <class Item>
+    void queue_for_io(std::vector<Item>& queue, Item&& item);
     void wake_for(bool first_waiting);
 
     std::shared_ptr<inproc::Broker> broker_;
@@ -195,26 +197,25 @@ ServerImpl::~ServerImpl() {
 
 DeliverFn ServerImpl::deliver_to(std::uint64_t session, std::uint64_t consumer) {
     return [this, session, consumer](Delivery delivery) {
-        bool first_waiting = false;
-        {
-            std::lock_guard lock(handed_mutex_);
-            first_waiting = handed_.empty() && confirmed_.empty();
-            handed_.push_back({session, consumer, std::move(delivery)});
-        }
-        wake_for(first_waiting);
+        queue_for_io(handed_, Handed{session, consumer, std::move(delivery)});
     };
 }
 
 inproc::ConfirmFn ServerImpl::confirm_to(std::uint64_t session, std::uint64_t sequence) {
     return [this, session, sequence](PublishResult result) {
-        bool first_waiting = false;
-        {
-            std::lock_guard lock(handed_mutex_);
-            first_waiting = handed_.empty() && confirmed_.empty();
-            confirmed_.push_back({session, sequence, std::move(result)});
-        }
-        wake_for(first_waiting);
+        queue_for_io(confirmed_, Confirmed{session, sequence, std::move(result)});
     };
+}
+
+template <class Item>
+void ServerImpl::queue_for_io(std::vector<Item>& queue, Item&& item) {
+    bool first_waiting = false;
+    {
+        std::lock_guard lock(handed_mutex_);
+        first_waiting = handed_.empty() && confirmed_.empty();
+        queue.push_back(std::move(item));
+    }
+    wake_for(first_waiting);
 }
 
 // The I/O thread hands over what is queued after each frame it handles, so what its own
