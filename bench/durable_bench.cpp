@@ -46,6 +46,7 @@
 #include <thread>
 #include <vector>
 
+#include "acker.hpp"
 #include "measure.hpp"
 
 using namespace std::chrono_literals;
@@ -286,70 +287,6 @@ Latency raw_commits(Raw& raw, const acemq::Bytes& payload, int count, int warm_u
 
 // ---- the broker -----------------------------------------------------------------------------
 
-// Acks deliveries on a thread of its own: a DeliverFn must only hand a delivery on, never
-// call back into the broker.
-class Acker {
-public:
-    Acker() : thread_([this] { run(); }) {}
-    ~Acker() {
-        {
-            std::lock_guard lock(mutex_);
-            stopping_ = true;
-        }
-        arrived_.notify_one();
-        thread_.join();
-    }
-    Acker(const Acker&) = delete;
-    Acker& operator=(const Acker&) = delete;
-
-    void hand(acemq::Delivery delivery) {
-        {
-            std::lock_guard lock(mutex_);
-            waiting_.push_back(std::move(delivery));
-        }
-        arrived_.notify_one();
-    }
-
-    // Throws when `count` deliveries were not acked within the deadline, or an ack threw.
-    void wait_for(int count) {
-        std::unique_lock lock(mutex_);
-        const bool done =
-            acked_changed_.wait_for(lock, drain_deadline, [&] { return failure_ != nullptr || acked_ >= count; });
-        if (failure_) std::rethrow_exception(failure_);
-        if (!done) throw Error("only " + std::to_string(acked_) + " of " + std::to_string(count) + " were acked");
-    }
-
-private:
-    void run() {
-        std::unique_lock lock(mutex_);
-        for (;;) {
-            arrived_.wait(lock, [&] { return stopping_ || !waiting_.empty(); });
-            if (stopping_) return;
-            std::deque<acemq::Delivery> batch;
-            batch.swap(waiting_);
-            lock.unlock();
-            std::exception_ptr failure;
-            try {
-                for (acemq::Delivery& delivery : batch) delivery.ack();
-            } catch (...) {
-                failure = std::current_exception();  // wait_for rethrows it on the measuring thread
-            }
-            lock.lock();
-            acked_ += static_cast<int>(batch.size());
-            if (failure) failure_ = failure;
-            acked_changed_.notify_all();
-        }
-    }
-
-    std::mutex mutex_;
-    std::condition_variable arrived_, acked_changed_;
-    std::deque<acemq::Delivery> waiting_;
-    int acked_ = 0;
-    bool stopping_ = false;
-    std::exception_ptr failure_;
-    std::thread thread_;
-};
-
 // Keeps at most `window` publishes waiting for their confirm.
 class Outstanding {
 public:
@@ -402,7 +339,7 @@ public:
 
     // `count` messages through window-256 publishing, a consumer and its acks.
     void through(const acemq::Bytes& payload, int count) {
-        Acker acker;
+        bench::Acker acker;
         auto subscription = broker_->consume(connection_, queue_, {.prefetch = window},
                                              [&acker](acemq::Delivery delivery) { acker.hand(std::move(delivery)); });
         Outstanding outstanding;
@@ -411,7 +348,7 @@ public:
             broker_->publish(message_to(queue_, payload), outstanding.confirm());
         }
         outstanding.drain();
-        acker.wait_for(count);
+        acker.wait_for(count, drain_deadline);
         subscription->close();
     }
 
@@ -534,15 +471,10 @@ void print_table(std::size_t payload, const Column& c, const Sizes& sizes) {
         static_cast<double>(c.raw_steady_all), "bounded");
 }
 
-bool quick_from_environment() {
-    const char* quick = std::getenv("ACEMQ_BENCH_QUICK");
-    return quick != nullptr && *quick != '\0' && std::string(quick) != "0";
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
-    bool quick = quick_from_environment();
+    bool quick = bench::quick_from_environment();
     bool window_only = false;
     for (int i = 1; i < argc; ++i) {
         const std::string argument = argv[i];

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -19,6 +20,12 @@ inline void keep(const T& value) {
 
 // The value `fraction` of the way through `values` in order (0.5: the median, 0.99: p99),
 // the nearest sample; 0 for none.
+// ACEMQ_BENCH_QUICK set (and not "0"): the short run, as --quick asks.
+inline bool quick_from_environment() {
+    const char* quick = std::getenv("ACEMQ_BENCH_QUICK");
+    return quick != nullptr && *quick != '\0' && std::string(quick) != "0";
+}
+
 inline double percentile(std::vector<double> values, double fraction) {
     if (values.empty()) return 0;
     std::sort(values.begin(), values.end());

@@ -45,6 +45,7 @@
 #include <thread>
 #include <vector>
 
+#include "acker.hpp"
 #include "measure.hpp"
 
 using namespace std::chrono_literals;
@@ -248,75 +249,6 @@ RoundTrips dealer_router(zmq::context_t& context, const std::string& bind, const
 
 // ---- (c) and (d): through a Transport -------------------------------------------------------
 
-// Acks deliveries on a thread of its own: a DeliverFn must only hand a delivery on, never
-// call back into the transport.
-class Acker {
-public:
-    Acker() : thread_([this] { run(); }) {}
-    ~Acker() {
-        {
-            std::lock_guard lock(mutex_);
-            stopping_ = true;
-        }
-        arrived_.notify_one();
-        thread_.join();
-    }
-    Acker(const Acker&) = delete;
-    Acker& operator=(const Acker&) = delete;
-
-    void hand(acemq::Delivery delivery) {
-        {
-            std::lock_guard lock(mutex_);
-            waiting_.push_back(std::move(delivery));
-        }
-        arrived_.notify_one();
-    }
-
-    // Waits until `count` deliveries are acked; throws when they are not within `deadline`
-    // or an ack threw.
-    void wait_for(int count, Clock::duration deadline) {
-        std::unique_lock lock(mutex_);
-        const bool done =
-            acked_changed_.wait_for(lock, deadline, [&] { return failure_ != nullptr || acked_ >= count; });
-        if (failure_) std::rethrow_exception(failure_);
-        if (!done)
-            throw std::runtime_error(
-                "only " + std::to_string(acked_) + " of " + std::to_string(count) +
-                " deliveries arrived and were acked in " +
-                std::to_string(std::chrono::duration_cast<std::chrono::seconds>(deadline).count()) + " s");
-    }
-
-private:
-    void run() {
-        std::unique_lock lock(mutex_);
-        for (;;) {
-            arrived_.wait(lock, [&] { return stopping_ || !waiting_.empty(); });
-            if (stopping_) return;
-            std::deque<acemq::Delivery> batch;
-            batch.swap(waiting_);
-            lock.unlock();
-            std::exception_ptr failure;
-            try {
-                for (acemq::Delivery& delivery : batch) delivery.ack();
-            } catch (...) {
-                failure = std::current_exception();  // wait_for rethrows it on the measuring thread
-            }
-            lock.lock();
-            acked_ += static_cast<int>(batch.size());
-            if (failure) failure_ = failure;
-            acked_changed_.notify_all();
-        }
-    }
-
-    std::mutex mutex_;
-    std::condition_variable arrived_, acked_changed_;
-    std::deque<acemq::Delivery> waiting_;
-    int acked_ = 0;
-    bool stopping_ = false;
-    std::exception_ptr failure_;
-    std::thread thread_;
-};
-
 acemq::OutboundMessage message_to(const std::string& queue, const acemq::Bytes& payload) {
     return {.routing_key = queue,
             .body = payload,
@@ -337,7 +269,7 @@ acemq::Topology bench_queue(const std::string& queue) {
 // (c) and (d): msg/s of `count` messages published in windows of confirmed publish_batch
 // calls while one consumer acks each, from the first publish to the last ack.
 double confirmed_acked(acemq::Transport& transport, const std::string& queue, const acemq::Bytes& payload, int count) {
-    Acker acker;
+    bench::Acker acker;
     auto subscription = transport.consume(queue, acemq::ConsumeSpec{.prefetch = prefetch},
                                           [&acker](acemq::Delivery delivery) { acker.hand(std::move(delivery)); });
     const auto start = Clock::now();
@@ -493,15 +425,10 @@ Column measure(zmq::context_t& context, Endpoints& endpoints, Scheme scheme, con
     return column;
 }
 
-bool quick_from_environment() {
-    const char* quick = std::getenv("ACEMQ_BENCH_QUICK");
-    return quick != nullptr && *quick != '\0' && std::string(quick) != "0";
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
-    bool quick = quick_from_environment();
+    bool quick = bench::quick_from_environment();
     for (int i = 1; i < argc; ++i) {
         if (std::string(argv[i]) == "--quick") {
             quick = true;
