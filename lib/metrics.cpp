@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <mutex>
 
 namespace acemq {
 
@@ -42,7 +43,67 @@ std::string number(double value) {
     return text;
 }
 
+// The default instruments: the name and labels kept, each call forwarded to the Metrics.
+class ForwardingCounter final : public Counter {
+public:
+    ForwardingCounter(Metrics& metrics, std::string_view name, Labels labels)
+        : metrics_(metrics), name_(name), labels_(std::move(labels)) {}
+    void add(std::int64_t delta) override { metrics_.count(name_, delta, labels_); }
+
+private:
+    Metrics& metrics_;
+    std::string name_;
+    Labels labels_;
+};
+
+class ForwardingDistribution final : public Distribution {
+public:
+    ForwardingDistribution(Metrics& metrics, std::string_view name, Labels labels)
+        : metrics_(metrics), name_(name), labels_(std::move(labels)) {}
+    void record(double value) override { metrics_.observe(name_, value, labels_); }
+
+private:
+    Metrics& metrics_;
+    std::string name_;
+    Labels labels_;
+};
+
+class ForwardingGauge final : public Gauge {
+public:
+    ForwardingGauge(Metrics& metrics, std::string_view name, Labels labels)
+        : metrics_(metrics), name_(name), labels_(std::move(labels)) {}
+    void set(double value) override {
+        std::lock_guard guard(lock_);
+        value_ = value;
+        metrics_.gauge(name_, value_, labels_);
+    }
+    void add(double delta) override {
+        std::lock_guard guard(lock_);
+        value_ += delta;
+        metrics_.gauge(name_, value_, labels_);
+    }
+
+private:
+    Metrics& metrics_;
+    std::string name_;
+    Labels labels_;
+    std::mutex lock_;  // keeps value_ and the order of the gauge() calls in step
+    double value_ = 0;
+};
+
 }  // namespace
+
+// The instruments hold the Metrics by reference: whoever binds keeps the Metrics alive as
+// long as its instruments (the engine holds both).
+std::shared_ptr<Counter> Metrics::bind_counter(std::string_view name, const Labels& labels) {
+    return std::make_shared<ForwardingCounter>(*this, name, labels);
+}
+std::shared_ptr<Distribution> Metrics::bind_distribution(std::string_view name, const Labels& labels) {
+    return std::make_shared<ForwardingDistribution>(*this, name, labels);
+}
+std::shared_ptr<Gauge> Metrics::bind_gauge(std::string_view name, const Labels& labels) {
+    return std::make_shared<ForwardingGauge>(*this, name, labels);
+}
 
 InMemoryMetrics::Key InMemoryMetrics::key_of(std::string_view name, const Labels& labels) {
     Labels sorted = labels;

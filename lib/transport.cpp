@@ -58,6 +58,8 @@ Registry& registry() {
 
 Health Transport::check_health(std::chrono::milliseconds /*timeout*/) { return Health{}; }
 
+TransportInfo Transport::describe() const { return TransportInfo{}; }
+
 void register_transport(std::string_view scheme, TransportFactory factory) {
     Registry& known = registry();
     std::lock_guard guard(known.lock);

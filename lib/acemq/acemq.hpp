@@ -36,6 +36,7 @@
 #include <acemq/sql.hpp>
 #include <acemq/testing.hpp>
 #include <acemq/topology.hpp>
+#include <acemq/tracing.hpp>
 #include <acemq/transport.hpp>
 #include <acemq/url.hpp>
 #include <acemq/uuid.hpp>

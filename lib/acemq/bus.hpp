@@ -28,6 +28,7 @@
 #include <acemq/publisher.hpp>
 #include <acemq/retry.hpp>
 #include <acemq/topology.hpp>
+#include <acemq/tracing.hpp>
 #include <acemq/transport.hpp>
 
 namespace acemq {
@@ -45,6 +46,9 @@ struct BusOptions {
     std::vector<PublishInterceptor> publish_interceptors{};
     std::vector<ConsumeInterceptor> consume_interceptors{};
     std::shared_ptr<Observer> observer{};
+    // Telemetry (metrics.hpp, tracing.hpp): nothing is measured or traced when null.
+    std::shared_ptr<Metrics> metrics{};
+    std::shared_ptr<Tracer> tracer{};
     std::shared_ptr<Clock> clock{};                // default: real time
     std::size_t max_outstanding_publishes = 1000;  // send_all's window
 };

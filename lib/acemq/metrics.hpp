@@ -1,14 +1,19 @@
 // Metrics under the family's names (docs/wire-contract.md §10): a small seam any telemetry
 // system plugs into — count, observe (seconds), gauge — and an in-memory collector that can
-// print itself in the Prometheus text format. Parts of the library report through it; today
-// the outbox relay (outbox_metrics) and the consumers' set-aside failures and missing rungs
-// (bus_metrics, observer.hpp), with the rest of the publisher and consumer to follow.
+// print itself in the Prometheus text format. Nothing is measured unless a Metrics is given:
 //
 //   auto metrics = std::make_shared<acemq::InMemoryMetrics>();
+//   acemq::Bus bus = acemq::connect(url, {.metrics = metrics});   // publisher and consumers
 //   acemq::OutboxRelay relay{bus, outbox, {.observer = acemq::outbox_metrics(metrics)}};
-//   std::cout << metrics->prometheus_text();    // acemq_outbox_total{...} 3
+//   std::cout << metrics->prometheus_text();    // acemq_consume_total{...} 3
 //
-// Every member of InMemoryMetrics is thread-safe; a Metrics implementation must be too.
+// The engine binds its instruments once (per publisher destination, per consumer queue and
+// outcome) and then counts through them: a message costs no string building and no lookup.
+// A Metrics that only implements the three calls still works; the default binders forward
+// to them with the labels kept.
+//
+// Every member of InMemoryMetrics is thread-safe; a Metrics implementation must be too, and
+// so must the instruments it hands out.
 #pragma once
 
 #include <cstdint>
@@ -35,6 +40,12 @@ inline constexpr std::string_view set_aside_failed = "acemq.messages.set.aside.f
 inline constexpr std::string_view rung_missing = "acemq.retry.rung.missing";
 inline constexpr std::string_view outbox_total = "acemq.outbox.total";
 inline constexpr std::string_view outbox_lag = "acemq.outbox.lag";
+inline constexpr std::string_view request_total = "acemq.request.total";
+inline constexpr std::string_view request_duration = "acemq.request.duration";
+inline constexpr std::string_view consume_attempts = "acemq.consume.attempts";  // a count, not seconds
+// The C++ member's own (no family name exists): a delivery the idempotent consumer found
+// already done, acked without running the handler.
+inline constexpr std::string_view idempotency_duplicates = "acemq.idempotency.duplicates.total";
 }  // namespace metric
 
 namespace tag {
@@ -44,10 +55,31 @@ inline constexpr std::string_view exchange = "exchange";
 inline constexpr std::string_view routing_key = "routing.key";
 inline constexpr std::string_view rung = "rung";
 inline constexpr std::string_view target = "target";
+inline constexpr std::string_view where = "where";  // of a retry: consumer, broker, requeued
+inline constexpr std::string_view message_type = "message.type";
+inline constexpr std::string_view transport = "transport";
 }  // namespace tag
 
 // Tag name and value pairs; their order does not matter (collectors sort them).
 using Labels = std::vector<std::pair<std::string, std::string>>;
+
+// Instruments bound to one name and one set of labels.
+class Counter {
+public:
+    virtual ~Counter() = default;
+    virtual void add(std::int64_t delta) = 0;
+};
+class Distribution {  // durations in seconds, or counts such as acemq.consume.attempts
+public:
+    virtual ~Distribution() = default;
+    virtual void record(double value) = 0;
+};
+class Gauge {
+public:
+    virtual ~Gauge() = default;
+    virtual void set(double value) = 0;
+    virtual void add(double delta) = 0;  // for up-down values such as in-flight deliveries
+};
 
 class Metrics {
 public:
@@ -55,6 +87,13 @@ public:
     virtual void count(std::string_view name, std::int64_t delta, const Labels& labels) = 0;
     virtual void observe(std::string_view name, double seconds, const Labels& labels) = 0;
     virtual void gauge(std::string_view name, double value, const Labels& labels) = 0;
+
+    // Never null. The defaults keep the name and labels and call the three methods above
+    // (a bound gauge keeps its value, so add() sets value + delta); override them for
+    // instruments that skip the lookup.
+    virtual std::shared_ptr<Counter> bind_counter(std::string_view name, const Labels& labels);
+    virtual std::shared_ptr<Distribution> bind_distribution(std::string_view name, const Labels& labels);
+    virtual std::shared_ptr<Gauge> bind_gauge(std::string_view name, const Labels& labels);
 };
 
 // Keeps everything in memory: counters, observations as a summary (count, sum, min, max),

@@ -134,6 +134,14 @@ public:
     virtual void close() = 0;
 };
 
+// What a transport is, for /acemq-info and for the spans' messaging.system.
+struct TransportInfo {
+    std::string name = "custom";              // "inproc", "zmq", "amqp"
+    std::string messaging_system = "acemq";   // "rabbitmq" for amqp
+    std::string address{};                    // where it is connected, never with credentials
+    std::vector<std::string> capabilities{};  // e.g. "confirms", "durable", "quorum-queues"
+};
+
 class Transport {
 public:
     virtual ~Transport() = default;
@@ -164,6 +172,9 @@ public:
     // Asks the broker something that creates nothing, within `timeout` (see health.hpp). The
     // default, for transports with no broker to ask, is up.
     virtual Health check_health(std::chrono::milliseconds timeout = std::chrono::seconds(3));
+
+    // What this transport is; cheap, never asks the broker. Thread-safe.
+    virtual TransportInfo describe() const;
 
     // Releases the connection. Subscriptions still open are closed. Idempotent.
     virtual void close() = 0;

@@ -1,0 +1,159 @@
+// Tracing across the broker: W3C trace context in the message headers, and a Tracer/Span
+// seam the engine reports through with the family's span names, kinds, attributes, events
+// and status (docs/wire-contract.md §8.2). Nothing is traced unless a Tracer is given:
+//
+//   acemq::Bus bus = acemq::connect(url, {.tracer = acemq::json_lines_tracer(std::clog)});
+//
+// A publish opens "<destination> publish" (PRODUCER) and writes its context into the
+// message's `traceparent` / `tracestate` headers; a delivery opens "<queue> process"
+// (CONSUMER) whose parent is read from those headers — never from the thread it runs on —
+// and which stays open until the engine settled the delivery, so it ends with the engine's
+// outcome. The headers travel with every copy the engine makes (retry rungs, requeued
+// copies, dead letters, parked messages, replays) and with outbox records, so one trace
+// follows a message however often it comes round. A publish made inside a handler is a
+// child of that delivery's span (current_trace()).
+//
+// To send spans to OpenTelemetry C++, implement Tracer and Span over its API: see
+// docs/observability.md, "Bridging to OpenTelemetry".
+//
+// Thread-safety: a Tracer is called from every publishing and consuming thread at once and
+// must be thread-safe; one Span is used by one thread at a time.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <functional>
+#include <iosfwd>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <variant>
+#include <vector>
+
+namespace acemq {
+
+struct Envelope;
+
+inline constexpr std::string_view traceparent_header = "traceparent";
+inline constexpr std::string_view tracestate_header = "tracestate";
+// The instrumentation scope of every member of the family.
+inline constexpr std::string_view tracing_scope = "org.acemq.amqp";
+
+// A W3C trace context: which trace, which span in it, whether it is sampled, and the vendor
+// state that rides along.
+struct TraceContext {
+    std::array<std::uint8_t, 16> trace_id{};
+    std::array<std::uint8_t, 8> span_id{};
+    std::uint8_t flags = 0;  // bit 0: sampled
+    std::string state{};     // tracestate, as received (at most 512 bytes are kept)
+
+    bool valid() const noexcept;  // neither id is all zeros
+    bool sampled() const noexcept { return (flags & 0x01) != 0; }
+    // "00-<32 hex>-<16 hex>-<2 hex>", lowercase.
+    std::string traceparent() const;
+    std::string trace_id_hex() const;
+    std::string span_id_hex() const;
+
+    // Reads a traceparent header by the W3C rules (version "ff" and all-zero ids refused,
+    // uppercase hex refused, a later version's extra fields ignored); nullopt when it is not
+    // one. `tracestate` is kept only with a valid traceparent.
+    static std::optional<TraceContext> parse(std::string_view traceparent, std::string_view tracestate = {});
+    // A new random trace (sampled) or a new random span in this one.
+    static TraceContext new_root();
+    TraceContext new_child() const;
+};
+
+// The trace context carried by a message's application headers; nullopt when it has none or
+// what it has is malformed (a malformed one is ignored, never an error).
+std::optional<TraceContext> extract_trace(const Envelope& envelope);
+// Writes `context` into the headers (traceparent always; tracestate when not empty, else
+// removed), replacing what was there.
+void inject_trace(const TraceContext& context, Envelope& envelope);
+
+enum class SpanKind { internal, producer, consumer, client };
+std::string_view to_string(SpanKind kind);  // "INTERNAL", "PRODUCER", "CONSUMER", "CLIENT"
+
+using AttributeValue = std::variant<std::string, std::int64_t, double, bool>;
+using Attributes = std::vector<std::pair<std::string, AttributeValue>>;
+
+// The family's attribute and event names.
+namespace span_attribute {
+inline constexpr std::string_view system = "messaging.system";
+inline constexpr std::string_view destination = "messaging.destination.name";
+inline constexpr std::string_view operation = "messaging.operation";  // publish, process, request
+inline constexpr std::string_view message_id = "messaging.message.id";
+inline constexpr std::string_view conversation_id = "messaging.message.conversation_id";
+inline constexpr std::string_view routing_key = "messaging.rabbitmq.destination.routing_key";
+inline constexpr std::string_view message_type = "messaging.acemq.message_type";
+inline constexpr std::string_view attempt = "messaging.acemq.attempt";
+inline constexpr std::string_view outcome = "messaging.acemq.outcome";
+inline constexpr std::string_view reason = "messaging.acemq.reason";
+inline constexpr std::string_view retry_delay_ms = "messaging.acemq.retry_delay_ms";
+inline constexpr std::string_view run_age_ms = "messaging.acemq.run_age_ms";
+inline constexpr std::string_view outbox_lag_ms = "messaging.acemq.outbox_lag_ms";
+}  // namespace span_attribute
+
+namespace span_event {
+inline constexpr std::string_view retried = "message.retried";
+inline constexpr std::string_view dead_lettered = "message.dead_lettered";
+inline constexpr std::string_view outbox_publish_failed = "outbox.publish_failed";
+}  // namespace span_event
+
+class Span {
+public:
+    virtual ~Span() = default;  // a span not ended is ended here
+    // The context this span writes into the messages it publishes.
+    virtual const TraceContext& context() const = 0;
+    virtual void set_attribute(std::string_view key, AttributeValue value) = 0;
+    virtual void add_event(std::string_view name, Attributes attributes = {}) = 0;
+    // Status ERROR with a description; the status is unset otherwise.
+    virtual void set_error(std::string_view description) = 0;
+    // Idempotent: the second call does nothing.
+    virtual void end() = 0;
+};
+
+struct SpanStart {
+    std::string_view name;
+    SpanKind kind = SpanKind::internal;
+    const TraceContext* parent = nullptr;  // null: a new trace
+    const Attributes& attributes;
+};
+
+class Tracer {
+public:
+    virtual ~Tracer() = default;
+    // Never null.
+    virtual std::unique_ptr<Span> start_span(const SpanStart& start) = 0;
+};
+
+// The trace of the delivery this thread is handling (set by the engine around a handler and
+// by a TraceScope), or null.
+const TraceContext* current_trace() noexcept;
+
+// Makes `context` current on this thread for the scope, restoring the previous one after;
+// e.g. around work started by an HTTP request whose traceparent you read yourself.
+class TraceScope {
+public:
+    explicit TraceScope(const TraceContext& context) noexcept;
+    ~TraceScope();
+    TraceScope(const TraceScope&) = delete;
+    TraceScope& operator=(const TraceScope&) = delete;
+
+private:
+    const TraceContext* previous_;
+};
+
+// A tracer that writes each ended span as one line of JSON:
+//   {"name":"orders publish","kind":"PRODUCER","traceId":"...","spanId":"...",
+//    "parentSpanId":"...","start":"2026-12-02T10:00:00.000123Z","durationMicros":42,
+//    "status":"ERROR","statusDescription":"...","attributes":{...},"events":[{"name":...,
+//    "time":"...","attributes":{...}}],"scope":"org.acemq.amqp"}
+// "parentSpanId", "status" and "statusDescription" are left out when there is none. `write`
+// is called with one line (no newline) at a time, under a lock: it need not be thread-safe.
+std::shared_ptr<Tracer> json_lines_tracer(std::function<void(std::string_view line)> write);
+// The same into a stream, one line each, flushed; the stream must outlive the tracer.
+std::shared_ptr<Tracer> json_lines_tracer(std::ostream& out);
+
+}  // namespace acemq
