@@ -30,35 +30,13 @@ std::shared_ptr<const std::vector<T>> appended(const std::shared_ptr<const std::
     return copy;
 }
 
-class BusMetrics final : public Observer {
-public:
-    explicit BusMetrics(std::shared_ptr<Metrics> metrics) : metrics_(std::move(metrics)) {}
-
-    void rung_missing(std::string_view queue, std::string_view rung) override {
-        metrics_->count(metric::rung_missing, 1,
-                        {{std::string(tag::queue), std::string(queue)}, {std::string(tag::rung), std::string(rung)}});
-    }
-    void set_aside_failed(std::string_view queue, std::string_view target) override {
-        metrics_->count(
-            metric::set_aside_failed, 1,
-            {{std::string(tag::queue), std::string(queue)}, {std::string(tag::target), std::string(target)}});
-    }
-
-private:
-    std::shared_ptr<Metrics> metrics_;
-};
-
 }  // namespace
-
-std::shared_ptr<Observer> bus_metrics(std::shared_ptr<Metrics> metrics) {
-    if (!metrics) throw InvalidArgument("acemq: bus_metrics was given no Metrics to report to");
-    return std::make_shared<BusMetrics>(std::move(metrics));
-}
 
 namespace detail {
 
 BusCore::BusCore(std::shared_ptr<Transport> transport, BusOptions options)
-    : transport_(std::move(transport)), options_(std::move(options)) {
+    : transport_(std::move(transport)), options_(std::move(options)),
+      telemetry_(options_.metrics, options_.tracer, transport_->describe()) {
     if (options_.origin.empty()) options_.origin = default_origin();
     if (!options_.codec) options_.codec = default_codec();
     if (!options_.clock) options_.clock = system_clock();

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include <acemq/bus.hpp>
+#include "telemetry.hpp"
 
 namespace acemq::detail {
 
@@ -21,6 +22,7 @@ public:
     Transport& transport() noexcept { return *transport_; }
     const BusOptions& options() const noexcept { return options_; }
     const Codec& codec() const noexcept { return *options_.codec; }
+    Telemetry& telemetry() noexcept { return telemetry_; }
 
     // Copy-on-write lists: a publish or delivery reads a snapshot without holding a lock
     // while user code runs; adding one replaces the list.
@@ -48,6 +50,7 @@ private:
 
     std::shared_ptr<Transport> transport_;
     BusOptions options_;
+    Telemetry telemetry_;
     mutable std::mutex lock_;
     std::shared_ptr<const std::vector<PublishInterceptor>> publish_interceptors_;
     std::shared_ptr<const std::vector<ConsumeInterceptor>> consume_interceptors_;

@@ -112,7 +112,7 @@ std::shared_ptr<ConsumerCore> ConsumerCore::start(std::shared_ptr<BusCore> bus, 
 ConsumerCore::ConsumerCore(std::shared_ptr<BusCore> bus, std::string queue, Decoder decoder, ConsumerOptions options,
                            RetryPolicy policy)
     : bus_(std::move(bus)), queue_(std::move(queue)), decoder_(std::move(decoder)), options_(std::move(options)),
-      policy_(std::move(policy)), codec_(options_.codec) {}
+      policy_(std::move(policy)), codec_(options_.codec), instruments_(bus_->telemetry().consuming(queue_)) {}
 
 void ConsumerCore::on_delivery(Delivery delivery) {
     {
@@ -155,13 +155,25 @@ void ConsumerCore::process(Delivery& delivery) {
                            message.routing_key,
                            message.redelivered,
                            message.reply_to};
+    if (instruments_) instruments_->started(context.envelope.attempt);
+    const std::unique_ptr<Span> span = bus_->telemetry().start_process(queue_, context.envelope);
+    const auto started = instruments_ ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
+    bool reached_handler = false;
     // Headers the transport could not read are as undecodable as a body no codec reads.
-    const Settlement settlement =
-        message.decode_failure.empty() ? run_handler(context) : undecodable(DecodeError(message.decode_failure));
+    const Settlement settlement = [&] {
+        if (!message.decode_failure.empty()) return undecodable(DecodeError(message.decode_failure));
+        if (!span) return run_handler(context, reached_handler);
+        // A publish from inside the handler continues this delivery's trace.
+        const TraceScope in_this_trace(span->context());
+        return run_handler(context, reached_handler);
+    }();
+    const Seconds handled = instruments_ ? std::chrono::steady_clock::now() - started : Seconds{};
     bool carried_out = false;
+    RetryWhere where = RetryWhere::consumer;
     try {
-        carried_out = carry_out(delivery, context, settlement);
+        carried_out = carry_out(delivery, context, settlement, where);
     } catch (const std::exception& error) {
+        if (instruments_) instruments_->abandoned();
         log(LogLevel::error, "could not settle a delivery from " + queue_ + " (message " + context.envelope.id +
                                  "): " + error.what() + "; it goes back to the queue");
         if (!delivery.settled()) {
@@ -174,11 +186,18 @@ void ConsumerCore::process(Delivery& delivery) {
         }
         return;
     }
+    if (instruments_) {
+        if (carried_out)
+            instruments_->settled(settlement.outcome, reached_handler ? std::optional(handled) : std::nullopt, where);
+        else
+            instruments_->abandoned();
+    }
+    if (span && carried_out) Telemetry::end_process(*span, settlement);
     // Not carried out: the consumer closed under the handler and the message went back.
     if (carried_out) bus_->notify(SettledEvent{queue_, context.envelope, settlement});
 }
 
-Settlement ConsumerCore::run_handler(ConsumeContext& context) {
+Settlement ConsumerCore::run_handler(ConsumeContext& context, bool& reached_handler) {
     HandlerStep step;
     try {
         step = decoder_(context, *codec_);
@@ -188,6 +207,7 @@ Settlement ConsumerCore::run_handler(ConsumeContext& context) {
         // {queue}.parked with the reason instead.
         return undecodable(Failure::of(std::current_exception()));
     }
+    reached_handler = true;
     Ack ack = accept();
     try {
         ack = detail::run_chain<Ack>(*bus_->consume_interceptors(), context, step);
@@ -260,6 +280,7 @@ bool ConsumerCore::set_aside(Delivery& delivery, const ConsumeContext& context, 
                                " (unroutable or unconfirmed): it goes back to " + queue_ + " and this worker waits " +
                                std::to_string(pause.count()) + " ms before its next delivery; declare " + target +
                                " (or let the consumer declare it) so that it can leave the queue");
+    if (instruments_) instruments_->set_aside_failed(target == parked_queue(queue_));
     bus_->notify_set_aside_failed(queue_, target);
     settle(delivery, false, true);
     std::unique_lock guard(lock_);
@@ -267,7 +288,8 @@ bool ConsumerCore::set_aside(Delivery& delivery, const ConsumeContext& context, 
     return false;
 }
 
-bool ConsumerCore::carry_out(Delivery& delivery, const ConsumeContext& context, const Settlement& settlement) {
+bool ConsumerCore::carry_out(Delivery& delivery, const ConsumeContext& context, const Settlement& settlement,
+                             RetryWhere& where) {
     switch (settlement.outcome) {
     case Outcome::acked: return settle(delivery, true);
     case Outcome::parked: return set_aside(delivery, context, parked_queue(queue_), settlement.reason);
@@ -284,12 +306,17 @@ bool ConsumerCore::carry_out(Delivery& delivery, const ConsumeContext& context, 
     if (retry_wait.in_broker) {
         const std::string rung = rung_queue(queue_, retry_wait.delay);
         const PublishResult to_rung = republish(delivery.message(), next, rung);
-        if (taken(to_rung)) return settle(delivery, true);
+        if (taken(to_rung)) {
+            where = RetryWhere::broker;
+            return settle(delivery, true);
+        }
         if (too_large(to_rung)) return park_unpublishable(delivery, context, to_rung);
         log(LogLevel::warning, "retry rung " + rung + " is missing (the publish reached no queue); message " + next.id +
                                    " waits in the consumer instead");
+        if (instruments_) instruments_->rung_missing(rung);
         bus_->notify_rung_missing(queue_, rung);
     }
+    where = retry_wait.delay.count() > 0 ? RetryWhere::consumer : RetryWhere::requeued;
     if (!wait(retry_wait.delay)) return settle(delivery, false, true);
     return requeue_copy(delivery, context, next);
 }

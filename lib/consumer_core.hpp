@@ -35,12 +35,15 @@ private:
     void on_delivery(Delivery delivery);
     void work();
     void process(Delivery& delivery);
-    Settlement run_handler(ConsumeContext& context);
+    // `reached_handler` says whether it decoded and the interceptors and handler ran.
+    Settlement run_handler(ConsumeContext& context, bool& reached_handler);
     // Each returns true when the settlement was carried out, to be reported to observers;
     // false when it was not: the consumer closed under the handler (the delivery went back
     // with its subscription), or a set-aside could not be published (the delivery went back
     // to its queue, counted as acemq.messages.set.aside.failed, and the worker paused).
-    bool carry_out(Delivery& delivery, const ConsumeContext& context, const Settlement& settlement);
+    // `where` tells, for a retry, where it waits: on a rung, in the consumer, or requeued at once.
+    bool carry_out(Delivery& delivery, const ConsumeContext& context, const Settlement& settlement,
+                   RetryWhere& where);
     bool set_aside(Delivery& delivery, const ConsumeContext& context, const std::string& target,
                    const std::string& reason);
     // Waits in the consumer; false when the wait was cancelled by a close that ran out of time.
@@ -66,6 +69,7 @@ private:
     ConsumerOptions options_;
     RetryPolicy policy_;
     std::shared_ptr<const Codec> codec_;
+    std::shared_ptr<const ConsumeInstruments> instruments_;  // null unless the bus measures
 
     std::mutex close_lock_;   // one close at a time; a second caller gets the first one's answer
     std::mutex settle_lock_;  // held around every ack/nack, so close() can cut late ones off

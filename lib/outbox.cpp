@@ -7,6 +7,7 @@
 #include <acemq/log.hpp>
 #include <acemq/publisher.hpp>
 #include <acemq/uuid.hpp>
+#include "bus_core.hpp"
 #include "publish_failure.hpp"
 
 namespace acemq {
@@ -14,8 +15,11 @@ namespace acemq {
 namespace detail {
 
 Envelope outbox_envelope(const Bus& bus, std::string_view routing_key, std::optional<Envelope> given) {
-    if (!given) return Envelope::for_new_message(routing_key, bus.origin());
-    Envelope envelope = std::move(*given);
+    Envelope envelope = given ? std::move(*given) : Envelope::for_new_message(routing_key, bus.origin());
+    // A record made while handling a delivery carries its trace to the relay's publish.
+    if (const TraceContext* current = current_trace(); current && !envelope.headers.contains(traceparent_header))
+        inject_trace(*current, envelope.headers);
+    if (!given) return envelope;
     if (envelope.id.empty()) envelope.id = new_uuid();
     if (envelope.type.empty()) envelope.type = routing_key.empty() ? "message" : std::string(routing_key);
     if (envelope.correlation.empty()) envelope.correlation = envelope.id;
@@ -57,6 +61,8 @@ OutboxRelay::OutboxRelay(Bus& bus, OutboxStore& store, RelayOptions options)
         throw InvalidArgument("acemq: a relay interval must be positive, got " +
                               std::to_string(options_.interval.count()) + " ms");
     if (options_.batch < 1) throw InvalidArgument("acemq: a relay batch must be at least 1, got 0");
+    if (!options_.observer && bus_.core_->telemetry().measuring())
+        options_.observer = outbox_metrics(bus_.core_->telemetry().metrics());
 }
 
 OutboxRelay::~OutboxRelay() { close(); }
@@ -155,9 +161,34 @@ void OutboxRelay::publish(OutboxRecord& record) {
     message.headers = std::move(record.headers);
     message.persistent = true;
     message.mandatory = true;  // always: a relayed message that reaches no queue must not vanish
-    const PublishResult result = bus_.transport().publish(std::move(message));
-    if (auto failure = detail::publish_failure(result, {record.id, record.exchange, record.routing_key, true}))
+    const std::unique_ptr<Span> span =
+        bus_.core_->telemetry().start_publish({record.exchange, record.routing_key, record.id, {}, {}}, message.headers);
+    if (!span) {
+        const PublishResult result = bus_.transport().publish(std::move(message));
+        if (auto failure = detail::publish_failure(result, {record.id, record.exchange, record.routing_key, true}))
+            detail::throw_publish_failure(*failure);
+        return;
+    }
+    const auto lag = std::chrono::system_clock::now() - record.created_at;
+    span->set_attribute(span_attribute::outbox_lag_ms,
+                        std::max<std::int64_t>(0, std::chrono::duration_cast<std::chrono::milliseconds>(lag).count()));
+    auto failed = [&](detail::PublishOutcome outcome, const std::string& why) {
+        span->add_event(span_event::outbox_publish_failed, {{std::string(span_attribute::reason), why}});
+        detail::Telemetry::end_publish(*span, outcome, why);
+    };
+    PublishResult result;
+    try {
+        result = bus_.transport().publish(std::move(message));
+    } catch (const std::exception& error) {
+        failed(detail::PublishOutcome::failed, error.what());
+        throw;
+    }
+    const detail::PublishOutcome outcome = detail::outcome_of(result, true);
+    if (auto failure = detail::publish_failure(result, {record.id, record.exchange, record.routing_key, true})) {
+        failed(outcome, failure->what());
         detail::throw_publish_failure(*failure);
+    }
+    detail::Telemetry::end_publish(*span, outcome);
 }
 
 void OutboxRelay::tell(const RelayedEvent& event) const {

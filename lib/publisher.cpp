@@ -1,6 +1,7 @@
 #include <acemq/publisher.hpp>
 
 #include <algorithm>
+#include <chrono>
 
 #include <acemq/bus.hpp>
 #include <acemq/uuid.hpp>
@@ -123,6 +124,7 @@ Publisher::Publisher(std::shared_ptr<detail::BusCore> bus, std::string exchange,
     : bus_(std::move(bus)), exchange_(std::move(exchange)), routing_key_(std::move(routing_key)),
       options_(std::move(options)) {
     if (!options_.codec) options_.codec = bus_->options().codec;
+    instruments_ = bus_->telemetry().publishing(exchange_, routing_key_);
 }
 
 namespace {
@@ -157,10 +159,29 @@ Prepared prepare(detail::BusCore& bus, PublishContext context, const Codec& code
     return prepared;
 }
 
-void check_and_notify(detail::BusCore& bus, const PublishResult& result, const PublishContext& sent) {
-    if (auto failure = detail::publish_failure(result, target_of(sent))) detail::throw_publish_failure(*failure);
-    bus.notify(PublishedEvent{sent.exchange, sent.routing_key, sent.envelope, result});
+detail::Telemetry::Published published_of(const PublishContext& sent) {
+    return {sent.exchange, sent.routing_key, sent.envelope.id, sent.envelope.correlation, sent.envelope.type};
 }
+
+// Counts and ends the span of one publish the transport answered (or threw on).
+struct Reporter {
+    detail::BusCore& bus;
+    const detail::PublishInstruments* bound;  // the publisher's destination; null unless measuring
+    std::string_view exchange, routing_key;
+
+    void operator()(const PublishContext& sent, std::chrono::steady_clock::time_point started, Span* span,
+                    detail::PublishOutcome outcome, std::string_view error) const {
+        if (bound) {
+            const detail::Seconds took = std::chrono::steady_clock::now() - started;
+            // An interceptor may have sent it elsewhere: count it where it went.
+            if (sent.exchange == exchange && sent.routing_key == routing_key)
+                bound->record(outcome, took);
+            else
+                bus.telemetry().publishing(sent.exchange, sent.routing_key)->record(outcome, took);
+        }
+        if (span) detail::Telemetry::end_publish(*span, outcome, error);
+    }
+};
 
 }  // namespace
 
@@ -171,10 +192,23 @@ PublishContext Publisher::context_for(const SendOptions& options) const {
 }
 
 SendResult Publisher::send_encoded(const SendOptions& options, const EncodeOne& encode_payload) const {
+    const auto started = instruments_ ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
     Prepared prepared = prepare(*bus_, context_for(options), *options_.codec, encode_payload);
-    const PublishResult result = bus_->transport().publish(std::move(prepared.message));
-    check_and_notify(*bus_, result, prepared.context);
-    return SendResult{prepared.context.envelope.id, result.confirmed, result.routed};
+    const PublishContext& sent = prepared.context;
+    const std::unique_ptr<Span> span = bus_->telemetry().start_publish(published_of(sent), prepared.message.headers);
+    const Reporter report{*bus_, instruments_.get(), exchange_, routing_key_};
+    PublishResult result;
+    try {
+        result = bus_->transport().publish(std::move(prepared.message));
+    } catch (const std::exception& error) {
+        report(sent, started, span.get(), detail::PublishOutcome::failed, error.what());
+        throw;
+    }
+    const auto failure = detail::publish_failure(result, target_of(sent));
+    report(sent, started, span.get(), detail::outcome_of(result, sent.mandatory), failure ? failure->what() : "");
+    if (failure) detail::throw_publish_failure(*failure);
+    bus_->notify(PublishedEvent{sent.exchange, sent.routing_key, sent.envelope, result});
+    return SendResult{sent.envelope.id, result.confirmed, result.routed};
 }
 
 std::vector<SendResult> Publisher::send_all_encoded(std::size_t count, const SendOptions& options,
@@ -184,10 +218,16 @@ std::vector<SendResult> Publisher::send_all_encoded(std::size_t count, const Sen
                               " messages; leave message_id empty");
     std::vector<Prepared> batch;
     batch.reserve(count);
+    detail::Telemetry& telemetry = bus_->telemetry();
+    std::vector<std::unique_ptr<Span>> spans(telemetry.tracing() ? count : 0);
     for (std::size_t index = 0; index < count; ++index) {
         batch.push_back(prepare(*bus_, context_for(options), *options_.codec,
                                 [&](const Codec& codec) { return encode_payload(index, codec); }));
+        if (!spans.empty())
+            spans[index] = telemetry.start_publish(published_of(batch.back().context), batch.back().message.headers);
     }
+    auto span_of = [&](std::size_t index) { return spans.empty() ? nullptr : spans[index].get(); };
+    const Reporter report{*bus_, instruments_.get(), exchange_, routing_key_};
     std::vector<SendResult> results;
     std::vector<std::optional<PublishError>> failures;
     results.reserve(count);
@@ -198,12 +238,22 @@ std::vector<SendResult> Publisher::send_all_encoded(std::size_t count, const Sen
         std::vector<OutboundMessage> chunk;
         chunk.reserve(end - start);
         for (std::size_t i = start; i < end; ++i) chunk.push_back(std::move(batch[i].message));
-        const std::vector<PublishResult> confirmed = bus_->transport().publish_batch(std::move(chunk));
+        const auto started = instruments_ ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
+        std::vector<PublishResult> confirmed;
+        try {
+            confirmed = bus_->transport().publish_batch(std::move(chunk));
+        } catch (const std::exception& error) {
+            for (std::size_t i = start; i < end; ++i)
+                report(batch[i].context, started, span_of(i), detail::PublishOutcome::failed, error.what());
+            throw;
+        }
         for (std::size_t i = start; i < end; ++i) {
             const PublishResult& result = confirmed.at(i - start);
             const PublishContext& sent = batch[i].context;
             results.push_back(SendResult{sent.envelope.id, result.confirmed, result.routed});
             failures.push_back(detail::publish_failure(result, target_of(sent)));
+            report(sent, started, span_of(i), detail::outcome_of(result, sent.mandatory),
+                   failures.back() ? failures.back()->what() : "");
             if (!failures.back()) bus_->notify(PublishedEvent{sent.exchange, sent.routing_key, sent.envelope, result});
         }
     }

@@ -24,6 +24,7 @@
 #include <acemq/codec.hpp>
 #include <acemq/consumer.hpp>
 #include <acemq/interceptor.hpp>
+#include <acemq/metrics.hpp>
 #include <acemq/observer.hpp>
 #include <acemq/publisher.hpp>
 #include <acemq/retry.hpp>
@@ -95,6 +96,7 @@ public:
 
 private:
     friend Bus connect(std::shared_ptr<Transport> transport, BusOptions options);
+    friend class OutboxRelay;  // publishes records under the bus's telemetry
     explicit Bus(std::shared_ptr<detail::BusCore> core);
     Consumer start_consumer(std::string_view queue, detail::Decoder decoder, ConsumerOptions options);
 

@@ -3,8 +3,8 @@
 //
 // A message the consumer sets aside ({queue}.dlq or {queue}.parked) that cannot be published
 // there (no such queue, e.g. with declare = false; refused; lost) is never dropped: it goes
-// back to its queue (nack with requeue), the observers hear set_aside_failed (bus_metrics
-// counts acemq.messages.set.aside.failed), and the worker pauses before its next delivery,
+// back to its queue (nack with requeue), the observers hear set_aside_failed (the bus's
+// Metrics count acemq.messages.set.aside.failed), and the worker pauses before its next delivery,
 // 100 ms doubling to 5 s while the failures go on, so such a queue does not spin a core.
 //
 // Closing stops new deliveries, hands back the ones that arrived but did not start, waits

@@ -9,7 +9,6 @@
 #include <string_view>
 
 #include <acemq/envelope.hpp>
-#include <acemq/metrics.hpp>
 #include <acemq/retry.hpp>
 #include <acemq/settlement.hpp>
 #include <acemq/transport.hpp>
@@ -42,14 +41,5 @@ public:
     // acemq.messages.set.aside.failed.
     virtual void set_aside_failed(std::string_view /*queue*/, std::string_view /*target*/) {}
 };
-
-// An observer that counts what the engine reports under the family's metric names
-// (docs/wire-contract.md §10): acemq.messages.set.aside.failed {queue, target} and
-// acemq.retry.rung.missing {queue, rung}. Give it to the bus:
-//
-//   acemq::connect(url, {.observer = acemq::bus_metrics(metrics)});
-//
-// Throws InvalidArgument when `metrics` is null.
-std::shared_ptr<Observer> bus_metrics(std::shared_ptr<Metrics> metrics);
 
 }  // namespace acemq

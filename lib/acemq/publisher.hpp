@@ -23,6 +23,7 @@ namespace acemq {
 
 namespace detail {
 class BusCore;
+class PublishInstruments;
 }
 struct PublishContext;
 
@@ -138,6 +139,7 @@ private:
     std::string exchange_;
     std::string routing_key_;
     PublisherOptions options_;
+    std::shared_ptr<const detail::PublishInstruments> instruments_;  // null unless the bus measures
 };
 
 }  // namespace acemq

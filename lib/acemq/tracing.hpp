@@ -32,9 +32,11 @@
 #include <variant>
 #include <vector>
 
+#include <acemq/field.hpp>
+
 namespace acemq {
 
-struct Envelope;
+using Headers = FieldTable;
 
 inline constexpr std::string_view traceparent_header = "traceparent";
 inline constexpr std::string_view tracestate_header = "tracestate";
@@ -65,12 +67,13 @@ struct TraceContext {
     TraceContext new_child() const;
 };
 
-// The trace context carried by a message's application headers; nullopt when it has none or
-// what it has is malformed (a malformed one is ignored, never an error).
-std::optional<TraceContext> extract_trace(const Envelope& envelope);
+// The trace context carried by a message's headers (Envelope::headers, or the rendered
+// headers of a message); nullopt when they have none or what they have is malformed (a
+// malformed one is ignored, never an error).
+std::optional<TraceContext> extract_trace(const Headers& headers);
 // Writes `context` into the headers (traceparent always; tracestate when not empty, else
 // removed), replacing what was there.
-void inject_trace(const TraceContext& context, Envelope& envelope);
+void inject_trace(const TraceContext& context, Headers& headers);
 
 enum class SpanKind { internal, producer, consumer, client };
 std::string_view to_string(SpanKind kind);  // "INTERNAL", "PRODUCER", "CONSUMER", "CLIENT"

@@ -189,7 +189,8 @@ TEST_CASE("68 a long wait rides its rung queue; a missing rung waits in the cons
         CHECK(f.transport().queue_depth(queue) == 0);
     }
     SECTION("no rung declared: the wait is held in the consumer and the message comes home") {
-        Fixture f;
+        auto metrics = std::make_shared<acemq::InMemoryMetrics>();
+        Fixture f{{.metrics = metrics}};
         const std::string queue = f.source_queue("norung");
         // Declare where failures go by hand, without the rung.
         f.bus().declare(acemq::consumer_topology(queue, acemq::no_retry()));
@@ -203,8 +204,6 @@ TEST_CASE("68 a long wait rides its rung queue; a missing rung waits in the cons
         };
         auto missing = std::make_shared<MissingRungs>();
         f.bus().add_observer(missing);
-        auto metrics = std::make_shared<acemq::InMemoryMetrics>();
-        f.bus().add_observer(acemq::bus_metrics(metrics));
         Seen seen;
         auto consumer = f.bus().consume<Order>(
             queue,
@@ -394,7 +393,7 @@ namespace {
 // A queue without .dlq (its consumer may not declare) and a handler that rejects everything.
 struct NowhereToSetAside {
     std::shared_ptr<acemq::InMemoryMetrics> metrics = std::make_shared<acemq::InMemoryMetrics>();
-    Fixture f{{.observer = acemq::bus_metrics(metrics)}};
+    Fixture f{{.metrics = metrics}};
     std::string queue = f.source_queue("nowhere", {});
     acemq::Labels labels{{"queue", queue}, {"target", acemq::dead_letter_queue(queue)}};
     testing_support::Tally runs;

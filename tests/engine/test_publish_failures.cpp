@@ -32,12 +32,12 @@ public:
 };
 
 // A bus whose publishes to ".refused" keys are nacked, on the embedded broker `name`.
-acemq::Bus refusing_bus(const std::string& name = "failures-" + acemq::new_uuid()) {
+acemq::Bus refusing_bus(const std::string& name = "failures-" + acemq::new_uuid(), acemq::BusOptions options = {}) {
     acemq::register_transport("refusing", [](std::string_view url) -> std::shared_ptr<acemq::Transport> {
         const std::string broker(url.substr(std::string_view("refusing://").size()));
         return std::make_shared<RefusingTransport>(acemq::open_transport("inproc://" + broker));
     });
-    return acemq::connect("refusing://" + name);
+    return acemq::connect("refusing://" + name, std::move(options));
 }
 
 // Puts a message on `queue` through the broker itself, past the refusals.
@@ -123,9 +123,8 @@ TEST_CASE("a retry hop the broker refuses hands the message back instead of losi
 
 TEST_CASE("a set-aside the broker refuses hands the message back, counted, instead of losing it") {
     const std::string name = "aside-" + acemq::new_uuid();
-    acemq::Bus bus = refusing_bus(name);
     auto metrics = std::make_shared<acemq::InMemoryMetrics>();
-    bus.add_observer(acemq::bus_metrics(metrics));
+    acemq::Bus bus = refusing_bus(name, {.metrics = metrics});
     // Both the source queue and its .dlq carry ".refused": the engine's copy to the .dlq is
     // nacked, so the original goes back to its queue (docs/wire-contract.md §6.3).
     bus.declare(acemq::Topology{}.queue("orders.refused", {.dead_letter = true}));
