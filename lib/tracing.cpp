@@ -1,0 +1,405 @@
+#include <acemq/envelope.hpp>
+#include <acemq/error.hpp>
+#include <acemq/tracing.hpp>
+
+#include "json_quoted.hpp"
+
+#include <pthread.h>
+#include <sys/random.h>
+
+#include <atomic>
+#include <cerrno>
+#include <charconv>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <ctime>
+#include <mutex>
+#include <ostream>
+#include <random>
+#include <system_error>
+
+namespace acemq {
+
+namespace {
+
+constexpr char hex_digits[] = "0123456789abcdef";
+constexpr std::size_t tracestate_limit = 512;
+
+template <std::size_t N>
+std::string to_hex(const std::array<std::uint8_t, N>& bytes) {
+    std::string text(2 * N, '0');
+    for (std::size_t i = 0; i < N; ++i) {
+        text[2 * i] = hex_digits[bytes[i] >> 4];
+        text[2 * i + 1] = hex_digits[bytes[i] & 0x0F];
+    }
+    return text;
+}
+
+int lower_hex_value(char c) {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    return -1;
+}
+
+// Fills `out` from lowercase hex; false on any other character.
+template <std::size_t N>
+bool from_hex(std::string_view text, std::array<std::uint8_t, N>& out) {
+    for (std::size_t i = 0; i < N; ++i) {
+        int high = lower_hex_value(text[2 * i]);
+        int low = lower_hex_value(text[2 * i + 1]);
+        if (high < 0 || low < 0) return false;
+        out[i] = static_cast<std::uint8_t>(high << 4 | low);
+    }
+    return true;
+}
+
+template <std::size_t N>
+bool all_zero(const std::array<std::uint8_t, N>& bytes) {
+    for (auto byte : bytes)
+        if (byte != 0) return false;
+    return true;
+}
+
+std::string_view trim(std::string_view text) {
+    while (!text.empty() && (text.front() == ' ' || text.front() == '\t')) text.remove_prefix(1);
+    while (!text.empty() && (text.back() == ' ' || text.back() == '\t')) text.remove_suffix(1);
+    return text;
+}
+
+// W3C: a tracestate too long is cut between list members, never inside one.
+std::string bounded_tracestate(std::string_view state) {
+    state = trim(state);
+    if (state.size() <= tracestate_limit) return std::string(state);
+    auto cut = state.rfind(',', tracestate_limit);
+    if (cut == std::string_view::npos) return {};
+    return std::string(trim(state.substr(0, cut)));
+}
+
+// A forked child must not draw the same ids as its parent: the fork generation makes every
+// thread reseed.
+std::atomic<unsigned> fork_generation{0};
+const int fork_hook_installed = pthread_atfork(nullptr, nullptr, [] { ++fork_generation; });
+
+class IdSource {
+public:
+    template <std::size_t N>
+    void fill_nonzero(std::array<std::uint8_t, N>& out) {
+        if (generation_ != fork_generation.load(std::memory_order_relaxed) || !seeded_) reseed();
+        do {
+            for (std::size_t i = 0; i < N; i += 8) {
+                auto word = engine_();
+                for (std::size_t j = i; j < N && j < i + 8; ++j) {
+                    out[j] = static_cast<std::uint8_t>(word);
+                    word >>= 8;
+                }
+            }
+        } while (all_zero(out));
+    }
+
+private:
+    void reseed() {
+        std::array<std::uint32_t, 16> seed{};
+        auto* bytes = reinterpret_cast<unsigned char*>(seed.data());
+        std::size_t filled = 0;
+        while (filled < sizeof seed) {
+            ssize_t got = getrandom(bytes + filled, sizeof seed - filled, 0);
+            if (got < 0) {
+                if (errno == EINTR) continue;
+                throw Error(
+                    "acemq: the kernel's random source (getrandom) failed: " + std::generic_category().message(errno) +
+                    "; no trace or span id can be made without it, so let the process call getrandom");
+            }
+            filled += static_cast<std::size_t>(got);
+        }
+        std::seed_seq sequence(seed.begin(), seed.end());
+        engine_.seed(sequence);
+        generation_ = fork_generation.load(std::memory_order_relaxed);
+        seeded_ = true;
+    }
+
+    std::mt19937_64 engine_;
+    unsigned generation_ = 0;
+    bool seeded_ = false;
+};
+
+IdSource& id_source() {
+    (void)fork_hook_installed;
+    thread_local IdSource source;
+    return source;
+}
+
+thread_local const TraceContext* current = nullptr;
+
+const FieldValue* header_of(const Envelope& envelope, std::string_view name) {
+    auto at = envelope.headers.find(name);
+    return at == envelope.headers.end() ? nullptr : &at->second;
+}
+
+}  // namespace
+
+bool TraceContext::valid() const noexcept { return !all_zero(trace_id) && !all_zero(span_id); }
+
+std::string TraceContext::trace_id_hex() const { return to_hex(trace_id); }
+std::string TraceContext::span_id_hex() const { return to_hex(span_id); }
+
+std::string TraceContext::traceparent() const {
+    std::string text = "00-" + trace_id_hex() + "-" + span_id_hex() + "-";
+    text += hex_digits[flags >> 4];
+    text += hex_digits[flags & 0x0F];
+    return text;
+}
+
+std::optional<TraceContext> TraceContext::parse(std::string_view traceparent, std::string_view tracestate) {
+    // version(2) '-' trace-id(32) '-' parent-id(16) '-' flags(2)
+    constexpr std::size_t length = 55;
+    if (traceparent.size() < length) return std::nullopt;
+    std::array<std::uint8_t, 1> version{};
+    if (!from_hex(traceparent.substr(0, 2), version) || version[0] == 0xFF) return std::nullopt;
+    if (traceparent[2] != '-' || traceparent[35] != '-' || traceparent[52] != '-') return std::nullopt;
+    // Version 00 has exactly four fields; a later one may append its own after a '-'.
+    if (version[0] == 0x00 ? traceparent.size() != length : traceparent.size() > length && traceparent[length] != '-')
+        return std::nullopt;
+
+    TraceContext context;
+    std::array<std::uint8_t, 1> flags{};
+    if (!from_hex(traceparent.substr(3, 32), context.trace_id) ||
+        !from_hex(traceparent.substr(36, 16), context.span_id) || !from_hex(traceparent.substr(53, 2), flags))
+        return std::nullopt;
+    if (!context.valid()) return std::nullopt;
+    context.flags = flags[0];
+    context.state = bounded_tracestate(tracestate);
+    return context;
+}
+
+TraceContext TraceContext::new_root() {
+    TraceContext context;
+    id_source().fill_nonzero(context.trace_id);
+    id_source().fill_nonzero(context.span_id);
+    context.flags = 0x01;
+    return context;
+}
+
+TraceContext TraceContext::new_child() const {
+    TraceContext child = *this;
+    id_source().fill_nonzero(child.span_id);
+    return child;
+}
+
+std::optional<TraceContext> extract_trace(const Envelope& envelope) {
+    const FieldValue* parent = header_of(envelope, traceparent_header);
+    if (parent == nullptr) return std::nullopt;
+    const auto* parent_text = std::get_if<std::string>(&parent->get());
+    if (parent_text == nullptr) return std::nullopt;
+    std::string_view state;
+    if (const FieldValue* state_value = header_of(envelope, tracestate_header)) {
+        if (const auto* state_text = std::get_if<std::string>(&state_value->get())) state = *state_text;
+    }
+    return TraceContext::parse(*parent_text, state);
+}
+
+void inject_trace(const TraceContext& context, Envelope& envelope) {
+    envelope.headers.insert_or_assign(std::string(traceparent_header), FieldValue(context.traceparent()));
+    if (context.state.empty()) {
+        envelope.headers.erase(tracestate_header);
+    } else {
+        envelope.headers.insert_or_assign(std::string(tracestate_header), FieldValue(context.state));
+    }
+}
+
+std::string_view to_string(SpanKind kind) {
+    switch (kind) {
+    case SpanKind::internal: return "INTERNAL";
+    case SpanKind::producer: return "PRODUCER";
+    case SpanKind::consumer: return "CONSUMER";
+    case SpanKind::client: return "CLIENT";
+    }
+    return "INTERNAL";
+}
+
+const TraceContext* current_trace() noexcept { return current; }
+
+TraceScope::TraceScope(const TraceContext& context) noexcept : previous_(current) { current = &context; }
+TraceScope::~TraceScope() { current = previous_; }
+
+namespace {
+
+using WallClock = std::chrono::system_clock;
+
+std::string rfc3339(WallClock::time_point when) {
+    auto micros = std::chrono::duration_cast<std::chrono::microseconds>(when.time_since_epoch()).count();
+    auto seconds = static_cast<std::time_t>(micros / 1'000'000);
+    auto fraction = micros % 1'000'000;
+    if (fraction < 0) {
+        fraction += 1'000'000;
+        --seconds;
+    }
+    std::tm utc{};
+    gmtime_r(&seconds, &utc);
+    char text[96];
+    std::snprintf(text, sizeof text, "%04d-%02d-%02dT%02d:%02d:%02d.%06ldZ", utc.tm_year + 1900, utc.tm_mon + 1,
+                  utc.tm_mday, utc.tm_hour, utc.tm_min, utc.tm_sec, static_cast<long>(fraction));
+    return text;
+}
+
+void append_value(std::string& out, const AttributeValue& value) {
+    if (const auto* text = std::get_if<std::string>(&value)) {
+        out += detail::json_quoted(*text);
+    } else if (const auto* integer = std::get_if<std::int64_t>(&value)) {
+        out += std::to_string(*integer);
+    } else if (const auto* number = std::get_if<double>(&value)) {
+        // JSON has no NaN or infinity.
+        if (!std::isfinite(*number)) {
+            out += "null";
+            return;
+        }
+        char digits[32];
+        auto result = std::to_chars(digits, digits + sizeof digits, *number);
+        out.append(digits, result.ptr);
+    } else {
+        out += std::get<bool>(value) ? "true" : "false";
+    }
+}
+
+void append_attributes(std::string& out, const Attributes& attributes) {
+    out += '{';
+    bool first = true;
+    for (const auto& [key, value] : attributes) {
+        if (!first) out += ',';
+        first = false;
+        out += detail::json_quoted(key);
+        out += ':';
+        append_value(out, value);
+    }
+    out += '}';
+}
+
+struct Event {
+    std::string name;
+    WallClock::time_point time;
+    Attributes attributes;
+};
+
+struct LineWriter {
+    std::mutex lock;
+    std::function<void(std::string_view)> write;
+};
+
+class JsonSpan final : public Span {
+public:
+    JsonSpan(std::shared_ptr<LineWriter> writer, const SpanStart& start)
+        : writer_(std::move(writer)), name_(start.name), kind_(start.kind),
+          context_(start.parent != nullptr ? start.parent->new_child() : TraceContext::new_root()),
+          attributes_(start.attributes), started_(WallClock::now()), started_steady_(std::chrono::steady_clock::now()) {
+        if (start.parent != nullptr) parent_span_id_ = start.parent->span_id_hex();
+    }
+
+    ~JsonSpan() override {
+        // A destructor must not throw; a sink that fails loses this one line.
+        try {
+            end();
+        } catch (...) {}
+    }
+
+    const TraceContext& context() const override { return context_; }
+
+    void set_attribute(std::string_view key, AttributeValue value) override {
+        for (auto& [name, existing] : attributes_) {
+            if (name == key) {
+                existing = std::move(value);
+                return;
+            }
+        }
+        attributes_.emplace_back(std::string(key), std::move(value));
+    }
+
+    void add_event(std::string_view name, Attributes attributes) override {
+        events_.push_back({std::string(name), WallClock::now(), std::move(attributes)});
+    }
+
+    void set_error(std::string_view description) override {
+        error_ = true;
+        error_description_ = description;
+    }
+
+    void end() override {
+        if (ended_) return;
+        ended_ = true;
+        auto duration =
+            std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - started_steady_);
+        std::string line = render(duration.count());
+        std::lock_guard guard(writer_->lock);
+        writer_->write(line);
+    }
+
+private:
+    std::string render(std::int64_t duration_micros) const {
+        std::string out = "{\"name\":" + detail::json_quoted(name_) + ",\"kind\":\"" + std::string(to_string(kind_)) +
+                          "\",\"traceId\":\"" + context_.trace_id_hex() + "\",\"spanId\":\"" + context_.span_id_hex() +
+                          "\"";
+        if (!parent_span_id_.empty()) out += ",\"parentSpanId\":\"" + parent_span_id_ + "\"";
+        out += ",\"start\":\"" + rfc3339(started_) + "\",\"durationMicros\":" + std::to_string(duration_micros);
+        if (error_) {
+            out += ",\"status\":\"ERROR\"";
+            if (!error_description_.empty()) out += ",\"statusDescription\":" + detail::json_quoted(error_description_);
+        }
+        out += ",\"attributes\":";
+        append_attributes(out, attributes_);
+        out += ",\"events\":[";
+        bool first = true;
+        for (const auto& event : events_) {
+            if (!first) out += ',';
+            first = false;
+            out += "{\"name\":" + detail::json_quoted(event.name) + ",\"time\":\"" + rfc3339(event.time) +
+                   "\",\"attributes\":";
+            append_attributes(out, event.attributes);
+            out += '}';
+        }
+        out += "],\"scope\":" + detail::json_quoted(tracing_scope) + "}";
+        return out;
+    }
+
+    std::shared_ptr<LineWriter> writer_;
+    std::string name_;
+    SpanKind kind_;
+    TraceContext context_;
+    std::string parent_span_id_;
+    Attributes attributes_;
+    std::vector<Event> events_;
+    WallClock::time_point started_;
+    std::chrono::steady_clock::time_point started_steady_;
+    bool error_ = false;
+    std::string error_description_;
+    bool ended_ = false;
+};
+
+class JsonLinesTracer final : public Tracer {
+public:
+    explicit JsonLinesTracer(std::function<void(std::string_view)> write) : writer_(std::make_shared<LineWriter>()) {
+        writer_->write = std::move(write);
+    }
+
+    std::unique_ptr<Span> start_span(const SpanStart& start) override {
+        return std::make_unique<JsonSpan>(writer_, start);
+    }
+
+private:
+    // Shared with the spans so that a span outliving its tracer still has somewhere to write.
+    std::shared_ptr<LineWriter> writer_;
+};
+
+}  // namespace
+
+std::shared_ptr<Tracer> json_lines_tracer(std::function<void(std::string_view line)> write) {
+    if (!write) throw InvalidArgument("acemq: json_lines_tracer needs a function to write lines to");
+    return std::make_shared<JsonLinesTracer>(std::move(write));
+}
+
+std::shared_ptr<Tracer> json_lines_tracer(std::ostream& out) {
+    return json_lines_tracer([&out](std::string_view line) {
+        out << line << '\n';
+        out.flush();
+    });
+}
+
+}  // namespace acemq
