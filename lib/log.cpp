@@ -11,7 +11,7 @@ namespace {
 
 std::mutex sink_lock;
 LogSink current_sink;
-std::atomic<LogLevel> minimum_level{LogLevel::warning};
+std::atomic<LogLevel> minimum_level{LogLevel::info};
 
 const char* level_word(LogLevel level) {
     switch (level) {

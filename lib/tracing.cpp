@@ -131,9 +131,9 @@ IdSource& id_source() {
 
 thread_local const TraceContext* current = nullptr;
 
-const FieldValue* header_of(const Envelope& envelope, std::string_view name) {
-    auto at = envelope.headers.find(name);
-    return at == envelope.headers.end() ? nullptr : &at->second;
+const FieldValue* header_of(const Headers& headers, std::string_view name) {
+    auto at = headers.find(name);
+    return at == headers.end() ? nullptr : &at->second;
 }
 
 }  // namespace
@@ -186,24 +186,24 @@ TraceContext TraceContext::new_child() const {
     return child;
 }
 
-std::optional<TraceContext> extract_trace(const Envelope& envelope) {
-    const FieldValue* parent = header_of(envelope, traceparent_header);
+std::optional<TraceContext> extract_trace(const Headers& headers) {
+    const FieldValue* parent = header_of(headers, traceparent_header);
     if (parent == nullptr) return std::nullopt;
     const auto* parent_text = std::get_if<std::string>(&parent->get());
     if (parent_text == nullptr) return std::nullopt;
     std::string_view state;
-    if (const FieldValue* state_value = header_of(envelope, tracestate_header)) {
+    if (const FieldValue* state_value = header_of(headers, tracestate_header)) {
         if (const auto* state_text = std::get_if<std::string>(&state_value->get())) state = *state_text;
     }
     return TraceContext::parse(*parent_text, state);
 }
 
-void inject_trace(const TraceContext& context, Envelope& envelope) {
-    envelope.headers.insert_or_assign(std::string(traceparent_header), FieldValue(context.traceparent()));
+void inject_trace(const TraceContext& context, Headers& headers) {
+    headers.insert_or_assign(std::string(traceparent_header), FieldValue(context.traceparent()));
     if (context.state.empty()) {
-        envelope.headers.erase(tracestate_header);
+        headers.erase(tracestate_header);
     } else {
-        envelope.headers.insert_or_assign(std::string(tracestate_header), FieldValue(context.state));
+        headers.insert_or_assign(std::string(tracestate_header), FieldValue(context.state));
     }
 }
 

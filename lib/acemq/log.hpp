@@ -1,6 +1,8 @@
-// Where the library's own log lines go. By default warnings and errors go to stderr;
-// replace the sink to route them into your logging, and lower the minimum level to see
-// more. Never given payloads or credentials. Thread-safe.
+// Where the library's own log lines go. By default info and above go to stderr (the
+// library says little at info: a broker session opened or closed, a connection recovered,
+// and the lines with_logging() was asked for); replace the sink to route them into your
+// logging, raise the minimum level to see less or lower it to debug to see more. Never
+// given payloads or credentials. Thread-safe.
 #pragma once
 
 #include <functional>
@@ -16,7 +18,7 @@ using LogSink = std::function<void(LogLevel, std::string_view line)>;
 // returns the previous one.
 LogSink set_log_sink(LogSink sink);
 
-// Lines below `minimum` are dropped before any sink sees them; LogLevel::warning unless set.
+// Lines below `minimum` are dropped before any sink sees them; LogLevel::info unless set.
 void set_log_level(LogLevel minimum);
 LogLevel log_level();
 // Whether a line at `level` would be passed on: check it before building an expensive line.

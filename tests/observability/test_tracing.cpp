@@ -66,21 +66,21 @@ TEST_CASE("new roots and children") {
 
 TEST_CASE("inject and extract through an envelope") {
     Envelope envelope;
-    CHECK_FALSE(extract_trace(envelope));
+    CHECK_FALSE(extract_trace(envelope.headers));
     auto context = *TraceContext::parse(good, "a=1");
-    inject_trace(context, envelope);
-    auto back = extract_trace(envelope);
+    inject_trace(context, envelope.headers);
+    auto back = extract_trace(envelope.headers);
     REQUIRE(back);
     CHECK(back->traceparent() == good);
     CHECK(back->state == "a=1");
     context.state.clear();
-    inject_trace(context, envelope);
+    inject_trace(context, envelope.headers);
     CHECK_FALSE(envelope.headers.contains(tracestate_header));
 
     envelope.headers.insert_or_assign(std::string(traceparent_header), FieldValue(std::int64_t{42}));
-    CHECK_FALSE(extract_trace(envelope));
+    CHECK_FALSE(extract_trace(envelope.headers));
     envelope.headers.insert_or_assign(std::string(traceparent_header), FieldValue("garbage"));
-    CHECK_FALSE(extract_trace(envelope));
+    CHECK_FALSE(extract_trace(envelope.headers));
 }
 
 TEST_CASE("TraceScope nests and restores") {
