@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <climits>
 #include <mutex>
 #include <string>
@@ -125,6 +126,14 @@ void BusCore::track(const std::shared_ptr<ConsumerCore>& consumer) {
     consumers_.push_back(consumer);
 }
 
+std::vector<std::shared_ptr<ConsumerCore>> BusCore::live_consumers() const {
+    std::lock_guard guard(lock_);
+    std::vector<std::shared_ptr<ConsumerCore>> live;
+    for (const auto& weak : consumers_)
+        if (auto consumer = weak.lock()) live.push_back(std::move(consumer));
+    return live;
+}
+
 std::string BusCore::default_tag(const std::string& queue) {
     std::lock_guard guard(lock_);
     const int issued = ++tags_issued_[queue];
@@ -209,8 +218,29 @@ void Bus::add_consume_interceptor(ConsumeInterceptor interceptor) {
     core_->add_consume_interceptor(std::move(interceptor));
 }
 Health Bus::health(std::chrono::milliseconds timeout) {
-    if (core_->closed()) return Health{Health::Status::down, "the bus is closed", false, {}};
-    return core_->transport().check_health(timeout);
+    if (core_->closed()) return Health{.status = Health::Status::down, .detail = "the bus is closed"};
+    Health report = core_->transport().check_health(timeout);
+    // Consumers are asked only of a connection that answers: down already says the rest.
+    const bool answering = report.status != Health::Status::down;
+    for (const auto& consumer : core_->live_consumers()) {
+        const detail::ConsumerCore::Reading reading = consumer->reading();
+        if (!reading.open) continue;
+        ++report.consumers;
+        report.in_flight += reading.in_flight;
+        if (answering && reading.stopped &&
+            std::find(report.stopped_reading.begin(), report.stopped_reading.end(), consumer->queue()) ==
+                report.stopped_reading.end())
+            report.stopped_reading.push_back(consumer->queue());
+    }
+    if (answering && !report.stopped_reading.empty()) {
+        // A transport that reported stopped consumers itself (AMQP) said so in the same words.
+        std::string stopped = "these consumers have stopped reading: ";
+        for (std::size_t i = 0; i < report.stopped_reading.size(); ++i)
+            stopped += (i == 0 ? "" : ", ") + report.stopped_reading[i];
+        report.detail = report.blocked ? report.detail + "; " + stopped : stopped;
+        report.status = Health::Status::degraded;
+    }
+    return report;
 }
 Transport& Bus::transport() { return core_->transport(); }
 const std::string& Bus::origin() const { return core_->options().origin; }

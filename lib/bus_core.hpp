@@ -38,6 +38,8 @@ public:
     void notify_set_aside_failed(std::string_view queue, std::string_view target) const;
 
     void track(const std::shared_ptr<ConsumerCore>& consumer);
+    // The consumers still alive, for Bus::health.
+    std::vector<std::shared_ptr<ConsumerCore>> live_consumers() const;
     // "acemq-{queue}" for the first consumer of a queue on this bus, then "acemq-{queue}-2",
     // "-3", ...: a broker refuses two consumers with one tag on one connection.
     std::string default_tag(const std::string& queue);

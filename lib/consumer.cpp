@@ -117,6 +117,7 @@ ConsumerCore::ConsumerCore(std::shared_ptr<BusCore> bus, std::string queue, Deco
 void ConsumerCore::on_delivery(Delivery delivery) {
     {
         std::lock_guard guard(lock_);
+        if (waiting_.empty()) waiting_since_ = std::chrono::steady_clock::now();
         waiting_.push_back(std::move(delivery));
     }
     changed_.notify_one();
@@ -130,6 +131,7 @@ void ConsumerCore::work() {
         Delivery delivery = std::move(waiting_.front());
         waiting_.pop_front();
         ++running_;
+        last_started_ = std::chrono::steady_clock::now();
         guard.unlock();
         process(delivery);
         guard.lock();
@@ -332,6 +334,26 @@ bool ConsumerCore::park_unpublishable(Delivery& delivery, const ConsumeContext& 
     // Handed back to the queue it would come round and be refused again, forever.
     return set_aside(delivery, context, parked_queue(queue_),
                      "could not be published again for another attempt: " + refused.return_reason);
+}
+
+ConsumerCore::Reading ConsumerCore::reading() {
+    Reading now;
+    {
+        std::lock_guard guard(lock_);
+        if (stopping_) return Reading{.open = false};
+        now.in_flight = waiting_.size() + running_;
+        const auto quiet_since = std::max(last_started_, waiting_since_);
+        now.stopped = !waiting_.empty() && std::chrono::steady_clock::now() - quiet_since > options_.stall_after;
+    }
+    if (!now.stopped) {
+        try {
+            now.stopped = !bus_->transport().queue_exists(queue_);
+        } catch (const Error&) {
+            // The transport's own check says what is wrong with the connection; a consumer
+            // is only reported stopped for what is known of it.
+        }
+    }
+    return now;
 }
 
 bool ConsumerCore::on_worker_thread() const {

@@ -31,6 +31,16 @@ public:
     // the last worker to finish its delivery completes the close.
     bool close(std::chrono::milliseconds timeout);
 
+    // What Bus::health asks of a consumer. Thread-safe.
+    struct Reading {
+        bool open = true;           // not closed (nor closing): a closed one is no longer counted
+        bool stopped = false;       // its queue is gone, or its workers stalled (stall_after)
+        std::size_t in_flight = 0;  // deliveries waiting for a worker or in a handler
+    };
+    // Asks the transport whether the queue still exists (the subscription ended under the
+    // consumer when not), unless the workers already show a stall.
+    Reading reading();
+
 private:
     void on_delivery(Delivery delivery);
     void work();
@@ -77,6 +87,10 @@ private:
     std::condition_variable_any changed_;
     std::deque<Delivery> waiting_;
     std::size_t running_ = 0;
+    // When a worker last started a delivery, and when waiting_ last became non-empty: a
+    // stall is deliveries waiting with neither for longer than stall_after.
+    std::chrono::steady_clock::time_point last_started_{};
+    std::chrono::steady_clock::time_point waiting_since_{};
     bool stopping_ = false;
     bool released_ = false;          // the subscription is closed: late settlements are dropped
     bool finish_when_idle_ = false;  // close() was called inside a handler: the last worker out releases

@@ -28,7 +28,11 @@ std::string to_json(const Health& health, std::chrono::system_clock::time_point 
     if (!health.detail.empty()) out += ",\"detail\":" + detail::json_quoted(health.detail);
     out += ",\"checked\":" + detail::json_quoted(stamp);
     out += ",\"parts\":{\"blocked\":" + std::string(health.blocked ? "true" : "false") +
-           ",\"roundTripMillis\":" + millis + "}}";
+           ",\"roundTripMillis\":" + millis + ",\"consumers\":" + std::to_string(health.consumers) +
+           ",\"inFlight\":" + std::to_string(health.in_flight) + ",\"stoppedReading\":[";
+    for (std::size_t i = 0; i < health.stopped_reading.size(); ++i)
+        out += (i == 0 ? "" : ",") + detail::json_quoted(health.stopped_reading[i]);
+    out += "]}}";
     return out;
 }
 

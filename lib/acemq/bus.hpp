@@ -80,8 +80,12 @@ public:
     void add_publish_interceptor(PublishInterceptor interceptor);
     void add_consume_interceptor(ConsumeInterceptor interceptor);
 
-    // Whether the broker answers, within `timeout`; down once the bus is closed. Thread-safe,
-    // and cheap enough for a readiness probe (one round trip, nothing created).
+    // Whether the broker answers, within `timeout` (the transport's check_health), then, when
+    // it does, whether each live consumer is still reading: degraded, "these consumers have
+    // stopped reading: <queues>", when a consumer's queue is gone or deliveries waited past its
+    // stall_after with every worker busy; consumers and in_flight count them all. down (the
+    // transport's, or once the bus is closed) wins over degraded. Thread-safe, and cheap
+    // enough for a readiness probe (a round trip, and a queue_exists per consumer).
     Health health(std::chrono::milliseconds timeout = std::chrono::seconds(3));
 
     Transport& transport();

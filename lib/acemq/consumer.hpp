@@ -44,6 +44,7 @@ class ConsumerCore;
 }
 
 inline constexpr std::chrono::milliseconds default_drain_timeout{20000};
+inline constexpr std::chrono::milliseconds default_stall_after{60000};
 // The most workers a consumer runs: each is a thread. More messages in flight come from the
 // prefetch, not from more threads.
 inline constexpr int max_concurrency = 1024;
@@ -59,6 +60,9 @@ struct ConsumerOptions {
     // permission or one-off readers of a .dlq (which would otherwise create .dlq.dlq).
     bool declare = true;
     std::chrono::milliseconds drain_timeout = default_drain_timeout;
+    // Bus::health reports the consumer as stopped reading (degraded) when deliveries have
+    // waited this long and no worker started one: every worker is stuck in a handler.
+    std::chrono::milliseconds stall_after = default_stall_after;
 };
 
 template <class T>

@@ -181,8 +181,13 @@ public:
     // Asks the broker whether a queue that nobody uses exists (creates nothing), within
     // `timeout`. up when it answers; up with a note when the broker blocks the connection
     // (no round trip then); degraded when some subscriptions have stopped reading (see
-    // stopped_queues); down when it does not answer or the connection is down or closed.
+    // stopped_queues, also listed in Health::stopped_reading); down when it does not answer
+    // ("the broker did not answer: ..."), the connection is down and recovering, or it was
+    // closed ("the connection has been closed").
     Health check_health(std::chrono::milliseconds timeout = std::chrono::seconds(3)) override;
+    // "amqp", "rabbitmq", the URL without user or password; capabilities "confirms",
+    // "quorum-queues", "blocked-connections", and "tls" for amqps://.
+    TransportInfo describe() const override;
     BlockedState blocked() const;
     bool connected() const;
     // Queues whose subscriptions deliver nothing now: the broker cancelled them (their queue

@@ -159,6 +159,11 @@ public:
     const std::shared_ptr<Clock>& clock() const noexcept;
     // The data file, "" for a broker in memory only.
     const std::string& data() const noexcept;
+    // Why the data file refuses commits now (its last commit's error text, e.g. "disk full
+    // ..."): persistent publishes to durable queues are refused until a commit succeeds
+    // again. nullopt while commits succeed, and for a broker in memory only. Takes the
+    // broker's lock, so an answer also says the broker is not stuck.
+    std::optional<std::string> commit_failure();
 
     ConnectionId open_connection(ConnectionOptions options = {});
     // Closes the connection's subscriptions (their unsettled deliveries go back to their

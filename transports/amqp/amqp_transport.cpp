@@ -114,6 +114,10 @@ Health AmqpTransport::check_health(std::chrono::milliseconds timeout) {
     // transports with no broker to ask), so every early return below must not inherit it.
     report.status = Health::Status::down;
     // Down first: a connection that is gone is down whatever it was told before it went.
+    if (impl_->shut()) {
+        report.detail = "the connection has been closed";
+        return report;
+    }
     if (!connected()) {
         report.detail = "the connection to " + impl_->address().printable() + " is down";
         return report;
@@ -142,12 +146,23 @@ Health AmqpTransport::check_health(std::chrono::milliseconds timeout) {
     const std::vector<std::string> cancelled = stopped_queues();
     if (!cancelled.empty()) {
         report.status = Health::Status::degraded;
+        report.stopped_reading = cancelled;
         report.detail = "these consumers have stopped reading: ";
         for (std::size_t i = 0; i < cancelled.size(); ++i) report.detail += (i == 0 ? "" : ", ") + cancelled[i];
         return report;
     }
     report.status = Health::Status::up;
     return report;
+}
+
+TransportInfo AmqpTransport::describe() const {
+    const Address& address = impl_->address();
+    TransportInfo info{.name = "amqp",
+                       .messaging_system = "rabbitmq",
+                       .address = address.printable(),
+                       .capabilities = {"confirms", "quorum-queues", "blocked-connections"}};
+    if (address.tls) info.capabilities.push_back("tls");
+    return info;
 }
 
 std::shared_ptr<AmqpTransport> open(std::string_view url, Options options) {

@@ -96,6 +96,8 @@ public:
 
     BlockedState blocked() const;
     bool connected() const { return connected_.load(); }
+    // close() was called: unlike a lost connection, nothing will bring it back.
+    bool shut() { return commands_.is_shut(); }
     std::vector<std::string> stopped_queues() const;
     const Address& address() const noexcept { return address_; }
 

@@ -52,6 +52,7 @@ Broker::~Broker() {
 const std::string& Broker::name() const noexcept { return impl_->name(); }
 const std::shared_ptr<Clock>& Broker::clock() const noexcept { return impl_->clock(); }
 const std::string& Broker::data() const noexcept { return impl_->data(); }
+std::optional<std::string> Broker::commit_failure() { return impl_->commit_failure(); }
 Broker::ConnectionId Broker::open_connection(ConnectionOptions options) { return impl_->open_connection(options); }
 void Broker::close_connection(ConnectionId connection) { impl_->close_connection(connection); }
 void Broker::declare(ConnectionId connection, const Topology& topology) { impl_->declare(connection, topology); }
@@ -92,6 +93,11 @@ Broker::Impl::Guard::~Guard() {
     lock_.unlock();
     for (Clock::TimerId timer : retired) impl_.clock_->cancel(timer);
     if (commit_ != 0 && !detail::Journal::on_writer_thread()) impl_.journal_->wait(commit_);
+}
+
+std::optional<std::string> Broker::Impl::commit_failure() {
+    Guard guard(*this, "check its health");
+    return journal_ ? journal_->failure() : std::nullopt;
 }
 
 Broker::ConnectionId Broker::Impl::open_connection(ConnectionOptions options) {

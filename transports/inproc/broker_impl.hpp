@@ -47,6 +47,7 @@ public:
     const std::shared_ptr<Clock>& clock() const noexcept { return clock_; }
     const std::string& data() const noexcept { return data_; }
 
+    std::optional<std::string> commit_failure();
     ConnectionId open_connection(ConnectionOptions options);
     void close_connection(ConnectionId connection);
 

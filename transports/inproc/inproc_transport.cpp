@@ -1,5 +1,6 @@
 #include "inproc/inproc_transport.hpp"
 
+#include <chrono>
 #include <condition_variable>
 #include <mutex>
 
@@ -97,6 +98,39 @@ std::optional<Delivery> InprocTransport::pull(std::string_view queue) { return b
 std::uint64_t InprocTransport::queue_depth(std::string_view queue) { return broker_->queue_depth(connection_, queue); }
 bool InprocTransport::queue_exists(std::string_view queue) { return broker_->queue_exists(connection_, queue); }
 void InprocTransport::delete_queue(std::string_view queue) { broker_->delete_queue(connection_, queue); }
+
+Health InprocTransport::check_health(std::chrono::milliseconds /*timeout*/) {
+    // No deadline to keep: the broker is in this process, and its lock is held only briefly.
+    if (closed_.load(std::memory_order_relaxed))
+        return Health{.status = Health::Status::down, .detail = "the transport is closed"};
+    const auto started = std::chrono::steady_clock::now();
+    std::optional<std::string> failure;
+    try {
+        failure = broker_->commit_failure();
+    } catch (const Error& error) {
+        return Health{.status = Health::Status::down, .detail = error.what()};  // asked from inside a DeliverFn
+    }
+    const auto round_trip =
+        std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - started);
+    if (failure)
+        return Health{.status = Health::Status::down,
+                      .detail = "the data file \"" + broker_->data() + "\" refuses commits (" + *failure +
+                                "); persistent publishes are refused until it writes again",
+                      .round_trip = round_trip};
+    return Health{.round_trip = round_trip};
+}
+
+TransportInfo InprocTransport::describe() const {
+    TransportInfo info{.name = "inproc",
+                       .messaging_system = "acemq",
+                       .address = std::string(scheme_prefix) + broker_->name(),
+                       .capabilities = {"confirms", "dead-letters", "ttl"}};
+    if (!broker_->data().empty()) {
+        info.address += "?data=" + broker_->data();
+        info.capabilities.push_back("durable");
+    }
+    return info;
+}
 
 void InprocTransport::close() {
     closed_.store(true, std::memory_order_relaxed);

@@ -39,6 +39,13 @@ public:
     std::uint64_t queue_depth(std::string_view queue) override;
     bool queue_exists(std::string_view queue) override;
     void delete_queue(std::string_view queue) override;
+    // Up with the time the broker took to answer under its lock; down once this transport is
+    // closed ("the transport is closed"), and while a durable broker's data file refuses
+    // commits (Broker::commit_failure), which refuses persistent publishes.
+    Health check_health(std::chrono::milliseconds timeout) override;
+    // "inproc", "acemq", "inproc://NAME" (with "?data=FILE" for a durable broker);
+    // capabilities "confirms", "dead-letters", "ttl", and "durable" with a data file.
+    TransportInfo describe() const override;
     void close() override;
 
 private:

@@ -58,6 +58,11 @@ std::uint64_t Journal::last_recorded() {
     return next_sequence_ - 1;
 }
 
+std::optional<std::string> Journal::failure() {
+    std::lock_guard guard(mutex_);
+    return failure_;
+}
+
 void Journal::confirm_after(std::uint64_t sequence, PublishResult result, ConfirmFn confirmed) {
     std::lock_guard guard(mutex_);
     confirms_.push_back(Confirm{sequence, std::move(result), std::move(confirmed)});
@@ -110,6 +115,7 @@ void Journal::run() {
 
         std::vector<Confirm> due;
         lock.lock();
+        failure_ = failure;
         finished_through_ = through;
         std::erase_if(confirms_, [&](Confirm& confirm) {
             if (confirm.sequence > through) return false;

@@ -89,6 +89,9 @@ public:
     void wait(std::uint64_t sequence);
     // The last sequence number given out.
     std::uint64_t last_recorded();
+    // The error text of the last transaction when it failed: persistent publishes are being
+    // refused until one succeeds. nullopt while commits succeed.
+    std::optional<std::string> failure();
 
     // Commits what is waiting, stops the writer, then marks `redelivered` messages so and
     // records a clean close, checkpointing the WAL into the file. Idempotent; never throws
@@ -126,6 +129,7 @@ private:
     bool stopping_ = false;
     bool closed_ = false;
     bool unwritten_ = false;  // the writer stopped with changes it could not write
+    std::optional<std::string> failure_;
     std::thread writer_;
 };
 

@@ -331,6 +331,15 @@ Health ZmqTransport::check_health(std::chrono::milliseconds timeout) {
     return {.round_trip = std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - started)};
 }
 
+TransportInfo ZmqTransport::describe() const {
+    TransportInfo info{.name = "zmq",
+                       .messaging_system = "acemq",
+                       .address = endpoint_,
+                       .capabilities = {"confirms", "dead-letters", "ttl"}};
+    if (options_.curve) info.capabilities.push_back("curve");
+    return info;
+}
+
 void ZmqTransport::close() {
     if (thread_.get_id() == std::this_thread::get_id())
         throw UsageError("acemq: a zmq transport cannot be closed from its own I/O thread (inside a DeliverFn)");

@@ -49,7 +49,12 @@ public:
     std::uint64_t queue_depth(std::string_view queue) override;
     bool queue_exists(std::string_view queue) override;
     void delete_queue(std::string_view queue) override;
+    // A ping answered within `timeout`: up, with its round trip; down when the session is
+    // lost (reconnecting), the ping is not answered in time, or the transport is closed.
     Health check_health(std::chrono::milliseconds timeout) override;
+    // "zmq", "acemq", the endpoint; capabilities "confirms", "dead-letters", "ttl", and "curve"
+    // when the session is encrypted.
+    TransportInfo describe() const override;
     void close() override;
 
     // For the subscription: cancel (stop) or release (close) a consumer, waiting for the broker.
