@@ -1,28 +1,38 @@
 #include <acemq/metrics.hpp>
 
 #include <algorithm>
-#include <cstdio>
+#include <charconv>
+#include <cmath>
+#include <map>
 #include <mutex>
 
 namespace acemq {
 
 namespace {
 
-std::string prometheus_name(std::string_view name) {
+// Prometheus allows [a-zA-Z_:][a-zA-Z0-9_:]* in metric names, the same without ':' in label
+// names; anything else (the family's dots first of all) becomes '_'.
+std::string prometheus_name(std::string_view name, bool allow_colon) {
     std::string out(name);
-    std::replace(out.begin(), out.end(), '.', '_');
+    for (char& c : out) {
+        const bool letter = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_' || (allow_colon && c == ':');
+        if (!letter && !(c >= '0' && c <= '9')) c = '_';
+    }
+    if (out.empty() || (out[0] >= '0' && out[0] <= '9')) out.insert(out.begin(), '_');
     return out;
 }
 
 std::string escaped(std::string_view value) {
     std::string out;
     for (char c : value) {
-        if (c == '\\' || c == '"') out += '\\';
-        if (c == '\n') {
+        if (c == '\\')
+            out += "\\\\";
+        else if (c == '"')
+            out += "\\\"";
+        else if (c == '\n')
             out += "\\n";
-            continue;
-        }
-        out += c;
+        else
+            out += c;
     }
     return out;
 }
@@ -32,15 +42,40 @@ std::string label_text(const Labels& labels) {
     std::string out = "{";
     for (const auto& [name, value] : labels) {
         if (out.size() > 1) out += ',';
-        out += prometheus_name(name) + "=\"" + escaped(value) + "\"";
+        out += prometheus_name(name, false) + "=\"" + escaped(value) + "\"";
     }
     return out + "}";
 }
 
+// Shortest text that reads back as the same double; whole numbers come out without a point.
 std::string number(double value) {
+    if (std::isnan(value)) return "NaN";
+    if (std::isinf(value)) return value > 0 ? "+Inf" : "-Inf";
     char text[64];
-    std::snprintf(text, sizeof text, "%.17g", value);
-    return text;
+    auto [end, error] = std::to_chars(text, text + sizeof text, value);
+    return std::string(text, end);
+}
+
+std::string_view help_of(std::string_view name) {
+    static const std::map<std::string_view, std::string_view> help = {
+        {metric::publish_total, "Messages published, by destination and outcome."},
+        {metric::publish_duration, "Seconds from a publish call to the broker's answer."},
+        {metric::consume_total, "Deliveries settled, by queue and the consumer's decision."},
+        {metric::consume_duration, "Seconds a handler took, by queue and outcome."},
+        {metric::consume_in_flight, "Deliveries being handled now."},
+        {metric::retried_total, "Deliveries retried (a second view of consume total, outcome retried)."},
+        {metric::dead_lettered_total, "Deliveries dead-lettered or parked."},
+        {metric::set_aside_failed, "Deliveries that could not be set aside (dead-lettered or parked)."},
+        {metric::rung_missing, "Retries whose retry rung queue was missing; worth an alert."},
+        {metric::outbox_total, "Outbox records relayed, by destination and outcome."},
+        {metric::outbox_lag, "Seconds from an outbox record's commit to its publish."},
+        {metric::request_total, "Requests sent, by outcome."},
+        {metric::request_duration, "Seconds from a request to its answer."},
+        {metric::consume_attempts, "Attempts a delivery took (a count, not seconds)."},
+        {metric::idempotency_duplicates, "Deliveries found already done and acked without the handler."},
+    };
+    auto found = help.find(name);
+    return found == help.end() ? std::string_view("An acemq-cpp metric.") : found->second;
 }
 
 // The default instruments: the name and labels kept, each call forwarded to the Metrics.
@@ -105,75 +140,188 @@ std::shared_ptr<Gauge> Metrics::bind_gauge(std::string_view name, const Labels& 
     return std::make_shared<ForwardingGauge>(*this, name, labels);
 }
 
+namespace {
+
+class CellCounter final : public Counter {
+public:
+    explicit CellCounter(InMemoryMetrics::CounterCell& cell) : cell_(cell) {}
+    void add(std::int64_t delta) override { cell_.value.fetch_add(delta, std::memory_order_relaxed); }
+
+private:
+    InMemoryMetrics::CounterCell& cell_;
+};
+
+class CellDistribution final : public Distribution {
+public:
+    explicit CellDistribution(InMemoryMetrics::SummaryCell& cell) : cell_(cell) {}
+    void record(double value) override { cell_.record(value); }
+
+private:
+    InMemoryMetrics::SummaryCell& cell_;
+};
+
+class CellGauge final : public Gauge {
+public:
+    explicit CellGauge(InMemoryMetrics::GaugeCell& cell) : cell_(cell) {}
+    void set(double value) override { cell_.value.store(value, std::memory_order_relaxed); }
+    void add(double delta) override { cell_.value.fetch_add(delta, std::memory_order_relaxed); }
+
+private:
+    InMemoryMetrics::GaugeCell& cell_;
+};
+
+}  // namespace
+
+void InMemoryMetrics::SummaryCell::record(double value) {
+    std::lock_guard guard(lock);
+    summary.min = summary.count == 0 ? value : std::min(summary.min, value);
+    summary.max = summary.count == 0 ? value : std::max(summary.max, value);
+    ++summary.count;
+    summary.sum += value;
+}
+
 InMemoryMetrics::Key InMemoryMetrics::key_of(std::string_view name, const Labels& labels) {
     Labels sorted = labels;
     std::sort(sorted.begin(), sorted.end());
     return {std::string(name), std::move(sorted)};
 }
 
+InMemoryMetrics::CounterCell& InMemoryMetrics::counter_cell(std::string_view name, const Labels& labels) {
+    Key key = key_of(name, labels);
+    std::lock_guard guard(lock_);
+    return counters_.try_emplace(std::move(key)).first->second;
+}
+InMemoryMetrics::SummaryCell& InMemoryMetrics::summary_cell(std::string_view name, const Labels& labels) {
+    Key key = key_of(name, labels);
+    std::lock_guard guard(lock_);
+    return summaries_.try_emplace(std::move(key)).first->second;
+}
+InMemoryMetrics::GaugeCell& InMemoryMetrics::gauge_cell(std::string_view name, const Labels& labels) {
+    Key key = key_of(name, labels);
+    std::lock_guard guard(lock_);
+    return gauges_.try_emplace(std::move(key)).first->second;
+}
+
 void InMemoryMetrics::count(std::string_view name, std::int64_t delta, const Labels& labels) {
-    std::lock_guard guard(lock_);
-    counters_[key_of(name, labels)] += delta;
+    counter_cell(name, labels).value.fetch_add(delta, std::memory_order_relaxed);
 }
-
 void InMemoryMetrics::observe(std::string_view name, double seconds, const Labels& labels) {
-    std::lock_guard guard(lock_);
-    Summary& summary = summaries_[key_of(name, labels)];
-    summary.min = summary.count == 0 ? seconds : std::min(summary.min, seconds);
-    summary.max = summary.count == 0 ? seconds : std::max(summary.max, seconds);
-    ++summary.count;
-    summary.sum += seconds;
+    summary_cell(name, labels).record(seconds);
+}
+void InMemoryMetrics::gauge(std::string_view name, double value, const Labels& labels) {
+    gauge_cell(name, labels).value.store(value, std::memory_order_relaxed);
 }
 
-void InMemoryMetrics::gauge(std::string_view name, double value, const Labels& labels) {
-    std::lock_guard guard(lock_);
-    gauges_[key_of(name, labels)] = value;
+std::shared_ptr<Counter> InMemoryMetrics::bind_counter(std::string_view name, const Labels& labels) {
+    return std::make_shared<CellCounter>(counter_cell(name, labels));
+}
+std::shared_ptr<Distribution> InMemoryMetrics::bind_distribution(std::string_view name, const Labels& labels) {
+    return std::make_shared<CellDistribution>(summary_cell(name, labels));
+}
+std::shared_ptr<Gauge> InMemoryMetrics::bind_gauge(std::string_view name, const Labels& labels) {
+    return std::make_shared<CellGauge>(gauge_cell(name, labels));
 }
 
 std::int64_t InMemoryMetrics::counter(std::string_view name, const Labels& labels) const {
+    const Key key = key_of(name, labels);
     std::lock_guard guard(lock_);
-    auto found = counters_.find(key_of(name, labels));
-    return found == counters_.end() ? 0 : found->second;
+    auto found = counters_.find(key);
+    return found == counters_.end() ? 0 : found->second.value.load(std::memory_order_relaxed);
 }
 
 InMemoryMetrics::Summary InMemoryMetrics::summary(std::string_view name, const Labels& labels) const {
+    const Key key = key_of(name, labels);
     std::lock_guard guard(lock_);
-    auto found = summaries_.find(key_of(name, labels));
-    return found == summaries_.end() ? Summary{} : found->second;
+    auto found = summaries_.find(key);
+    if (found == summaries_.end()) return Summary{};
+    std::lock_guard cell(found->second.lock);
+    return found->second.summary;
 }
 
 double InMemoryMetrics::gauge_value(std::string_view name, const Labels& labels) const {
+    const Key key = key_of(name, labels);
     std::lock_guard guard(lock_);
-    auto found = gauges_.find(key_of(name, labels));
-    return found == gauges_.end() ? 0.0 : found->second;
+    auto found = gauges_.find(key);
+    return found == gauges_.end() ? 0.0 : found->second.value.load(std::memory_order_relaxed);
 }
 
+namespace {
+
+// One family of the exposition: its samples must be written together, under one HELP and
+// one TYPE line.
+struct Family {
+    std::string name;
+    std::string_view kind;
+    std::string help;
+    std::string samples;
+};
+
+class Exposition {
+public:
+    // Two names that differ only in characters Prometheus does not allow meet in one family
+    // when they are of one kind; of another kind, the second gets its kind as a suffix rather
+    // than a second TYPE line that would make the whole scrape invalid.
+    Family& family(std::string name, std::string_view kind, std::string_view help) {
+        auto found = families_.find(name);
+        if (found != families_.end() && found->second.kind != kind) {
+            name += "_" + std::string(kind);
+            found = families_.find(name);
+        }
+        if (found == families_.end()) {
+            found = families_.emplace(name, Family{name, kind, std::string(help), {}}).first;
+        }
+        return found->second;
+    }
+    std::string text() const {
+        std::string out;
+        for (const auto& [name, family] : families_) {
+            out += "# HELP " + name + " " + family.help + "\n";
+            out += "# TYPE " + name + " " + std::string(family.kind) + "\n";
+            out += family.samples;
+        }
+        return out;
+    }
+
+private:
+    std::map<std::string, Family> families_;
+};
+
+void sample(Family& family, std::string_view suffix, const Labels& labels, const std::string& value) {
+    family.samples += family.name + std::string(suffix) + label_text(labels) + " " + value + "\n";
+}
+
+}  // namespace
+
 std::string InMemoryMetrics::prometheus_text() const {
+    Exposition exposition;
     std::lock_guard guard(lock_);
-    std::string out;
-    std::string typed;  // the last metric whose TYPE line was written
-    auto type_line = [&](const std::string& name, const char* kind) {
-        if (name == typed) return;
-        out += "# TYPE " + name + " " + kind + "\n";
-        typed = name;
-    };
-    for (const auto& [key, value] : counters_) {
-        const std::string name = prometheus_name(key.first);
-        type_line(name, "counter");
-        out += name + label_text(key.second) + " " + std::to_string(value) + "\n";
+    for (const auto& [key, cell] : counters_) {
+        const std::string name = prometheus_name(key.first, true);
+        Family& family = exposition.family(name, "counter", help_of(key.first));
+        sample(family, "", key.second, std::to_string(cell.value.load(std::memory_order_relaxed)));
     }
-    for (const auto& [key, summary] : summaries_) {
-        const std::string name = prometheus_name(key.first);
-        type_line(name, "summary");
-        out += name + "_count" + label_text(key.second) + " " + std::to_string(summary.count) + "\n";
-        out += name + "_sum" + label_text(key.second) + " " + number(summary.sum) + "\n";
+    for (const auto& [key, cell] : summaries_) {
+        Summary summary;
+        {
+            std::lock_guard cell_guard(cell.lock);
+            summary = cell.summary;
+        }
+        const std::string name = prometheus_name(key.first, true);
+        const std::string help(help_of(key.first));
+        Family& family = exposition.family(name, "summary", help);
+        sample(family, "_count", key.second, std::to_string(summary.count));
+        sample(family, "_sum", key.second, number(summary.sum));
+        sample(exposition.family(name + "_min", "gauge", "The smallest value so far of " + name + "."), "", key.second,
+               number(summary.min));
+        sample(exposition.family(name + "_max", "gauge", "The largest value so far of " + name + "."), "", key.second,
+               number(summary.max));
     }
-    for (const auto& [key, value] : gauges_) {
-        const std::string name = prometheus_name(key.first);
-        type_line(name, "gauge");
-        out += name + label_text(key.second) + " " + number(value) + "\n";
+    for (const auto& [key, cell] : gauges_) {
+        const std::string name = prometheus_name(key.first, true);
+        Family& family = exposition.family(name, "gauge", help_of(key.first));
+        sample(family, "", key.second, number(cell.value.load(std::memory_order_relaxed)));
     }
-    return out;
+    return exposition.text();
 }
 
 }  // namespace acemq

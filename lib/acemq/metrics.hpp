@@ -16,6 +16,7 @@
 // so must the instruments it hands out.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -98,6 +99,11 @@ public:
 
 // Keeps everything in memory: counters, observations as a summary (count, sum, min, max),
 // gauges. For tests, for a /metrics endpoint of a small service, or to look at by hand.
+//
+// A bound instrument goes straight to its cell (an atomic, or a summary under its own small
+// lock): no shared lock and no key built per call. Bound instruments and the three calls
+// with the same name and labels share the cell. The instruments refer to this object, so it
+// must outlive them.
 class InMemoryMetrics final : public Metrics {
 public:
     struct Summary {
@@ -109,23 +115,48 @@ public:
     void observe(std::string_view name, double seconds, const Labels& labels) override;
     void gauge(std::string_view name, double value, const Labels& labels) override;
 
+    std::shared_ptr<Counter> bind_counter(std::string_view name, const Labels& labels) override;
+    std::shared_ptr<Distribution> bind_distribution(std::string_view name, const Labels& labels) override;
+    std::shared_ptr<Gauge> bind_gauge(std::string_view name, const Labels& labels) override;
+
     // 0 / an empty summary / 0 when nothing was recorded under that name and labels.
     std::int64_t counter(std::string_view name, const Labels& labels) const;
     Summary summary(std::string_view name, const Labels& labels) const;
     double gauge_value(std::string_view name, const Labels& labels) const;
 
-    // The Prometheus text format: dots become underscores in metric and label names (label
-    // values keep theirs); a duration is a summary (_count and _sum).
+    // The Prometheus text format 0.0.4, as a scrape endpoint serves it: one HELP and one TYPE
+    // line per family; dots (and any other character Prometheus does not allow) become
+    // underscores in metric and label names, label values keep theirs, escaped; counters are
+    // `counter`, durations a `summary` (_count, _sum) with `<name>_min` and `<name>_max`
+    // gauges beside it, gauges `gauge`.
     std::string prometheus_text() const;
+
+    struct CounterCell {
+        std::atomic<std::int64_t> value{0};
+    };
+    struct SummaryCell {
+        mutable std::mutex lock;
+        Summary summary;
+        void record(double value);
+    };
+    struct GaugeCell {
+        std::atomic<double> value{0};
+    };
 
 private:
     using Key = std::pair<std::string, Labels>;  // name, labels sorted by tag name
     static Key key_of(std::string_view name, const Labels& labels);
 
+    // Cells live in map nodes, which never move: a reference to one stays good while the
+    // map grows. lock_ guards the maps' structure only, never a cell's value.
+    CounterCell& counter_cell(std::string_view name, const Labels& labels);
+    SummaryCell& summary_cell(std::string_view name, const Labels& labels);
+    GaugeCell& gauge_cell(std::string_view name, const Labels& labels);
+
     mutable std::mutex lock_;
-    std::map<Key, std::int64_t> counters_;
-    std::map<Key, Summary> summaries_;
-    std::map<Key, double> gauges_;
+    std::map<Key, CounterCell> counters_;
+    std::map<Key, SummaryCell> summaries_;
+    std::map<Key, GaugeCell> gauges_;
 };
 
 }  // namespace acemq
