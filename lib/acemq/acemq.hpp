@@ -8,6 +8,7 @@
 #pragma once
 
 #include <acemq/ack.hpp>
+#include <acemq/aggregate_health.hpp>
 #include <acemq/bus.hpp>
 #include <acemq/clock.hpp>
 #include <acemq/codec.hpp>
@@ -34,6 +35,7 @@
 #include <acemq/schema.hpp>
 #include <acemq/settlement.hpp>
 #include <acemq/sql.hpp>
+#include <acemq/telemetry_server.hpp>
 #include <acemq/testing.hpp>
 #include <acemq/topology.hpp>
 #include <acemq/tracing.hpp>
