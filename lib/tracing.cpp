@@ -7,6 +7,7 @@
 #include <pthread.h>
 #include <sys/random.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <charconv>
@@ -261,9 +262,25 @@ void append_integer(std::string& out, std::int64_t value) {
     out.append(digits, result.ptr);
 }
 
+// What json_quoted writes, without its temporary string when nothing needs escaping: true of
+// nearly every name, key and value a span carries.
+void append_quoted(std::string& out, std::string_view text) {
+    const bool plain = std::all_of(text.begin(), text.end(), [](char c) {
+        const auto byte = static_cast<unsigned char>(c);
+        return byte >= 0x20 && byte != '"' && byte != '\\';
+    });
+    if (!plain) {
+        out += detail::json_quoted(text);
+        return;
+    }
+    out += '"';
+    out += text;
+    out += '"';
+}
+
 void append_value(std::string& out, const AttributeValue& value) {
     if (const auto* text = std::get_if<std::string>(&value)) {
-        out += detail::json_quoted(*text);
+        append_quoted(out, *text);
     } else if (const auto* integer = std::get_if<std::int64_t>(&value)) {
         append_integer(out, *integer);
     } else if (const auto* number = std::get_if<double>(&value)) {
@@ -286,7 +303,7 @@ void append_attributes(std::string& out, const Attributes& attributes) {
     for (const auto& [key, value] : attributes) {
         if (!first) out += ',';
         first = false;
-        out += detail::json_quoted(key);
+        append_quoted(out, key);
         out += ':';
         append_value(out, value);
     }
@@ -361,7 +378,7 @@ private:
         std::string out;
         out.reserve(rendered_size_guess);
         out += "{\"name\":";
-        out += detail::json_quoted(name_);
+        append_quoted(out, name_);
         out += ",\"kind\":\"";
         out += to_string(kind_);
         out += "\",\"traceId\":\"";
@@ -382,7 +399,7 @@ private:
             out += ",\"status\":\"ERROR\"";
             if (!error_description_.empty()) {
                 out += ",\"statusDescription\":";
-                out += detail::json_quoted(error_description_);
+                append_quoted(out, error_description_);
             }
         }
         out += ",\"attributes\":";
@@ -393,7 +410,7 @@ private:
             if (!first) out += ',';
             first = false;
             out += "{\"name\":";
-            out += detail::json_quoted(event.name);
+            append_quoted(out, event.name);
             out += ",\"time\":\"";
             append_rfc3339(out, event.time);
             out += "\",\"attributes\":";
@@ -401,7 +418,7 @@ private:
             out += '}';
         }
         out += "],\"scope\":";
-        out += detail::json_quoted(tracing_scope);
+        append_quoted(out, tracing_scope);
         out += '}';
         return out;
     }
