@@ -247,13 +247,30 @@ void append_rfc3339(std::string& out, WallClock::time_point when) {
         fraction += 1'000'000;
         --seconds;
     }
-    std::tm utc{};
-    gmtime_r(&seconds, &utc);
-    char text[96];
-    const int length =
-        std::snprintf(text, sizeof text, "%04d-%02d-%02dT%02d:%02d:%02d.%06ldZ", utc.tm_year + 1900, utc.tm_mon + 1,
-                      utc.tm_mday, utc.tm_hour, utc.tm_min, utc.tm_sec, static_cast<long>(fraction));
-    out.append(text, static_cast<std::size_t>(length));
+    // Spans come thousands a second: the date and time of day are worked out (gmtime_r and
+    // a printf) once per second per thread, only the microseconds for each.
+    struct Second {
+        std::time_t seconds = 0;
+        bool known = false;
+        char text[80];
+        std::size_t length = 0;
+    };
+    thread_local Second last;
+    if (!last.known || last.seconds != seconds) {
+        std::tm utc{};
+        gmtime_r(&seconds, &utc);
+        const int length =
+            std::snprintf(last.text, sizeof last.text, "%04d-%02d-%02dT%02d:%02d:%02d.", utc.tm_year + 1900,
+                          utc.tm_mon + 1, utc.tm_mday, utc.tm_hour, utc.tm_min, utc.tm_sec);
+        last.length = std::min(static_cast<std::size_t>(length), sizeof last.text - 1);
+        last.seconds = seconds;
+        last.known = true;
+    }
+    out.append(last.text, last.length);
+    char digits[6];
+    for (int i = 5; i >= 0; --i, fraction /= 10) digits[i] = static_cast<char>('0' + fraction % 10);
+    out.append(digits, sizeof digits);
+    out += 'Z';
 }
 
 void append_integer(std::string& out, std::int64_t value) {
