@@ -6,11 +6,11 @@
 //            lines: span creation and the JSON are measured, I/O is not
 //   both     the two together
 //   (a) Publisher::send of a small struct to a declared queue nobody consumes, µs per send;
-//       the queue is deleted and declared again after each round, untimed, so it stays small.
+//       the queue is deleted and declared again after every 1,000, untimed, so it stays small.
 //   (b) N sends to a queue a Consumer (concurrency 1) accepts from, µs per message from the
 //       first send to the last settlement, none against both. Both buses carry the same
 //       counting Observer to hear the settlements, so it costs them alike.
-// The configurations take turns in rounds, the first of each round rotating, so the machine's
+// The configurations take turns in rounds, in a new order each round, so the machine's
 // drift (it is shared, its speed moves by tens of percent) falls on all of them; each figure
 // is the median of its rounds and the ratios come from the same run. Figures only, never
 // asserted on.
@@ -25,6 +25,7 @@
 #include <acemq/topology.hpp>
 #include <acemq/tracing.hpp>
 
+#include <algorithm>
 #include <array>
 #include <chrono>
 #include <condition_variable>
@@ -33,7 +34,9 @@
 #include <exception>
 #include <memory>
 #include <mutex>
+#include <numeric>
 #include <optional>
+#include <random>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -57,7 +60,7 @@ struct Sizes {
     int delivered;  // (b) per round and configuration
 };
 
-constexpr Sizes full_sizes{7, 20'000, 10'000};
+constexpr Sizes full_sizes{9, 20'000, 10'000};
 constexpr Sizes quick_sizes{3, 5'000, 2'000};
 
 constexpr auto settle_deadline = 60s;
@@ -109,19 +112,25 @@ public:
     Sender(const Sender&) = delete;
     Sender& operator=(const Sender&) = delete;
 
-    // µs per send of `count` sends; the queue is emptied afterwards, untimed.
+    // µs per send of `count` sends, timed in batches; the queue is emptied after each, untimed,
+    // so it never holds more than a batch and no round inherits a large heap to free.
     double round(const Payment& payment, int count) {
-        const auto start = Clock::now();
-        for (int i = 0; i < count; ++i) bench::keep(publisher_.send(payment));
-        const auto elapsed = Clock::now() - start;
-        bus_.transport().delete_queue(queue_);
-        bus_.declare(topology());
+        auto elapsed = Clock::duration::zero();
+        for (int done = 0; done < count; done += batch) {
+            const int sends = std::min(batch, count - done);
+            const auto start = Clock::now();
+            for (int i = 0; i < sends; ++i) bench::keep(publisher_.send(payment));
+            elapsed += Clock::now() - start;
+            bus_.transport().delete_queue(queue_);
+            bus_.declare(topology());
+        }
         return std::chrono::duration<double, std::micro>(elapsed).count() / count;
     }
 
 private:
     acemq::Topology topology() const { return acemq::Topology{}.queue(queue_, {.durable = false}); }
 
+    static constexpr int batch = 1'000;
     const std::string queue_ = "telemetry_bench";
     acemq::Bus bus_;
     acemq::Publisher publisher_;
@@ -192,7 +201,9 @@ private:
     std::optional<acemq::Consumer> consumer_;
 };
 
-// Runs every configuration's round `rounds` times, taking turns, the first rotating; the
+// Runs every configuration's round `rounds` times, taking turns in an order shuffled afresh
+// each round (a fixed seed, so runs compare): rotating alone kept who follows whom, and a
+// round may pay for the heap the previous one left, which moved a figure by 20%. The
 // median of each configuration's rounds, in the order of `configs`.
 template <class Side, std::size_t N>
 std::array<double, N> interleaved(const std::array<Config, N>& configs, int rounds, int count, const Payment& payment) {
@@ -200,11 +211,13 @@ std::array<double, N> interleaved(const std::array<Config, N>& configs, int roun
     for (const Config config : configs) sides.push_back(std::make_unique<Side>(config));
     for (auto& side : sides) side->round(payment, count / 10 + 1);  // warm-up: caches, pools, instruments
     std::array<std::vector<double>, N> figures;
-    for (int round = 0; round < rounds; ++round)
-        for (std::size_t turn = 0; turn < N; ++turn) {
-            const std::size_t which = (turn + static_cast<std::size_t>(round)) % N;
-            figures[which].push_back(sides[which]->round(payment, count));
-        }
+    std::array<std::size_t, N> order{};
+    std::iota(order.begin(), order.end(), std::size_t{0});
+    std::mt19937 shuffler(20261202);
+    for (int round = 0; round < rounds; ++round) {
+        std::shuffle(order.begin(), order.end(), shuffler);
+        for (const std::size_t which : order) figures[which].push_back(sides[which]->round(payment, count));
+    }
     std::array<double, N> medians{};
     for (std::size_t i = 0; i < N; ++i) medians[i] = bench::median(figures[i]);
     return medians;
