@@ -7,6 +7,7 @@
 #include <pthread.h>
 #include <sys/random.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <charconv>
@@ -27,12 +28,18 @@ constexpr char hex_digits[] = "0123456789abcdef";
 constexpr std::size_t tracestate_limit = 512;
 
 template <std::size_t N>
-std::string to_hex(const std::array<std::uint8_t, N>& bytes) {
-    std::string text(2 * N, '0');
-    for (std::size_t i = 0; i < N; ++i) {
-        text[2 * i] = hex_digits[bytes[i] >> 4];
-        text[2 * i + 1] = hex_digits[bytes[i] & 0x0F];
+void append_hex(std::string& out, const std::array<std::uint8_t, N>& bytes) {
+    for (const std::uint8_t byte : bytes) {
+        out += hex_digits[byte >> 4];
+        out += hex_digits[byte & 0x0F];
     }
+}
+
+template <std::size_t N>
+std::string to_hex(const std::array<std::uint8_t, N>& bytes) {
+    std::string text;
+    text.reserve(2 * N);
+    append_hex(text, bytes);
     return text;
 }
 
@@ -144,9 +151,15 @@ std::string TraceContext::trace_id_hex() const { return to_hex(trace_id); }
 std::string TraceContext::span_id_hex() const { return to_hex(span_id); }
 
 std::string TraceContext::traceparent() const {
-    std::string text = "00-" + trace_id_hex() + "-" + span_id_hex() + "-";
-    text += hex_digits[flags >> 4];
-    text += hex_digits[flags & 0x0F];
+    // Every publish writes one: built in place, with no temporaries.
+    std::string text;
+    text.reserve(55);
+    text += "00-";
+    append_hex(text, trace_id);
+    text += '-';
+    append_hex(text, span_id);
+    text += '-';
+    append_hex(text, std::array{flags});
     return text;
 }
 
@@ -226,7 +239,7 @@ namespace {
 
 using WallClock = std::chrono::system_clock;
 
-std::string rfc3339(WallClock::time_point when) {
+void append_rfc3339(std::string& out, WallClock::time_point when) {
     auto micros = std::chrono::duration_cast<std::chrono::microseconds>(when.time_since_epoch()).count();
     auto seconds = static_cast<std::time_t>(micros / 1'000'000);
     auto fraction = micros % 1'000'000;
@@ -234,19 +247,59 @@ std::string rfc3339(WallClock::time_point when) {
         fraction += 1'000'000;
         --seconds;
     }
-    std::tm utc{};
-    gmtime_r(&seconds, &utc);
-    char text[96];
-    std::snprintf(text, sizeof text, "%04d-%02d-%02dT%02d:%02d:%02d.%06ldZ", utc.tm_year + 1900, utc.tm_mon + 1,
-                  utc.tm_mday, utc.tm_hour, utc.tm_min, utc.tm_sec, static_cast<long>(fraction));
-    return text;
+    // Spans come thousands a second: the date and time of day are worked out (gmtime_r and
+    // a printf) once per second per thread, only the microseconds for each.
+    struct Second {
+        std::time_t seconds = 0;
+        bool known = false;
+        char text[80];
+        std::size_t length = 0;
+    };
+    thread_local Second last;
+    if (!last.known || last.seconds != seconds) {
+        std::tm utc{};
+        gmtime_r(&seconds, &utc);
+        const int length =
+            std::snprintf(last.text, sizeof last.text, "%04d-%02d-%02dT%02d:%02d:%02d.", utc.tm_year + 1900,
+                          utc.tm_mon + 1, utc.tm_mday, utc.tm_hour, utc.tm_min, utc.tm_sec);
+        last.length = std::min(static_cast<std::size_t>(length), sizeof last.text - 1);
+        last.seconds = seconds;
+        last.known = true;
+    }
+    out.append(last.text, last.length);
+    char digits[6];
+    for (int i = 5; i >= 0; --i, fraction /= 10) digits[i] = static_cast<char>('0' + fraction % 10);
+    out.append(digits, sizeof digits);
+    out += 'Z';
+}
+
+void append_integer(std::string& out, std::int64_t value) {
+    char digits[24];
+    const auto result = std::to_chars(digits, digits + sizeof digits, value);
+    out.append(digits, result.ptr);
+}
+
+// What json_quoted writes, without its temporary string when nothing needs escaping: true of
+// nearly every name, key and value a span carries.
+void append_quoted(std::string& out, std::string_view text) {
+    const bool plain = std::all_of(text.begin(), text.end(), [](char c) {
+        const auto byte = static_cast<unsigned char>(c);
+        return byte >= 0x20 && byte != '"' && byte != '\\';
+    });
+    if (!plain) {
+        out += detail::json_quoted(text);
+        return;
+    }
+    out += '"';
+    out += text;
+    out += '"';
 }
 
 void append_value(std::string& out, const AttributeValue& value) {
     if (const auto* text = std::get_if<std::string>(&value)) {
-        out += detail::json_quoted(*text);
+        append_quoted(out, *text);
     } else if (const auto* integer = std::get_if<std::int64_t>(&value)) {
-        out += std::to_string(*integer);
+        append_integer(out, *integer);
     } else if (const auto* number = std::get_if<double>(&value)) {
         // JSON has no NaN or infinity.
         if (!std::isfinite(*number)) {
@@ -267,7 +320,7 @@ void append_attributes(std::string& out, const Attributes& attributes) {
     for (const auto& [key, value] : attributes) {
         if (!first) out += ',';
         first = false;
-        out += detail::json_quoted(key);
+        append_quoted(out, key);
         out += ':';
         append_value(out, value);
     }
@@ -285,13 +338,16 @@ struct LineWriter {
     std::function<void(std::string_view)> write;
 };
 
+// A publish span's line is about 600 bytes; a line longer than this grows as usual.
+constexpr std::size_t rendered_size_guess = 1024;
+
 class JsonSpan final : public Span {
 public:
     JsonSpan(std::shared_ptr<LineWriter> writer, const SpanStart& start)
         : writer_(std::move(writer)), name_(start.name), kind_(start.kind),
           context_(start.parent != nullptr ? start.parent->new_child() : TraceContext::new_root()),
           attributes_(start.attributes), started_(WallClock::now()), started_steady_(std::chrono::steady_clock::now()) {
-        if (start.parent != nullptr) parent_span_id_ = start.parent->span_id_hex();
+        if (start.parent != nullptr) parent_span_id_ = start.parent->span_id;
     }
 
     ~JsonSpan() override {
@@ -333,15 +389,35 @@ public:
     }
 
 private:
+    // Every span renders a line, on the thread that publishes or settles: appended into one
+    // string grown once, rather than joined from temporaries.
     std::string render(std::int64_t duration_micros) const {
-        std::string out = "{\"name\":" + detail::json_quoted(name_) + ",\"kind\":\"" + std::string(to_string(kind_)) +
-                          "\",\"traceId\":\"" + context_.trace_id_hex() + "\",\"spanId\":\"" + context_.span_id_hex() +
-                          "\"";
-        if (!parent_span_id_.empty()) out += ",\"parentSpanId\":\"" + parent_span_id_ + "\"";
-        out += ",\"start\":\"" + rfc3339(started_) + "\",\"durationMicros\":" + std::to_string(duration_micros);
+        std::string out;
+        out.reserve(rendered_size_guess);
+        out += "{\"name\":";
+        append_quoted(out, name_);
+        out += ",\"kind\":\"";
+        out += to_string(kind_);
+        out += "\",\"traceId\":\"";
+        append_hex(out, context_.trace_id);
+        out += "\",\"spanId\":\"";
+        append_hex(out, context_.span_id);
+        out += '"';
+        if (parent_span_id_) {
+            out += ",\"parentSpanId\":\"";
+            append_hex(out, *parent_span_id_);
+            out += '"';
+        }
+        out += ",\"start\":\"";
+        append_rfc3339(out, started_);
+        out += "\",\"durationMicros\":";
+        append_integer(out, duration_micros);
         if (error_) {
             out += ",\"status\":\"ERROR\"";
-            if (!error_description_.empty()) out += ",\"statusDescription\":" + detail::json_quoted(error_description_);
+            if (!error_description_.empty()) {
+                out += ",\"statusDescription\":";
+                append_quoted(out, error_description_);
+            }
         }
         out += ",\"attributes\":";
         append_attributes(out, attributes_);
@@ -350,12 +426,17 @@ private:
         for (const auto& event : events_) {
             if (!first) out += ',';
             first = false;
-            out += "{\"name\":" + detail::json_quoted(event.name) + ",\"time\":\"" + rfc3339(event.time) +
-                   "\",\"attributes\":";
+            out += "{\"name\":";
+            append_quoted(out, event.name);
+            out += ",\"time\":\"";
+            append_rfc3339(out, event.time);
+            out += "\",\"attributes\":";
             append_attributes(out, event.attributes);
             out += '}';
         }
-        out += "],\"scope\":" + detail::json_quoted(tracing_scope) + "}";
+        out += "],\"scope\":";
+        append_quoted(out, tracing_scope);
+        out += '}';
         return out;
     }
 
@@ -363,7 +444,7 @@ private:
     std::string name_;
     SpanKind kind_;
     TraceContext context_;
-    std::string parent_span_id_;
+    std::optional<std::array<std::uint8_t, 8>> parent_span_id_;
     Attributes attributes_;
     std::vector<Event> events_;
     WallClock::time_point started_;

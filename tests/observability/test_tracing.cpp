@@ -3,7 +3,9 @@
 
 #include <catch2/catch.hpp>
 
+#include <iterator>
 #include <mutex>
+#include <regex>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -127,6 +129,9 @@ TEST_CASE("json lines tracer writes one line per span") {
     CHECK(line.find("\"events\":[{\"name\":\"message.retried\",\"time\":\"") != std::string::npos);
     CHECK(line.find("\"attributes\":{\"messaging.acemq.retry_delay_ms\":100}}]") != std::string::npos);
     CHECK(line.find("\"scope\":\"org.acemq.amqp\"}") != std::string::npos);
+    // RFC 3339 in UTC to the microsecond, the span's start and the event's time alike.
+    const std::regex stamp(R"re("(start|time)":"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z")re");
+    CHECK(std::distance(std::sregex_iterator(line.begin(), line.end(), stamp), std::sregex_iterator()) == 2);
     parent.reset();
     REQUIRE(lines.size() == 2);
     CHECK(lines[1].find("parentSpanId") == std::string::npos);
