@@ -39,7 +39,8 @@ Health run_one(const HealthCheck& check, std::chrono::milliseconds deadline) {
     } catch (const std::exception& error) {
         return Health{.status = Health::Status::down, .detail = std::string("the check threw: ") + error.what()};
     } catch (...) {  // anything else a check throws still makes its part down, never the prober
-        return Health{.status = Health::Status::down, .detail = "the check threw something that is not a std::exception"};
+        return Health{.status = Health::Status::down,
+                      .detail = "the check threw something that is not a std::exception"};
     }
 }
 
@@ -71,7 +72,8 @@ AggregateHealth aggregate_health(const std::vector<HealthCheck>& checks, std::ch
     AggregateHealth report;
     for (std::size_t i = 0; i < checks.size(); ++i) {
         Health part = answers->health[i].value_or(
-            Health{.status = Health::Status::down, .detail = "did not answer within " + std::to_string(deadline.count()) + " ms"});
+            Health{.status = Health::Status::down,
+                   .detail = "did not answer within " + std::to_string(deadline.count()) + " ms"});
         if (severity(part.status) > severity(report.status)) report.status = part.status;
         report.parts.emplace_back(checks[i].name, std::move(part));
     }

@@ -52,8 +52,7 @@ private:
     // with its subscription), or a set-aside could not be published (the delivery went back
     // to its queue, counted as acemq.messages.set.aside.failed, and the worker paused).
     // `where` tells, for a retry, where it waits: on a rung, in the consumer, or requeued at once.
-    bool carry_out(Delivery& delivery, const ConsumeContext& context, const Settlement& settlement,
-                   RetryWhere& where);
+    bool carry_out(Delivery& delivery, const ConsumeContext& context, const Settlement& settlement, RetryWhere& where);
     bool set_aside(Delivery& delivery, const ConsumeContext& context, const std::string& target,
                    const std::string& reason);
     // Waits in the consumer; false when the wait was cancelled by a close that ran out of time.

@@ -161,8 +161,8 @@ void OutboxRelay::publish(OutboxRecord& record) {
     message.headers = std::move(record.headers);
     message.persistent = true;
     message.mandatory = true;  // always: a relayed message that reaches no queue must not vanish
-    const std::unique_ptr<Span> span =
-        bus_.core_->telemetry().start_publish({record.exchange, record.routing_key, record.id, {}, {}}, message.headers);
+    const std::unique_ptr<Span> span = bus_.core_->telemetry().start_publish(
+        {record.exchange, record.routing_key, record.id, {}, {}}, message.headers);
     if (!span) {
         const PublishResult result = bus_.transport().publish(std::move(message));
         if (auto failure = detail::publish_failure(result, {record.id, record.exchange, record.routing_key, true}))

@@ -6,8 +6,7 @@ namespace acemq::detail {
 
 namespace {
 
-constexpr std::array<std::string_view, publish_outcomes> publish_words{"confirmed", "published", "unroutable",
-                                                                       "failed", "refused"};
+constexpr std::array<std::string_view, publish_outcomes> publish_words{"confirmed", "unroutable", "failed", "refused"};
 constexpr std::array<Outcome, 6> all_outcomes{Outcome::acked,         Outcome::retried, Outcome::rejected,
                                               Outcome::dead_lettered, Outcome::parked,  Outcome::in_progress};
 constexpr std::array<std::string_view, retry_wheres> where_words{"consumer", "broker", "requeued"};
@@ -70,11 +69,12 @@ ConsumeInstruments::ConsumeInstruments(Metrics& metrics, std::string_view queue)
     }
     for (std::size_t i = 0; i < retry_wheres; ++i)
         retried_[i] = metrics.bind_counter(
-            metric::retried_total, labelled({{tag::queue, queue}, {tag::outcome, "retried"}, {tag::where, where_words[i]}}));
-    set_aside_failed_[0] = metrics.bind_counter(metric::set_aside_failed,
-                                                labelled({{tag::queue, queue}, {tag::target, dead_letter_queue(queue)}}));
-    set_aside_failed_[1] =
-        metrics.bind_counter(metric::set_aside_failed, labelled({{tag::queue, queue}, {tag::target, parked_queue(queue)}}));
+            metric::retried_total,
+            labelled({{tag::queue, queue}, {tag::outcome, "retried"}, {tag::where, where_words[i]}}));
+    set_aside_failed_[0] = metrics.bind_counter(
+        metric::set_aside_failed, labelled({{tag::queue, queue}, {tag::target, dead_letter_queue(queue)}}));
+    set_aside_failed_[1] = metrics.bind_counter(metric::set_aside_failed,
+                                                labelled({{tag::queue, queue}, {tag::target, parked_queue(queue)}}));
     in_flight_ = metrics.bind_gauge(metric::consume_in_flight, labelled({{tag::queue, queue}}));
     in_flight_->set(0);
     attempts_ = metrics.bind_distribution(metric::consume_attempts, labelled({{tag::queue, queue}}));
@@ -106,15 +106,17 @@ void ConsumeInstruments::rung_missing(std::string_view rung) const {
 Telemetry::Telemetry(std::shared_ptr<Metrics> metrics, std::shared_ptr<Tracer> tracer, TransportInfo transport)
     : metrics_(std::move(metrics)), tracer_(std::move(tracer)), system_(std::move(transport.messaging_system)) {}
 
-std::shared_ptr<const PublishInstruments> Telemetry::publishing(std::string_view exchange, std::string_view routing_key) {
+std::shared_ptr<const PublishInstruments> Telemetry::publishing(std::string_view exchange,
+                                                                std::string_view routing_key) {
     if (!metrics_) return nullptr;
     std::lock_guard guard(lock_);
     auto key = std::make_pair(std::string(exchange), std::string(routing_key));
     auto found = publishing_.find(key);
     if (found == publishing_.end())
-        found = publishing_
-                    .emplace(std::move(key), std::make_shared<const PublishInstruments>(*metrics_, exchange, routing_key))
-                    .first;
+        found =
+            publishing_
+                .emplace(std::move(key), std::make_shared<const PublishInstruments>(*metrics_, exchange, routing_key))
+                .first;
     return found->second;
 }
 
@@ -123,7 +125,8 @@ std::shared_ptr<const ConsumeInstruments> Telemetry::consuming(std::string_view 
     std::lock_guard guard(lock_);
     auto found = consuming_.find(queue);
     if (found == consuming_.end())
-        found = consuming_.emplace(std::string(queue), std::make_shared<const ConsumeInstruments>(*metrics_, queue)).first;
+        found =
+            consuming_.emplace(std::string(queue), std::make_shared<const ConsumeInstruments>(*metrics_, queue)).first;
     return found->second;
 }
 

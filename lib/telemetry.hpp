@@ -22,9 +22,10 @@
 
 namespace acemq::detail {
 
-// The family's outcome words of a publish, in the order of the instruments' arrays.
-enum class PublishOutcome { confirmed, published, unroutable, failed, refused };
-inline constexpr std::size_t publish_outcomes = 5;
+// The family's outcome words of a publish, in the order of the instruments' arrays. Not
+// "published" (a publish with confirms off): every acemq-cpp publish waits for its confirm.
+enum class PublishOutcome { confirmed, unroutable, failed, refused };
+inline constexpr std::size_t publish_outcomes = 4;
 std::string_view to_string(PublishOutcome outcome) noexcept;
 // A publish the transport answered: unroutable only when it was mandatory; refused when the
 // broker paused publishing (safe to send again later); failed for any other refusal.
@@ -67,7 +68,7 @@ private:
     std::array<std::shared_ptr<Counter>, outcomes> total_;
     std::array<std::shared_ptr<Distribution>, outcomes> duration_;
     std::array<std::shared_ptr<Counter>, retry_wheres> retried_;
-    std::array<std::shared_ptr<Counter>, 3> dead_lettered_;  // dead_lettered, rejected, parked
+    std::array<std::shared_ptr<Counter>, 3> dead_lettered_;     // dead_lettered, rejected, parked
     std::array<std::shared_ptr<Counter>, 2> set_aside_failed_;  // {queue}.dlq, {queue}.parked
     std::shared_ptr<Gauge> in_flight_;
     std::shared_ptr<Distribution> attempts_;

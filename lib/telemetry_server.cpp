@@ -33,6 +33,12 @@ public:
         : bus_(bus), metrics_(std::move(metrics)), options_(std::move(options)) {
         if (!metrics_) throw InvalidArgument("acemq: serve_telemetry was given no metrics to serve");
         server_.new_task_queue = [] { return new httplib::ThreadPool(serving_threads); };
+        // SO_REUSEADDR only: cpp-httplib's default adds SO_REUSEPORT, which would let a second
+        // server share the port and take half the scrapes instead of failing to start.
+        server_.set_socket_options([](socket_t socket) {
+            int yes = 1;
+            setsockopt(socket, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+        });
         server_.Get("/acemq-metrics", [this](const httplib::Request&, httplib::Response& response) {
             response.set_content(metrics_->prometheus_text(), "text/plain; version=0.0.4; charset=utf-8");
         });
@@ -48,9 +54,8 @@ public:
             response.set_content(info_json(bus_.transport().describe()), "application/json");
         });
         const std::string where = options_.address + ":" + std::to_string(options_.port);
-        const bool bound = options_.port == 0
-                               ? (port_ = server_.bind_to_any_port(options_.address)) > 0
-                               : server_.bind_to_port(options_.address, port_ = options_.port);
+        const bool bound = options_.port == 0 ? (port_ = server_.bind_to_any_port(options_.address)) > 0
+                                              : server_.bind_to_port(options_.address, port_ = options_.port);
         if (!bound)
             throw Error("acemq: the telemetry server cannot listen on " + where +
                         ": the port is taken or the address is not this machine's; pick another port, or 0 for "
@@ -77,9 +82,8 @@ public:
 
 private:
     AggregateHealth readiness() {
-        std::vector<HealthCheck> checks{{"broker", [this](std::chrono::milliseconds deadline) {
-                                             return bus_.health(deadline);
-                                         }}};
+        std::vector<HealthCheck> checks{
+            {"broker", [this](std::chrono::milliseconds deadline) { return bus_.health(deadline); }}};
         checks.insert(checks.end(), options_.checks.begin(), options_.checks.end());
         return aggregate_health(checks, options_.health_deadline);
     }

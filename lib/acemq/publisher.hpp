@@ -24,7 +24,7 @@ namespace acemq {
 namespace detail {
 class BusCore;
 class PublishInstruments;
-}
+}  // namespace detail
 struct PublishContext;
 
 struct PublisherOptions {

@@ -32,7 +32,7 @@ namespace acemq {
 
 struct TelemetryServerOptions {
     std::string address = "127.0.0.1";
-    std::uint16_t port = 9464;  // the family's; 0 picks a free port (see TelemetryServer::port)
+    std::uint16_t port = 9464;          // the family's; 0 picks a free port (see TelemetryServer::port)
     std::vector<HealthCheck> checks{};  // asked with the bus's own "broker" check
     std::chrono::milliseconds health_deadline = std::chrono::seconds(5);
 };

@@ -92,16 +92,17 @@ TEST_CASE("every settlement is counted once under the engine's outcome, with its
     auto metrics = std::make_shared<acemq::InMemoryMetrics>();
     Fixture f{{.metrics = metrics}};
     const std::string queue = f.source_queue("counted");
-    auto consumer = f.bus().consume<Order>(
-        queue,
-        [](const Message<Order>& message) -> acemq::Ack {
-            if (message.payload.id == "retry-once" && message.envelope.attempt == 1)
-                return acemq::retry(std::runtime_error("busy"));
-            if (message.payload.id == "always-fails") return acemq::retry(std::runtime_error("still busy"));
-            if (message.payload.id == "bad") return acemq::reject(std::invalid_argument("no such sku"));
-            return acemq::accept();
-        },
-        {.retry = acemq::fixed_retry(2, 20ms)});
+    auto consumer = f.bus().consume<Order>(queue,
+                                           [](const Message<Order>& message) -> acemq::Ack {
+                                               if (message.payload.id == "retry-once" && message.envelope.attempt == 1)
+                                                   return acemq::retry(std::runtime_error("busy"));
+                                               if (message.payload.id == "always-fails")
+                                                   return acemq::retry(std::runtime_error("still busy"));
+                                               if (message.payload.id == "bad")
+                                                   return acemq::reject(std::invalid_argument("no such sku"));
+                                               return acemq::accept();
+                                           },
+                                           {.retry = acemq::fixed_retry(2, 20ms)});
     acemq::Publisher orders = f.bus().publisher("", queue);
     for (const char* id : {"ok", "retry-once", "always-fails", "bad"}) orders.send(Order{id, 1});
     // Bytes no codec reads: parked without reaching the handler.
@@ -153,8 +154,8 @@ TEST_CASE("a retry waiting on a rung is counted where=broker; an unroutable publ
 
     const std::string nowhere = f.name("nowhere");
     CHECK_THROWS_AS(f.bus().publisher("", nowhere, {.mandatory = true}).send(Order{"o-2", 1}), acemq::PublishError);
-    CHECK(metrics->counter(metric::publish_total, {{"exchange", ""}, {"routing.key", nowhere}, {"outcome", "unroutable"}}) ==
-          1);
+    CHECK(metrics->counter(metric::publish_total,
+                           {{"exchange", ""}, {"routing.key", nowhere}, {"outcome", "unroutable"}}) == 1);
 }
 
 TEST_CASE("the trace crosses the broker and survives a retry ladder, a dead letter and the outbox") {
@@ -163,16 +164,16 @@ TEST_CASE("the trace crosses the broker and survives a retry ladder, a dead lett
     const std::string queue = f.source_queue("traced");
     const std::string relayed = f.source_queue("relayed");
     acemq::InMemoryOutboxStore outbox;
-    auto consumer = f.bus().consume<Order>(
-        queue,
-        [&](const Message<Order>& message) {
-            if (message.payload.id == "announce") {
-                outbox.add(acemq::record(f.bus(), "", relayed, Order{"announced", 1}));
-                return acemq::accept();
-            }
-            return acemq::retry(std::runtime_error("busy"));  // three attempts, then .dlq
-        },
-        {.retry = acemq::fixed_retry(3, 150ms).wait_in_broker_from(100ms)});
+    auto consumer =
+        f.bus().consume<Order>(queue,
+                               [&](const Message<Order>& message) {
+                                   if (message.payload.id == "announce") {
+                                       outbox.add(acemq::record(f.bus(), "", relayed, Order{"announced", 1}));
+                                       return acemq::accept();
+                                   }
+                                   return acemq::retry(std::runtime_error("busy"));  // three attempts, then .dlq
+                               },
+                               {.retry = acemq::fixed_retry(3, 150ms).wait_in_broker_from(100ms)});
     auto relayed_consumer = f.bus().consume<Order>(relayed, [](const Message<Order>&) { return acemq::accept(); });
 
     f.bus().publisher("", queue).send(Order{"doomed", 1});
