@@ -471,6 +471,25 @@ void print_table(std::size_t payload, const Column& c, const Sizes& sizes) {
         static_cast<double>(c.raw_steady_all), "bounded");
 }
 
+void record_rows(std::size_t payload, const Column& c) {
+    const std::string size = ", " + std::to_string(payload) + " B";
+    for (const bool acks_wait : {true, false})
+        bench::record({.name = std::string("durable broker, window 256, acks ") +
+                               (acks_wait ? "wait for their commit" : "ride the next commit") + size,
+                       .ours = (acks_wait ? c.waited : c.unwaited).per_second,
+                       .against = "raw sqlite3: 256 INSERTs, COMMIT, 256 DELETEs, COMMIT",
+                       .underneath = c.raw_window.per_second,
+                       .unit = "msg/s",
+                       .aim = 0.8,
+                       .better = bench::Better::higher});
+    bench::record({.name = "durable broker, one confirmed publish p50" + size,
+                   .ours = c.publish.p50_us,
+                   .against = "raw sqlite3: one BEGIN, INSERT, COMMIT (FULL)",
+                   .underneath = c.raw_commit.p50_us,
+                   .unit = "us",
+                   .aim = 1.2});
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -508,7 +527,9 @@ int main(int argc, char** argv) {
                 }
                 continue;
             }
-            print_table(size, measure(scratch, payload, sizes), sizes);
+            const Column column = measure(scratch, payload, sizes);
+            print_table(size, column, sizes);
+            record_rows(size, column);
             std::fflush(stdout);
         }
     } catch (const std::exception& error) {

@@ -3,12 +3,15 @@
 //     of the same bytes and headers, prepared once (what the engine adds: envelope,
 //     encoding, interceptors, confirm check);
 //   - send_all of 1,000 messages;
-//   - publish -> handle -> ack through a consumer, per message.
+//   - publish -> handle -> ack through a consumer, per message, against the broker's own
+//     publish + deliver + ack of the same prepared message (prefetch 1, one at a time),
+//     both in this one run.
 //
-//   build/bench/engine_bench
+//   build/bench/engine_bench     (ACEMQ_BENCH_QUICK=1: shorter runs, 50,000 through the consumer)
 #include <acemq/acemq.hpp>
 
 #include <cstdio>
+#include <optional>
 
 #include "measure.hpp"
 
@@ -54,6 +57,12 @@ int main() {
     bench::report("Publisher::send<Order>", engine);
     bench::report("Transport::publish of prepared bytes", raw);
     bench::report_ratio("send", engine, raw);
+    bench::record({.name = "inproc Publisher::send, confirmed",
+                   .ours = engine,
+                   .against = "Transport::publish of the prepared message",
+                   .underneath = raw,
+                   .unit = "ns/op",
+                   .aim = 1.5});
 
     std::puts("send_all, 1,000 messages:");
     std::vector<Order> batch(1000, order);
@@ -64,6 +73,24 @@ int main() {
         },
         5, 300ms);
     bench::report("send_all(1000), per message", per_batch / 1000.0);
+    bench::record({.name = "inproc Publisher::send_all(1000), per message",
+                   .ours = per_batch / 1000.0,
+                   .against = "Publisher::send, one at a time",
+                   .underneath = engine,
+                   .unit = "ns/op"});
+
+    std::puts("the broker underneath: publish + deliver + ack, one at a time:");
+    bus.declare(acemq::Topology{}.queue("bench.broker", {.type = acemq::QueueType::classic}));
+    std::optional<acemq::Delivery> held;
+    auto subscription = bus.transport().consume("bench.broker", acemq::ConsumeSpec{.prefetch = 1},
+                                                [&](acemq::Delivery delivery) { held = std::move(delivery); });
+    const double broker_round_trip = bench::ns_per_op([&] {
+        bus.transport().publish(acemq::OutboundMessage{
+            "", "bench.broker", encoded.body, encoded.content_type, "id", headers, {}, true, false});
+        held->ack();
+    });
+    subscription->close();
+    bench::report("Transport::publish + deliver + ack, prefetch 1", broker_round_trip);
 
     std::puts("publish -> handle -> ack through a consumer:");
     bus.declare(acemq::Topology{}.queue("bench.flow", {.type = acemq::QueueType::classic}));
@@ -75,7 +102,7 @@ int main() {
                                                   },
                                                   {.prefetch = 200});
     acemq::Publisher flow = bus.publisher("", "bench.flow");
-    constexpr std::uint64_t messages = 200000;
+    const std::uint64_t messages = bench::quick_from_environment() ? 50000 : 200000;
     const auto start = std::chrono::steady_clock::now();
     std::vector<Order> chunk(1000, order);
     for (std::uint64_t i = 0; i < messages / 1000; ++i) flow.send_all(chunk);
@@ -84,5 +111,12 @@ int main() {
         std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - start).count() /
         static_cast<double>(messages);
     consumer.close();
-    bench::report("per message, 200,000 through one consumer", round_trip);
+    bench::report("per message, " + std::to_string(messages) + " through one consumer", round_trip);
+    bench::report_ratio("through a consumer / the broker's own round trip", round_trip, broker_round_trip);
+    bench::record({.name = "inproc publish → handle → ack through a Consumer",
+                   .ours = round_trip,
+                   .against = "the embedded broker's own publish + deliver + ack",
+                   .underneath = broker_round_trip,
+                   .unit = "ns/msg",
+                   .aim = 3});
 }

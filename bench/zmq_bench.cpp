@@ -415,6 +415,31 @@ void print_table(std::size_t payload, const Column& ipc, const Column& tcp, cons
         std::printf("  %-44s missing with (d)\n", "(c) / (d) throughput          (aim > 1)");
 }
 
+void record_rows(std::size_t payload, const Column& column, const char* scheme, const std::optional<double>& amqp) {
+    const std::string where = std::string(", ") + scheme + ", " + std::to_string(payload) + " B";
+    bench::record({.name = "ZeroMQ transport, confirmed + acked" + where,
+                   .ours = column.acemq.per_second,
+                   .against = "raw cppzmq PUSH/PULL, no confirms",
+                   .underneath = column.push_pull,
+                   .unit = "msg/s",
+                   .aim = 0.25,
+                   .better = bench::Better::higher});
+    bench::record({.name = "ZeroMQ transport, one confirmed publish p50" + where,
+                   .ours = column.acemq.single.p50_us,
+                   .against = "raw cppzmq DEALER/ROUTER round trip p50",
+                   .underneath = column.round_trips.p50_us,
+                   .unit = "us",
+                   .aim = 1.5});
+    if (amqp)
+        bench::record({.name = "ZeroMQ transport, confirmed + acked" + where,
+                       .ours = column.acemq.per_second,
+                       .against = "the AMQP transport on RabbitMQ, the same",
+                       .underneath = *amqp,
+                       .unit = "msg/s",
+                       .aim = 1,
+                       .better = bench::Better::higher});
+}
+
 Column measure(zmq::context_t& context, Endpoints& endpoints, Scheme scheme, const acemq::Bytes& payload,
                const Sizes& sizes) {
     Column column{};
@@ -456,6 +481,8 @@ int main(int argc, char** argv) {
             std::string amqp_missing;
             const std::optional<double> amqp = over_amqp(payload, sizes, amqp_missing);
             print_table(size, ipc, tcp, amqp, amqp_missing, sizes);
+            record_rows(size, ipc, "ipc://", amqp);
+            record_rows(size, tcp, "tcp://", amqp);
             std::fflush(stdout);
         }
     } catch (const std::exception& error) {
