@@ -72,50 +72,48 @@ acemq::Bytes body_of(std::int64_t due, std::uint64_t sequence, std::size_t size)
     return body;
 }
 
-// One publisher thread: every `stride`-th message from `first`. It sends what is due, up to
-// the window, as one batch (send_all pipelines it and returns once every confirm is in),
-// so a slow confirm delays the next send and shows as send lag, never as a slower schedule.
-void publish(const acemq::Publisher& publisher, const Schedule& schedule, const Options& options, std::uint64_t first,
-             Tally& tally) {
+// One sender of a publisher thread's window: it takes the next message of that thread's
+// share (every `publishers`-th), waits for its due time and sends it, then takes the next.
+// Publisher::send returns once the broker confirmed, so a window of W publishes in flight is
+// W senders; when all are waiting for confirms, the next message goes out late and the
+// lateness shows as send lag, never as a slower schedule.
+void send_share(const acemq::Publisher& publisher, const Schedule& schedule, const Options& options,
+                std::atomic<std::uint64_t>& next, Tally& tally) {
     // Linux lets a sleep overrun by 50 us by default; a generator that wakes late reports
     // its own lateness as the bus's, so this thread asks for the least slack.
     prctl(PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL);
     const auto stride = static_cast<std::uint64_t>(options.publishers);
-    std::vector<acemq::Bytes> batch;
-    std::vector<std::int64_t> dues;
-    for (std::uint64_t n = first; n < schedule.total;) {
-        if (schedule.due(n) > now_ns()) sleep_until_ns(schedule.due(n));
-        batch.clear();
-        dues.clear();
-        const std::int64_t ready = now_ns();
-        for (; n < schedule.total && batch.size() < options.window && schedule.due(n) <= ready; n += stride) {
-            dues.push_back(schedule.due(n));
-            batch.push_back(body_of(dues.back(), n, options.size));
-        }
-        std::vector<bool> confirmed(batch.size(), true);
+    for (std::uint64_t n = next.fetch_add(stride); n < schedule.total; n = next.fetch_add(stride)) {
+        const std::int64_t due = schedule.due(n);
+        if (due > now_ns()) sleep_until_ns(due);
+        const acemq::Bytes body = body_of(due, n, options.size);
         const std::int64_t sent = now_ns();
+        bool confirmed = true;
         try {
-            if (batch.size() == 1)
-                publisher.send(batch.front());
-            else
-                publisher.send_all(batch);
-        } catch (const acemq::BatchPublishError& error) {
-            for (std::size_t i = 0; i < batch.size(); ++i) confirmed[i] = !error.failures().at(i).has_value();
-            tally.refuse(error.failed(), error.what());
+            publisher.send(body);
         } catch (const std::exception& error) {
-            // A PublishError, or the transport failing under the send: either way none of the
-            // batch is known to be confirmed, and the run goes on to show what follows.
-            confirmed.assign(batch.size(), false);
-            tally.refuse(batch.size(), error.what());
+            // A PublishError, or the transport failing under the send: either way the message
+            // is not known to be confirmed, and the run goes on to show what follows.
+            confirmed = false;
+            tally.refuse(1, error.what());
         }
         const std::int64_t done = now_ns();
-        for (std::size_t i = 0; i < batch.size(); ++i) {
-            if (confirmed[i]) ++tally.published;
-            if (!schedule.measured(dues[i])) continue;
-            tally.send_lag.record(static_cast<std::uint64_t>(sent - dues[i]));
-            if (confirmed[i]) tally.confirm.record(static_cast<std::uint64_t>(done - sent));
-        }
+        if (confirmed) ++tally.published;
+        if (!schedule.measured(due)) continue;
+        tally.send_lag.record(static_cast<std::uint64_t>(sent - due));
+        if (confirmed) tally.confirm.record(static_cast<std::uint64_t>(done - sent));
     }
+}
+
+// A publisher thread: its window of senders over its share of the schedule.
+void publish(const acemq::Publisher& publisher, const Schedule& schedule, const Options& options, std::uint64_t first,
+             Tally& tally) {
+    std::atomic<std::uint64_t> next{first};
+    std::vector<std::thread> senders;
+    for (std::size_t i = 0; i < options.window; ++i)
+        senders.emplace_back(send_share, std::cref(publisher), std::cref(schedule), std::cref(options), std::ref(next),
+                             std::ref(tally));
+    for (std::thread& sender : senders) sender.join();
 }
 
 class LoadHandler {

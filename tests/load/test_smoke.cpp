@@ -70,7 +70,7 @@ void check_verdicts(const json::object& report, std::initializer_list<const char
 TEST_CASE("a two-second run on the embedded broker reports consistent counts and ordered percentiles",
           "[load][smoke]") {
     const Ran ran =
-        run("--url inproc://load-smoke --rate 2000 --size 256 --publishers 2 --window 50 --consumers 2 "
+        run("--url inproc://load-smoke --rate 2000 --size 256 --publishers 2 --window 8 --consumers 2 "
             "--duration 2s --warmup 500ms --min-samples 1000 --json -");
     INFO(ran.out);
     const json::object report = json::parse(ran.out).as_object();

@@ -71,9 +71,9 @@ const std::vector<Spec>& specs() {
         {"--publishers", "N", "Publisher threads, each sending every N-th message; default 1.",
          [](Options& o, const std::string& v) { o.publishers = whole<int>("--publishers", v, 1, 256); }},
         {"--window", "N",
-         "Publishes in flight per publisher thread awaiting their confirm: a thread sends the messages that are "
-         "due, up to N at once, as one pipelined batch, and sends again once all of them are confirmed; default 100.",
-         [](Options& o, const std::string& v) { o.window = whole<std::size_t>("--window", v, 1, 100000); }},
+         "Publishes in flight per publisher thread awaiting their confirm, kept by N sending threads each "
+         "waiting for one confirm (Publisher::send is synchronous); default 32.",
+         [](Options& o, const std::string& v) { o.window = whole<std::size_t>("--window", v, 1, 1024); }},
         {"--consumers", "N", "Handler threads of the one consumer (its concurrency); 0 publishes only; default 1.",
          [](Options& o, const std::string& v) { o.consumers = whole<int>("--consumers", v, 0, 1024); }},
         {"--prefetch", "N", "Deliveries the consumer may hold unsettled; default 100.",
@@ -154,6 +154,11 @@ Options parse_options(int argc, char** argv) {
         spec->set(options, argv[++i]);
     }
     if (options.duration <= Nanos::zero()) throw UsageProblem("acemq-load: --duration must be above 0");
+    if (static_cast<std::size_t>(options.publishers) * options.window > 4096)
+        throw UsageProblem(
+            "acemq-load: --publishers times --window is the number of sending threads, at most 4096; "
+            "got " +
+            std::to_string(static_cast<std::size_t>(options.publishers) * options.window));
     if (options.failure_rate > 0 && options.consumers == 0)
         throw UsageProblem("acemq-load: --failure-rate needs a consumer to fail in; --consumers is 0");
     if (options.attempts > 1 && options.retry_delay <= Nanos::zero())

@@ -21,7 +21,7 @@ struct Options {
     double rate = 1000;  // offered messages per second, over all publisher threads
     std::size_t size = 512;
     int publishers = 1;
-    std::size_t window = 100;
+    std::size_t window = 32;
     int consumers = 1;
     std::uint16_t prefetch = 100;
     Nanos handler_time{0};
