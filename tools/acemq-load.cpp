@@ -153,6 +153,10 @@ private:
     Tally& tally_;
 };
 
+const char* queue_type_name(const Options& options) {
+    return options.queue_type == load::QueueKind::quorum ? "quorum" : "classic";
+}
+
 std::string millis(std::uint64_t nanos) {
     char text[32];
     std::snprintf(text, sizeof text, "%.3f", static_cast<double>(nanos) / 1e6);
@@ -298,10 +302,10 @@ std::string report_json(const Options& options, Tally& tally, const Schedule& sc
     out << "{\n  \"tool\": \"acemq-load\",\n  \"url\": " << json_string(acemq::redacted_url(options.url))
         << ",\n  \"startedAt\": " << json_string(outcome.started_at)
         << ",\n  \"options\": {\"queue\": " << json_string(options.queue) << ", \"queueType\": \""
-        << (options.queue_type == load::QueueKind::quorum ? "quorum" : "classic") << "\", \"rate\": " << options.rate
-        << ", \"size\": " << options.size << ", \"publishers\": " << options.publishers
-        << ", \"window\": " << options.window << ", \"consumers\": " << options.consumers
-        << ", \"prefetch\": " << options.prefetch << ", \"handlerTimeSeconds\": " << seconds(options.handler_time)
+        << queue_type_name(options) << "\", \"rate\": " << options.rate << ", \"size\": " << options.size
+        << ", \"publishers\": " << options.publishers << ", \"window\": " << options.window
+        << ", \"consumers\": " << options.consumers << ", \"prefetch\": " << options.prefetch
+        << ", \"handlerTimeSeconds\": " << seconds(options.handler_time)
         << ", \"failureRate\": " << options.failure_rate << ", \"attempts\": " << options.attempts
         << ", \"retryDelaySeconds\": " << seconds(options.retry_delay)
         << ", \"lagBoundSeconds\": " << seconds(options.lag_bound) << ", \"minSamples\": " << options.min_samples
@@ -334,9 +338,8 @@ std::string report_json(const Options& options, Tally& tally, const Schedule& sc
 std::string report_text(const Options& options, Tally& tally, const Schedule& schedule, const Outcome& outcome) {
     std::ostringstream out;
     char line[200];
-    out << "acemq-load: " << acemq::redacted_url(options.url) << ", "
-        << (options.queue_type == load::QueueKind::quorum ? "quorum" : "classic") << " queue " << options.queue << ", "
-        << options.rate << " msg/s of " << options.size << " B, " << options.publishers
+    out << "acemq-load: " << acemq::redacted_url(options.url) << ", " << queue_type_name(options) << " queue "
+        << options.queue << ", " << options.rate << " msg/s of " << options.size << " B, " << options.publishers
         << " publisher thread(s) (window " << options.window << "), " << options.consumers << " consumer(s) (prefetch "
         << options.prefetch << "), " << seconds(options.duration) << " s after a " << seconds(options.warmup)
         << " s warm-up\n";
