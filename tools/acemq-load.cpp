@@ -397,6 +397,12 @@ int run(const Options& options) {
     schedule.rate = options.rate;
     const double planned = std::chrono::duration<double>(options.warmup + options.duration).count();
     schedule.total = static_cast<std::uint64_t>(std::ceil(planned * options.rate));
+    Outcome outcome;
+    outcome.started_at = utc_now();
+    // Fixed before any handler can read it, with a moment for the consumer and the senders
+    // to start before the first message falls due.
+    schedule.start = now_ns() + 200'000'000;
+    schedule.measured_from = schedule.start + options.warmup.count();
 
     std::optional<acemq::Consumer> consumer;
     if (options.consumers > 0)
@@ -406,11 +412,6 @@ int run(const Options& options) {
     const acemq::Publisher publisher =
         bus.publisher("", options.queue, {.codec = std::make_shared<acemq::BytesCodec>()});
 
-    Outcome outcome;
-    outcome.started_at = utc_now();
-    // A moment for the threads to start before the first message falls due.
-    schedule.start = now_ns() + 100'000'000;
-    schedule.measured_from = schedule.start + options.warmup.count();
     Progress progress(bus, options, schedule, tally);
     std::vector<std::thread> publishers;
     for (int i = 0; i < options.publishers; ++i)
