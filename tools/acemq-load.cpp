@@ -1,4 +1,4 @@
-// acemq-load: an open-loop load generator for any bus URL (tools/README.md has every option,
+// acemq-load: an open-loop load generator for any bus URL (docs/load.md has every option,
 // the verdicts and the JSON report). One process publishes and consumes, so the due time a
 // message carries in its body (steady-clock nanoseconds) means the same to both ends.
 #include <sys/prctl.h>

@@ -55,6 +55,7 @@ TEST_CASE("bad command lines are refused naming what is wrong", "[load][options]
     REQUIRE_THROWS_WITH(parse({"--queue-type", "stream"}), Catch::Contains("classic or quorum"));
     REQUIRE_THROWS_WITH(parse({"--consumers", "0", "--failure-rate", "0.1"}), Catch::Contains("needs a consumer"));
     REQUIRE_THROWS_WITH(parse({"--duration", "0s"}), Catch::Contains("--duration must be above 0"));
+    REQUIRE_THROWS_WITH(parse({"--attempts", "3", "--retry-delay", "500us"}), Catch::Contains("at least 1ms"));
     REQUIRE_THROWS_WITH(parse({"--window", "2000"}), Catch::Contains("--window wants a whole number from 1 to 1024"));
     REQUIRE_THROWS_WITH(parse({"--publishers", "8", "--window", "1000"}), Catch::Contains("at most 4096; got 8000"));
 }

@@ -161,8 +161,10 @@ Options parse_options(int argc, char** argv) {
             std::to_string(static_cast<std::size_t>(options.publishers) * options.window));
     if (options.failure_rate > 0 && options.consumers == 0)
         throw UsageProblem("acemq-load: --failure-rate needs a consumer to fail in; --consumers is 0");
-    if (options.attempts > 1 && options.retry_delay <= Nanos::zero())
-        throw UsageProblem("acemq-load: --retry-delay must be above 0 when --attempts is above 1");
+    if (options.attempts > 1 && options.retry_delay < std::chrono::milliseconds(1))
+        throw UsageProblem(
+            "acemq-load: --retry-delay must be at least 1ms when --attempts is above 1 (a retry "
+            "policy counts its waits in milliseconds)");
     return options;
 }
 
