@@ -45,7 +45,7 @@ const std::vector<Spec>& specs() {
          [](Options& o, const std::string& v) { o.url = v; }},
         {"--queue", "NAME",
          "The queue the load goes through, deleted and declared afresh at the start (with its .dlq and .parked) "
-         "and deleted at the end; default acemq.load.",
+         "and deleted at the end, so never one an application uses; default acemq.load.",
          [](Options& o, const std::string& v) { o.queue = v; }},
         {"--queue-type", "classic|quorum", "The type of that queue; default classic.",
          [](Options& o, const std::string& v) {
