@@ -54,14 +54,19 @@ BusCore::BusCore(std::shared_ptr<Transport> transport, BusOptions options)
     std::vector<std::shared_ptr<Observer>> observers;
     if (options_.observer) observers.push_back(options_.observer);
     observers_ = std::make_shared<const std::vector<std::shared_ptr<Observer>>>(std::move(observers));
+    any_publish_interceptors_ = !publish_interceptors_->empty();
+    any_consume_interceptors_ = !consume_interceptors_->empty();
+    any_observers_ = !observers_->empty();
 }
 
 std::shared_ptr<const std::vector<PublishInterceptor>> BusCore::publish_interceptors() const {
+    if (!any_publish_interceptors_.load(std::memory_order_acquire)) return nullptr;
     std::lock_guard guard(lock_);
     return publish_interceptors_;
 }
 
 std::shared_ptr<const std::vector<ConsumeInterceptor>> BusCore::consume_interceptors() const {
+    if (!any_consume_interceptors_.load(std::memory_order_acquire)) return nullptr;
     std::lock_guard guard(lock_);
     return consume_interceptors_;
 }
@@ -69,20 +74,24 @@ std::shared_ptr<const std::vector<ConsumeInterceptor>> BusCore::consume_intercep
 void BusCore::add_publish_interceptor(PublishInterceptor interceptor) {
     std::lock_guard guard(lock_);
     publish_interceptors_ = appended(publish_interceptors_, std::move(interceptor));
+    any_publish_interceptors_.store(true, std::memory_order_release);
 }
 
 void BusCore::add_consume_interceptor(ConsumeInterceptor interceptor) {
     std::lock_guard guard(lock_);
     consume_interceptors_ = appended(consume_interceptors_, std::move(interceptor));
+    any_consume_interceptors_.store(true, std::memory_order_release);
 }
 
 void BusCore::add_observer(std::shared_ptr<Observer> observer) {
     if (!observer) throw InvalidArgument("acemq: add_observer was given a null observer");
     std::lock_guard guard(lock_);
     observers_ = appended(observers_, std::move(observer));
+    any_observers_.store(true, std::memory_order_release);
 }
 
 void BusCore::notify_all(const std::function<void(Observer&)>& tell) const {
+    if (!any_observers_.load(std::memory_order_acquire)) return;
     std::shared_ptr<const std::vector<std::shared_ptr<Observer>>> snapshot;
     {
         std::lock_guard guard(lock_);

@@ -1,6 +1,7 @@
 // The shared state behind a Bus, its Publishers and its Consumers (not a public header).
 #pragma once
 
+#include <atomic>
 #include <functional>
 #include <map>
 #include <memory>
@@ -25,7 +26,8 @@ public:
     Telemetry& telemetry() noexcept { return telemetry_; }
 
     // Copy-on-write lists: a publish or delivery reads a snapshot without holding a lock
-    // while user code runs; adding one replaces the list.
+    // while user code runs; adding one replaces the list. Null while the list is empty, the
+    // common case, which then costs no lock and no count shared between threads.
     std::shared_ptr<const std::vector<PublishInterceptor>> publish_interceptors() const;
     std::shared_ptr<const std::vector<ConsumeInterceptor>> consume_interceptors() const;
     void add_publish_interceptor(PublishInterceptor interceptor);
@@ -57,6 +59,9 @@ private:
     std::shared_ptr<const std::vector<PublishInterceptor>> publish_interceptors_;
     std::shared_ptr<const std::vector<ConsumeInterceptor>> consume_interceptors_;
     std::shared_ptr<const std::vector<std::shared_ptr<Observer>>> observers_;
+    std::atomic<bool> any_publish_interceptors_{false};
+    std::atomic<bool> any_consume_interceptors_{false};
+    std::atomic<bool> any_observers_{false};
     std::vector<std::weak_ptr<ConsumerCore>> consumers_;
     std::map<std::string, int, std::less<>> tags_issued_;
     bool closed_ = false;

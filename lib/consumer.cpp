@@ -212,7 +212,7 @@ Settlement ConsumerCore::run_handler(ConsumeContext& context, bool& reached_hand
     reached_handler = true;
     Ack ack = accept();
     try {
-        ack = detail::run_chain<Ack>(*bus_->consume_interceptors(), context, step);
+        ack = detail::run_chain<Ack>(bus_->consume_interceptors(), context, step);
     } catch (...) {
         ack = retry(Failure::of(std::current_exception(),
                                 "in the handler of queue " + queue_ + " (message " + context.envelope.id + ")"));

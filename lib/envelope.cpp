@@ -1,5 +1,6 @@
 #include <acemq/envelope.hpp>
 
+#include <algorithm>
 #include <limits>
 
 #include <acemq/error.hpp>
@@ -20,15 +21,17 @@ const FieldValue* find(const Headers& headers, std::string_view name) {
     return it == headers.end() ? nullptr : &it->second;
 }
 
-std::string read_text(const Headers& headers, std::string_view name) {
-    const FieldValue* value = find(headers, name);
+// As FieldValue::as_text reads it, without a copy: "" when absent or not text.
+std::string_view text_of(const FieldValue* value) {
     if (value == nullptr) return {};
-    return value->as_text().value_or(std::string{});
+    if (const auto* text = std::get_if<std::string>(&value->get())) return *text;
+    if (const auto* bytes = std::get_if<Bytes>(&value->get()))
+        return {reinterpret_cast<const char*>(bytes->data()), bytes->size()};
+    return {};
 }
 
 // Absent, unreadable, out of range or below one: the default of one.
-std::int32_t read_positive_int32(const Headers& headers, std::string_view name) {
-    const FieldValue* value = find(headers, name);
+std::int32_t read_positive_int32(const FieldValue* value) {
     if (value == nullptr) return 1;
     auto number = value->as_integer();
     if (!number || *number < 1 || *number > std::numeric_limits<std::int32_t>::max()) return 1;
@@ -162,33 +165,76 @@ Headers render_headers(const Envelope& envelope) {
     return out;
 }
 
+namespace {
+
+// A delivery's reserved headers, each null when absent.
+struct ReservedHeaders {
+    const FieldValue *attempt = nullptr, *causation = nullptr, *claim = nullptr, *correlation = nullptr,
+                     *error = nullptr, *first_seen = nullptr, *id = nullptr, *origin = nullptr, *route = nullptr,
+                     *route_id = nullptr, *route_position = nullptr, *type = nullptr, *version = nullptr;
+};
+
+// Sorts each reserved header of `headers` into its slot and every other one into
+// `application`, in one walk: the table and the list of reserved names are both in name
+// order, so each name is compared once instead of searched for.
+ReservedHeaders sort_headers(const Headers& headers, Headers& application) {
+    ReservedHeaders found;
+    using Slot = std::pair<std::string_view, const FieldValue * ReservedHeaders::*>;
+    static constexpr Slot slots[] = {
+        {header::attempt, &ReservedHeaders::attempt},
+        {header::causation, &ReservedHeaders::causation},
+        {header::claim, &ReservedHeaders::claim},
+        {header::correlation, &ReservedHeaders::correlation},
+        {header::error, &ReservedHeaders::error},
+        {header::first_seen, &ReservedHeaders::first_seen},
+        {header::id, &ReservedHeaders::id},
+        {header::origin, &ReservedHeaders::origin},
+        {header::route, &ReservedHeaders::route},
+        {header::route_id, &ReservedHeaders::route_id},
+        {header::route_position, &ReservedHeaders::route_position},
+        {header::type, &ReservedHeaders::type},
+        {header::version, &ReservedHeaders::version},
+    };
+    static_assert(std::ranges::is_sorted(slots, {}, &Slot::first));
+    std::size_t next = 0;
+    for (const auto& [name, value] : headers) {
+        if (!is_reserved_header(name)) {
+            application.append(name, value);
+            continue;
+        }
+        while (next < std::size(slots) && slots[next].first < name) ++next;
+        if (next < std::size(slots) && slots[next].first == name) found.*(slots[next].second) = &value;
+    }
+    return found;
+}
+
+}  // namespace
+
 Envelope read_envelope(const Headers& headers, std::string_view routing_key, std::string_view message_id_property) {
     Envelope envelope;
-    envelope.id = read_text(headers, header::id);
+    const ReservedHeaders reserved = sort_headers(headers, envelope.headers);
+    envelope.id = text_of(reserved.id);
     if (envelope.id.empty()) envelope.id = std::string(message_id_property);
     if (envelope.id.empty()) envelope.id = new_uuid();
-    envelope.type = read_text(headers, header::type);
+    envelope.type = text_of(reserved.type);
     if (envelope.type.empty()) envelope.type = type_for(routing_key);
-    envelope.version = read_positive_int32(headers, header::version);
-    envelope.correlation = read_text(headers, header::correlation);
+    envelope.version = read_positive_int32(reserved.version);
+    envelope.correlation = text_of(reserved.correlation);
     if (envelope.correlation.empty()) envelope.correlation = envelope.id;
-    envelope.causation = read_text(headers, header::causation);
-    envelope.attempt = read_positive_int32(headers, header::attempt);
-    if (const FieldValue* seen = find(headers, header::first_seen)) envelope.first_seen = read_first_seen(*seen);
-    envelope.origin = read_text(headers, header::origin);
-    envelope.error = read_text(headers, header::error);
-    envelope.claim = read_text(headers, header::claim);
-    envelope.route = split_route(read_text(headers, header::route));
+    envelope.causation = text_of(reserved.causation);
+    envelope.attempt = read_positive_int32(reserved.attempt);
+    if (reserved.first_seen) envelope.first_seen = read_first_seen(*reserved.first_seen);
+    envelope.origin = text_of(reserved.origin);
+    envelope.error = text_of(reserved.error);
+    envelope.claim = text_of(reserved.claim);
+    envelope.route = split_route(text_of(reserved.route));
     if (!envelope.route.empty()) {
-        if (const FieldValue* position = find(headers, header::route_position)) {
-            auto number = position->as_integer();
+        if (reserved.route_position) {
+            auto number = reserved.route_position->as_integer();
             if (number && *number >= 0 && *number <= std::numeric_limits<std::int32_t>::max())
                 envelope.route_position = static_cast<std::int32_t>(*number);
         }
-        envelope.route_id = read_text(headers, header::route_id);
-    }
-    for (const auto& [name, value] : headers) {
-        if (!is_reserved_header(name)) envelope.headers.emplace(name, value);
+        envelope.route_id = text_of(reserved.route_id);
     }
     return envelope;
 }

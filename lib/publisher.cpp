@@ -37,6 +37,8 @@ std::string destination(std::string_view exchange, std::string_view routing_key)
 }
 
 std::optional<PublishError> publish_failure(const PublishResult& result, const PublishTarget& target) {
+    // The common case, on every publish: nothing to say, so no sentence is built.
+    if (result.confirmed && (result.routed || !target.mandatory)) return std::nullopt;
     const std::string id(target.message_id);
     const std::string where = destination(target.exchange, target.routing_key);
     if (!result.confirmed) {
@@ -68,15 +70,12 @@ std::optional<PublishError> publish_failure(const PublishResult& result, const P
                                 reason,
                             id, false);
     }
-    if (target.mandatory && !result.routed) {
-        // The family's words when the transport gives no reason of its own.
-        const std::string reason =
-            result.return_reason.empty() ? "no queue is bound to receive it" : result.return_reason;
-        return PublishError(
-            "acemq: message " + id + " to " + where + " reached no queue (" + reason + "); the broker dropped it", id,
-            true);
-    }
-    return std::nullopt;
+    // Confirmed, mandatory and routed nowhere. The family's words when the transport gives
+    // no reason of its own.
+    const std::string reason = result.return_reason.empty() ? "no queue is bound to receive it" : result.return_reason;
+    return PublishError(
+        "acemq: message " + id + " to " + where + " reached no queue (" + reason + "); the broker dropped it", id,
+        true);
 }
 
 void throw_publish_failure(const PublishError& failure) {
@@ -155,7 +154,7 @@ Prepared prepare(detail::BusCore& bus, PublishContext context, const Codec& code
         message.mandatory = ready.mandatory;
         prepared.context = std::move(ready);
     };
-    detail::run_chain<void>(*bus.publish_interceptors(), context, finish);
+    detail::run_chain<void>(bus.publish_interceptors(), context, finish);
     return prepared;
 }
 
@@ -208,7 +207,7 @@ SendResult Publisher::send_encoded(const SendOptions& options, const EncodeOne& 
     report(sent, started, span.get(), detail::outcome_of(result, sent.mandatory), failure ? failure->what() : "");
     if (failure) detail::throw_publish_failure(*failure);
     bus_->notify(PublishedEvent{sent.exchange, sent.routing_key, sent.envelope, result});
-    return SendResult{sent.envelope.id, result.confirmed, result.routed};
+    return SendResult{std::move(prepared.context.envelope.id), result.confirmed, result.routed};
 }
 
 std::vector<SendResult> Publisher::send_all_encoded(std::size_t count, const SendOptions& options,
@@ -249,12 +248,12 @@ std::vector<SendResult> Publisher::send_all_encoded(std::size_t count, const Sen
         }
         for (std::size_t i = start; i < end; ++i) {
             const PublishResult& result = confirmed.at(i - start);
-            const PublishContext& sent = batch[i].context;
-            results.push_back(SendResult{sent.envelope.id, result.confirmed, result.routed});
+            PublishContext& sent = batch[i].context;
             failures.push_back(detail::publish_failure(result, target_of(sent)));
             report(sent, started, span_of(i), detail::outcome_of(result, sent.mandatory),
                    failures.back() ? failures.back()->what() : "");
             if (!failures.back()) bus_->notify(PublishedEvent{sent.exchange, sent.routing_key, sent.envelope, result});
+            results.push_back(SendResult{std::move(sent.envelope.id), result.confirmed, result.routed});
         }
     }
     if (std::any_of(failures.begin(), failures.end(), [](const auto& failure) { return failure.has_value(); }))

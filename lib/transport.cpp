@@ -9,6 +9,9 @@
 
 namespace acemq {
 
+Delivery::Delivery(InboundMessage message, DeliverySettler& settler, std::uint64_t delivery_tag)
+    : Delivery(std::make_shared<const InboundMessage>(std::move(message)), settler, delivery_tag) {}
+
 Delivery::Delivery(Delivery&& other) noexcept
     : message_(std::move(other.message_)), settler_(std::exchange(other.settler_, nullptr)), tag_(other.tag_) {}
 
@@ -21,7 +24,7 @@ Delivery& Delivery::operator=(Delivery&& other) noexcept {
 
 DeliverySettler& Delivery::take_settler(std::string_view action) {
     if (settler_ == nullptr)
-        throw UsageError("acemq: cannot " + std::string(action) + " message " + message_.message_id +
+        throw UsageError("acemq: cannot " + std::string(action) + " message " + message_->message_id +
                          ": it was already settled; settle each delivery exactly once");
     return *std::exchange(settler_, nullptr);
 }

@@ -118,9 +118,15 @@ template <class T>
 Decoder typed_decoder(Handler<T> handler) {
     auto shared = std::make_shared<Handler<T>>(std::move(handler));
     return [shared](const ConsumeContext& incoming, const Codec& codec) -> HandlerStep {
-        auto payload = std::make_shared<T>(decode<T>(codec, incoming.body, incoming.content_type));
-        return [shared, payload](ConsumeContext& context) {
-            return run_on_message(*shared, std::move(*payload), context);
+        // The payload and the handler in one allocation, so that the step holds a single
+        // shared_ptr, which std::function keeps without allocating again.
+        struct Decoded {
+            T payload;
+            std::shared_ptr<Handler<T>> handler;
+        };
+        auto decoded = std::make_shared<Decoded>(decode<T>(codec, incoming.body, incoming.content_type), shared);
+        return [decoded](ConsumeContext& context) {
+            return run_on_message(*decoded->handler, std::move(decoded->payload), context);
         };
     };
 }

@@ -93,7 +93,10 @@ protected:
 // subscription closes (as RabbitMQ does when a channel closes). Move-only.
 class Delivery {
 public:
-    Delivery(InboundMessage message, DeliverySettler& settler, std::uint64_t delivery_tag)
+    Delivery(InboundMessage message, DeliverySettler& settler, std::uint64_t delivery_tag);
+    // Shares the message rather than copying it: the embedded broker keeps it for a
+    // redelivery and hands each delivery the same one. Nobody may change it while shared.
+    Delivery(std::shared_ptr<const InboundMessage> message, DeliverySettler& settler, std::uint64_t delivery_tag)
         : message_(std::move(message)), settler_(&settler), tag_(delivery_tag) {}
     Delivery(Delivery&& other) noexcept;
     Delivery& operator=(Delivery&& other) noexcept;
@@ -101,7 +104,8 @@ public:
     Delivery& operator=(const Delivery&) = delete;
     ~Delivery() = default;
 
-    const InboundMessage& message() const noexcept { return message_; }
+    // Not for a moved-from Delivery, which has no message any more.
+    const InboundMessage& message() const noexcept { return *message_; }
     bool settled() const noexcept { return settler_ == nullptr; }
 
     // Each throws UsageError when the delivery was already settled.
@@ -111,7 +115,7 @@ public:
 private:
     DeliverySettler& take_settler(std::string_view action);
 
-    InboundMessage message_;
+    std::shared_ptr<const InboundMessage> message_;
     DeliverySettler* settler_;
     std::uint64_t tag_;
 };

@@ -70,9 +70,9 @@ std::optional<Delivery> Broker::Impl::pull(ConnectionId connection, std::string_
     Consumer& pulls = *consumers_.at(connections_.at(connection).pulls);
     StoredMessage stored = queue->take_head();
     sync_timer(*queue);
-    InboundMessage copy = stored.message;
+    std::shared_ptr<const InboundMessage> shared = stored.message;
     const std::uint64_t tag = pulls.hand_out(queue, std::move(stored));
-    return Delivery(std::move(copy), *this, tag);
+    return Delivery(std::move(shared), *this, tag);
 }
 
 void Broker::Impl::stop(std::uint64_t consumer) {
@@ -103,11 +103,11 @@ void Broker::Impl::dispatch(Queue& queue) {
         Consumer* chosen = queue.next_with_room();
         if (chosen == nullptr) return;
         StoredMessage stored = queue.take_head();
-        InboundMessage copy = stored.message;
+        std::shared_ptr<const InboundMessage> shared = stored.message;
         const std::uint64_t tag = chosen->hand_out(chosen->queue(), std::move(stored));
         // A DeliverFn that throws is stopped, and this may be some other thread's publish:
         // the error stays here, and the delivery comes back when its subscription closes.
-        if (!chosen->deliver(Delivery(std::move(copy), *this, tag))) stop_consumer(*chosen);
+        if (!chosen->deliver(Delivery(std::move(shared), *this, tag))) stop_consumer(*chosen);
     }
 }
 

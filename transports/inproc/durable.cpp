@@ -55,9 +55,10 @@ void Broker::Impl::recover(detail::DataFileContents&& contents) {
         next_row_ = std::max(next_row_, row.id + 1);
         const auto queue = by_id.find(row.queue);
         if (queue == by_id.end()) continue;  // its queue's deletion was committed first
-        StoredMessage stored{.message = std::move(row.message), .persistent = true, .row = row.id};
         // Whether it was handed out before a crash is not written: it may have been.
-        if (!contents.closed_cleanly) stored.message.redelivered = true;
+        if (!contents.closed_cleanly) row.message.redelivered = true;
+        StoredMessage stored{
+            .message = std::make_shared<InboundMessage>(std::move(row.message)), .persistent = true, .row = row.id};
         if (queue->second->policy().ttl)
             stored.enqueued = row.enqueued_ms ? from_wall_ms(*row.enqueued_ms) : clock_->now();
         queue->second->append(std::move(stored));
@@ -106,8 +107,8 @@ std::uint64_t Broker::Impl::hold(Queue& queue, StoredMessage&& stored, Queue::Aw
     const std::uint64_t commit = record(journal::InsertMessage{.id = stored.row,
                                                                .queue = queue.stored_id(),
                                                                .enqueued_ms = wall_ms(stored.enqueued),
-                                                               .properties = detail::pack_properties(stored.message),
-                                                               .body = stored.message.body,
+                                                               .properties = detail::pack_properties(*stored.message),
+                                                               .body = stored.message->body,
                                                                .published = awaits == Queue::Awaits::published});
     await_commit(queue, std::move(stored), commit, awaits);
     return commit;

@@ -18,7 +18,7 @@ void Queue::append(StoredMessage&& message) {
 
 void Queue::collect_redelivered_rows(std::vector<std::uint64_t>& into) const {
     for (std::size_t i = 0; i < ready_.size(); ++i)
-        if (const StoredMessage& stored = ready_[i]; stored.row != 0 && stored.message.redelivered)
+        if (const StoredMessage& stored = ready_[i]; stored.row != 0 && stored.message->redelivered)
             into.push_back(stored.row);
 }
 
@@ -41,7 +41,7 @@ void Queue::committed(std::uint64_t commit, bool ok) {
 }
 
 void Queue::requeue(StoredMessage&& message) {
-    message.message.redelivered = true;
+    if (!message.message->redelivered) message.edit().redelivered = true;
     ready_.push_front(std::move(message));
 }
 

@@ -15,14 +15,14 @@ using detail::StoredMessage;
 
 namespace {
 
-InboundMessage inbound(OutboundMessage&& message) {
-    return InboundMessage{.body = std::move(message.body),
-                          .content_type = std::move(message.content_type),
-                          .exchange = std::move(message.exchange),
-                          .routing_key = std::move(message.routing_key),
-                          .message_id = std::move(message.message_id),
-                          .reply_to = std::move(message.reply_to),
-                          .headers = std::move(message.headers)};
+std::shared_ptr<InboundMessage> inbound(OutboundMessage&& message) {
+    return std::make_shared<InboundMessage>(InboundMessage{.body = std::move(message.body),
+                                                           .content_type = std::move(message.content_type),
+                                                           .exchange = std::move(message.exchange),
+                                                           .routing_key = std::move(message.routing_key),
+                                                           .message_id = std::move(message.message_id),
+                                                           .reply_to = std::move(message.reply_to),
+                                                           .headers = std::move(message.headers)});
 }
 
 PublishResult confirmed() { return PublishResult{.confirmed = true}; }
@@ -142,7 +142,7 @@ void Broker::Impl::dead_letter(Queue& from, StoredMessage&& stored, std::string_
 void Broker::Impl::route_dead_letter(Queue& from, StoredMessage&& stored, std::string_view reason) {
     const detail::QueuePolicy& policy = from.policy();
     if (!policy.dead_letter_exchange) return;
-    InboundMessage& message = stored.message;
+    InboundMessage& message = stored.edit();
     detail::record_death(message, from.name(), reason);
     message.exchange = *policy.dead_letter_exchange;
     if (policy.dead_letter_routing_key) message.routing_key = *policy.dead_letter_routing_key;

@@ -1,9 +1,15 @@
 // A message as a queue keeps it: what a consumer will receive, and when it entered the
 // queue it is in. The unit the broker stores, moves between queues and hands out.
 // Internal to the inproc broker; a plain value.
+//
+// The message itself is shared: every delivery of it hands the consumer the same one
+// instead of a copy, and copies of a StoredMessage (one per queue a publish reaches) share
+// it too. What is shared is never changed: edit() makes a copy first while anyone else
+// holds it, so a handler reading its delivery never sees it change under it.
 #pragma once
 
 #include <cstdint>
+#include <memory>
 
 #include <acemq/clock.hpp>
 #include <acemq/transport.hpp>
@@ -11,7 +17,13 @@
 namespace acemq::inproc::detail {
 
 struct StoredMessage {
-    InboundMessage message;
+    // The message to change, this StoredMessage's own (copied first if it is shared).
+    InboundMessage& edit() {
+        if (message.use_count() != 1) message = std::make_shared<InboundMessage>(*message);
+        return *message;
+    }
+
+    std::shared_ptr<InboundMessage> message;
     Clock::time_point enqueued{};  // set only in a queue with a TTL, which runs from here
     bool persistent = false;       // as published: a durable broker keeps it in a durable queue
     std::uint64_t row = 0;         // its id in the data file; 0 when it is in memory only
