@@ -1,7 +1,6 @@
 #include <acemq/codec.hpp>
 
 #include <algorithm>
-#include <cctype>
 #include <exception>
 #include <new>
 
@@ -81,9 +80,11 @@ void rethrow_as_decode_error(std::string_view type, std::string_view content_typ
 }
 
 namespace {
-bool same_letter(char a, char b) noexcept {
-    return std::tolower(static_cast<unsigned char>(a)) == std::tolower(static_cast<unsigned char>(b));
-}
+// Content types are ASCII (RFC 9110 tokens), so ASCII folding is the whole rule; it is also
+// inlined, where std::tolower is a call per letter that the composite's choice of codec
+// for every delivery pays for.
+constexpr char ascii_lower(char c) noexcept { return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c; }
+bool same_letter(char a, char b) noexcept { return ascii_lower(a) == ascii_lower(b); }
 }  // namespace
 
 bool starts_with_ci(std::string_view text, std::string_view prefix) noexcept {
@@ -232,18 +233,35 @@ std::string tried_codecs(const std::vector<std::shared_ptr<const Codec>>& codecs
 
 }  // namespace
 
-Value CompositeCodec::decode(std::span<const std::byte> body, std::string_view content_type) const {
-    // The first claimant decides (see the class comment); the others are never asked.
-    const Codec* reader = claimant(content_type);
+namespace {
+
+// `read` asked of the codec that claims the content type; the first claimant decides (see
+// the class comment), the others are never asked.
+template <class Read>
+auto read_with_claimant(const std::vector<std::shared_ptr<const Codec>>& codecs, const Codec* reader,
+                        std::string_view content_type, Read read) {
     if (reader == nullptr)
         throw DecodeError("acemq: no codec could read this message. Tried " +
-                          tried_codecs(codecs_, nullptr, content_type, {}));
+                          tried_codecs(codecs, nullptr, content_type, {}));
     try {
-        return reader->decode(body, content_type);
+        return read(*reader);
     } catch (const DecodeError& e) {
         throw DecodeError("acemq: no codec could read this message. Tried " +
-                          tried_codecs(codecs_, reader, content_type, without_prefix(e.what())));
+                          tried_codecs(codecs, reader, content_type, without_prefix(e.what())));
     }
+}
+
+}  // namespace
+
+Value CompositeCodec::decode(std::span<const std::byte> body, std::string_view content_type) const {
+    return read_with_claimant(codecs_, claimant(content_type), content_type,
+                              [&](const Codec& reader) { return reader.decode(body, content_type); });
+}
+
+std::unique_ptr<ValueReader> CompositeCodec::reader(std::span<const std::byte> body,
+                                                    std::string_view content_type) const {
+    return read_with_claimant(codecs_, claimant(content_type), content_type,
+                              [&](const Codec& reader) { return reader.reader(body, content_type); });
 }
 
 FieldNames CompositeCodec::field_names(std::string_view content_type) const noexcept {

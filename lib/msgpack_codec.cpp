@@ -6,11 +6,13 @@
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <memory>
 #include <msgpack.hpp>
 #include <optional>
 #include <string>
 
 #include <acemq/error.hpp>
+#include <acemq/value_reader.hpp>
 
 namespace acemq {
 
@@ -166,52 +168,54 @@ private:
     std::size_t depth_ = 0;
 };
 
-// Builds a Value from msgpack-c's parse events. msgpack-c's own unpack allocates every
+// Checks a body from msgpack-c's parse events and, given a builder, builds its Value.
+// msgpack-c's own unpack allocates every
 // array and map as its header declares, before reading the elements: 64 nested headers
 // that each claim the whole body reserve 64 times the body. Here room is reserved only up
 // to a bounded count and grows as elements really arrive (each takes at least one byte),
 // and the values are counted against the codec's limit, so what the tree takes is bounded
 // by the body and by that limit, whatever the headers say.
-class TreeVisitor : public msgpack::null_visitor {
+class BodyVisitor : public msgpack::null_visitor {
 public:
-    TreeVisitor(std::size_t body_size, std::size_t max_values) : body_size_(body_size), max_values_(max_values) {}
+    // `out` null: only check.
+    BodyVisitor(std::size_t body_size, std::size_t max_values, ValueBuilder* out)
+        : out_(out), body_size_(body_size), max_values_(max_values) {}
 
-    Value take() { return out_.take(); }
     // Where the byte that starts no msgpack value is, if the parse stopped at one.
     std::optional<std::size_t> malformed_at() const { return malformed_at_; }
 
     bool visit_nil() {
-        return add([&] { out_.null(); });
+        return add([&](ValueBuilder& out) { out.null(); });
     }
     bool visit_boolean(bool b) {
-        return add([&] { out_.boolean(b); });
+        return add([&](ValueBuilder& out) { out.boolean(b); });
     }
     bool visit_positive_integer(std::uint64_t u) {
-        return add([&] {
+        return add([&](ValueBuilder& out) {
             if (u <= static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()))
-                out_.int64(static_cast<std::int64_t>(u));
+                out.int64(static_cast<std::int64_t>(u));
             else
-                out_.uint64(u);
+                out.uint64(u);
         });
     }
     bool visit_negative_integer(std::int64_t i) {
-        return add([&] { out_.int64(i); });
+        return add([&](ValueBuilder& out) { out.int64(i); });
     }
     bool visit_float32(float f) {
-        return add([&] { out_.float64(f); });
+        return add([&](ValueBuilder& out) { out.float64(f); });
     }
     bool visit_float64(double d) {
-        return add([&] { out_.float64(d); });
+        return add([&](ValueBuilder& out) { out.float64(d); });
     }
     bool visit_str(const char* text, std::uint32_t size) {
         const std::string_view view(text, size);
         if (const auto bad = detail::invalid_utf8_at(view))
             throw DecodeError("acemq: a msgpack str is not valid UTF-8 (bad byte at offset " + std::to_string(*bad) +
                               " of the string); binary data must travel as bin");
-        return add([&] { out_.string(view); });
+        return add([&](ValueBuilder& out) { out.string(view); });
     }
     bool visit_bin(const char* data, std::uint32_t size) {
-        return add([&] { out_.bytes(std::as_bytes(std::span(data, size))); });
+        return add([&](ValueBuilder& out) { out.bytes(std::as_bytes(std::span(data, size))); });
     }
     bool visit_ext(const char* data, std::uint32_t) {
         // msgpack-c hands over the ext's type byte first, then its data.
@@ -220,20 +224,20 @@ public:
     }
     bool start_array(std::uint32_t elements) {
         open(elements);
-        return add([&] { out_.begin_array(std::min<std::size_t>(elements, max_reserved)); });
+        return add([&](ValueBuilder& out) { out.begin_array(std::min<std::size_t>(elements, max_reserved)); });
     }
     bool end_array() {
         --depth_;
-        out_.end_array();
+        if (out_ != nullptr) out_->end_array();
         return true;
     }
     bool start_map(std::uint32_t entries) {
         open(2 * std::size_t{entries});
-        return add([&] { out_.begin_map(std::min<std::size_t>(entries, max_reserved)); });
+        return add([&](ValueBuilder& out) { out.begin_map(std::min<std::size_t>(entries, max_reserved)); });
     }
     bool end_map() {
         --depth_;
-        out_.end_map();
+        if (out_ != nullptr) out_->end_map();
         return true;
     }
     void parse_error(std::size_t parsed, std::size_t) { malformed_at_ = parsed; }
@@ -260,7 +264,7 @@ private:
     template <class Write>
     bool add(Write write) {
         if (++values_ > max_values_) too_many();
-        write();
+        if (out_ != nullptr) write(*out_);
         return true;
     }
 
@@ -271,12 +275,166 @@ private:
                           "higher max_values");
     }
 
-    ValueBuilder out_;
+    ValueBuilder* out_;
     std::size_t body_size_;
     std::size_t max_values_;
     std::size_t values_ = 0;
     std::size_t depth_ = 0;
     std::optional<std::size_t> malformed_at_;
+};
+
+// Parses `body` whole with `visitor`, refusing what is not exactly one msgpack value.
+void parse_body(std::span<const std::byte> body, BodyVisitor& visitor) {
+    if (body.empty()) throw DecodeError("acemq: the msgpack body is empty");
+    const std::size_t size = body.size();
+    std::size_t used = 0;
+    if (!msgpack::parse(reinterpret_cast<const char*>(body.data()), size, used, visitor)) {
+        if (const auto at = visitor.malformed_at())
+            throw DecodeError("acemq: the body is not msgpack: the byte at offset " + std::to_string(*at) +
+                              " starts no msgpack value");
+        throw DecodeError("acemq: the msgpack body is truncated: its " + std::to_string(size) +
+                          " bytes end in the middle of a value");
+    }
+    if (used != size)
+        throw DecodeError("acemq: " + std::to_string(size - used) +
+                          " bytes left over after the msgpack value; a body holds one value");
+}
+
+// Reads a body parse_body has accepted, in place. Trusting it (every length is within the
+// body, no ext, strings are UTF-8) keeps this a plain walk over the bytes.
+class MsgpackReader final : public ValueReader {
+public:
+    MsgpackReader(std::span<const std::byte> body, std::size_t max_values)
+        : at_(body.data()), max_values_(max_values) {}
+
+    Value::Kind next() override {
+        if (!peeked_) peek();
+        return kind_;
+    }
+    void null() override { take(Value::Kind::null); }
+    bool boolean() override { return take(Value::Kind::boolean) != 0; }
+    std::int64_t int64() override { return static_cast<std::int64_t>(take(Value::Kind::int64)); }
+    std::uint64_t uint64() override { return take(Value::Kind::uint64); }
+    double float64() override { return std::bit_cast<double>(take(Value::Kind::float64)); }
+    std::string_view string() override {
+        const std::size_t size = take(Value::Kind::string);
+        return {reinterpret_cast<const char*>(payload_), size};
+    }
+    std::span<const std::byte> bytes() override { return {payload_, take(Value::Kind::bytes)}; }
+    std::size_t array() override { return take(Value::Kind::array); }
+    std::size_t map() override { return take(Value::Kind::map); }
+    Value value() override {
+        next();
+        const std::byte* begin = start_;
+        at_ = start_;
+        skip();
+        peeked_ = false;
+        const std::span<const std::byte> part(begin, at_);
+        ValueBuilder out;
+        BodyVisitor visitor(part.size(), max_values_, &out);
+        parse_body(part, visitor);
+        return out.take();
+    }
+
+private:
+    std::uint8_t byte() { return std::to_integer<std::uint8_t>(*at_++); }
+
+    template <std::unsigned_integral U>
+    U big_endian() {
+        U value = 0;
+        for (std::size_t k = 0; k < sizeof(U); ++k) value = static_cast<U>(value << 8) | byte();
+        return value;
+    }
+
+    // The next value's header into kind_ and number_ (its value, or its length); for a
+    // string or bin, payload_ is its data and at_ is past it.
+    void peek() {
+        start_ = at_;
+        const std::uint8_t tag = byte();
+        peeked_ = true;
+        if (tag <= 0x7f) return set(Value::Kind::int64, tag);
+        if (tag >= 0xe0) return set(Value::Kind::int64, static_cast<std::uint64_t>(std::int64_t{std::int8_t(tag)}));
+        if (tag <= 0x8f) return set(Value::Kind::map, tag & 0x0fu);
+        if (tag <= 0x9f) return set(Value::Kind::array, tag & 0x0fu);
+        if (tag <= 0xbf) return text(Value::Kind::string, tag & 0x1fu);
+        switch (tag) {
+        case 0xc0: return set(Value::Kind::null, 0);
+        case 0xc2: return set(Value::Kind::boolean, 0);
+        case 0xc3: return set(Value::Kind::boolean, 1);
+        case 0xc4: return text(Value::Kind::bytes, big_endian<std::uint8_t>());
+        case 0xc5: return text(Value::Kind::bytes, big_endian<std::uint16_t>());
+        case 0xc6: return text(Value::Kind::bytes, big_endian<std::uint32_t>());
+        case 0xca: {
+            const double d = std::bit_cast<float>(big_endian<std::uint32_t>());
+            return set(Value::Kind::float64, std::bit_cast<std::uint64_t>(d));
+        }
+        case 0xcb: return set(Value::Kind::float64, big_endian<std::uint64_t>());
+        case 0xcc: return positive(big_endian<std::uint8_t>());
+        case 0xcd: return positive(big_endian<std::uint16_t>());
+        case 0xce: return positive(big_endian<std::uint32_t>());
+        case 0xcf: return positive(big_endian<std::uint64_t>());
+        case 0xd0: return negative(std::int8_t(big_endian<std::uint8_t>()));
+        case 0xd1: return negative(std::int16_t(big_endian<std::uint16_t>()));
+        case 0xd2: return negative(std::int32_t(big_endian<std::uint32_t>()));
+        case 0xd3: return negative(std::int64_t(big_endian<std::uint64_t>()));
+        case 0xd9: return text(Value::Kind::string, big_endian<std::uint8_t>());
+        case 0xda: return text(Value::Kind::string, big_endian<std::uint16_t>());
+        case 0xdb: return text(Value::Kind::string, big_endian<std::uint32_t>());
+        case 0xdc: return set(Value::Kind::array, big_endian<std::uint16_t>());
+        case 0xdd: return set(Value::Kind::array, big_endian<std::uint32_t>());
+        case 0xde: return set(Value::Kind::map, big_endian<std::uint16_t>());
+        case 0xdf: return set(Value::Kind::map, big_endian<std::uint32_t>());
+        default: unchecked(tag);
+        }
+    }
+
+    void set(Value::Kind kind, std::uint64_t number) {
+        kind_ = kind;
+        number_ = number;
+    }
+    // Positive integers are int64 unless only uint64 holds them, as decode() reads them.
+    void positive(std::uint64_t u) {
+        set(u <= static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()) ? Value::Kind::int64
+                                                                                      : Value::Kind::uint64,
+            u);
+    }
+    void negative(std::int64_t i) { set(Value::Kind::int64, static_cast<std::uint64_t>(i)); }
+    void text(Value::Kind kind, std::size_t size) {
+        set(kind, size);
+        payload_ = at_;
+        at_ += size;
+    }
+
+    // The next value, which must be of `kind`; its number.
+    std::uint64_t take(Value::Kind kind) {
+        if (next() != kind)
+            throw UsageError("acemq: a ValueReader was asked for " + std::string(kind_name(kind)) +
+                             " where the next value is " + std::string(kind_name(kind_)) + "; ask next() first");
+        peeked_ = false;
+        return number_;
+    }
+
+    // Moves at_ past the value starting there.
+    void skip() {
+        for (std::uint64_t left = 1; left > 0; --left) {
+            peek();
+            if (kind_ == Value::Kind::array) left += number_;
+            if (kind_ == Value::Kind::map) left += 2 * number_;
+        }
+    }
+
+    [[noreturn, gnu::cold]] static void unchecked(std::uint8_t tag) {
+        throw Error("acemq: MsgpackReader met the byte " + std::to_string(tag) +
+                    ", which MsgpackCodec's check of the body refuses; this is a bug in acemq");
+    }
+
+    const std::byte* at_;
+    const std::byte* start_ = nullptr;    // where the value peeked starts
+    const std::byte* payload_ = nullptr;  // a string's or bin's data
+    std::size_t max_values_;
+    Value::Kind kind_ = Value::Kind::null;
+    std::uint64_t number_ = 0;
+    bool peeked_ = false;
 };
 
 }  // namespace
@@ -298,21 +456,16 @@ MsgpackCodec::MsgpackCodec(std::size_t max_values) : max_values_(max_values) {
 }
 
 Value MsgpackCodec::decode(std::span<const std::byte> body, std::string_view) const {
-    if (body.empty()) throw DecodeError("acemq: the msgpack body is empty");
-    const std::size_t size = body.size();
-    TreeVisitor tree(size, max_values_);
-    std::size_t used = 0;
-    if (!msgpack::parse(reinterpret_cast<const char*>(body.data()), size, used, tree)) {
-        if (const auto at = tree.malformed_at())
-            throw DecodeError("acemq: the body is not msgpack: the byte at offset " + std::to_string(*at) +
-                              " starts no msgpack value");
-        throw DecodeError("acemq: the msgpack body is truncated: its " + std::to_string(size) +
-                          " bytes end in the middle of a value");
-    }
-    if (used != size)
-        throw DecodeError("acemq: " + std::to_string(size - used) +
-                          " bytes left over after the msgpack value; a body holds one value");
-    return tree.take();
+    ValueBuilder out;
+    BodyVisitor visitor(body.size(), max_values_, &out);
+    parse_body(body, visitor);
+    return out.take();
+}
+
+std::unique_ptr<ValueReader> MsgpackCodec::reader(std::span<const std::byte> body, std::string_view) const {
+    BodyVisitor check(body.size(), max_values_, nullptr);
+    parse_body(body, check);
+    return std::make_unique<MsgpackReader>(body, max_values_);
 }
 
 }  // namespace acemq

@@ -371,9 +371,9 @@ void throw_decode_error(const Path& where, std::string_view problem) {
     throw DecodeError(message);
 }
 
-void throw_wrong_kind(const Path& where, std::string_view wanted, std::string_view cpp_type, const Value& found) {
-    throw_decode_error(where, "expected " + std::string(wanted) + " (" + std::string(cpp_type) + "), found " +
-                                  with_article(found.kind()));
+void throw_wrong_kind(const Path& where, std::string_view wanted, std::string_view cpp_type, Value::Kind found) {
+    throw_decode_error(
+        where, "expected " + std::string(wanted) + " (" + std::string(cpp_type) + "), found " + with_article(found));
 }
 
 std::string key_clash_message(std::string_view type, FieldNames names, std::string_view first, std::string_view second,

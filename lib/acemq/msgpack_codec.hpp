@@ -12,8 +12,9 @@
 // max_values (both refused on the header, before anything is allocated for them) are all
 // DecodeErrors. Room for an array or map grows as its elements are read, never as its
 // header claims, so a decode allocates in proportion to the body (a Value is 40 bytes, the
-// smallest msgpack value 1) and to max_values at most. Immutable after construction (each
-// encode packs with a writer of its own): safe to share between threads.
+// smallest msgpack value 1) and to max_values at most. decode<T> checks the body by the
+// same rules, then reads the C++ value straight from the bytes. Immutable after
+// construction (each encode packs with a writer of its own): safe to share between threads.
 #pragma once
 
 #include <cstddef>
@@ -39,6 +40,9 @@ public:
     std::vector<std::byte> encode(ValueSource source) const override;
     std::vector<std::byte> encode(const Value& value) const override { return encode(ValueSource(value)); }
     Value decode(std::span<const std::byte> body, std::string_view content_type) const override;
+    // Checks the body whole as decode() does, then reads it in place: decode<T> of a struct
+    // allocates only what the struct holds.
+    std::unique_ptr<ValueReader> reader(std::span<const std::byte> body, std::string_view content_type) const override;
 
 private:
     std::size_t max_values_;

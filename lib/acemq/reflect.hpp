@@ -1,6 +1,8 @@
-// write_value / to_value / from_value: the bridge between C++ types and acemq::Value.
-// write_value sends a C++ value to a ValueWriter as events (what codecs encode from);
-// to_value collects the same events into a Value, so the two cannot disagree.
+// write_value / to_value / from_value / read_value: the bridge between C++ types and
+// acemq::Value. write_value sends a C++ value to a ValueWriter as events (what codecs
+// encode from); to_value collects the same events into a Value, so the two cannot
+// disagree. read_value pulls a C++ value from a ValueReader (what decode<T> reads from
+// when the codec offers one), by the same rules as from_value and with the same errors.
 //
 // Supported: bool, every integer type, enums (as their underlying integer), float and
 // double, std::string, std::vector<std::byte> (bytes), std::vector<T>, std::array<T, N>,
@@ -31,6 +33,7 @@
 #include <acemq/error.hpp>
 #include <acemq/field_keys.hpp>
 #include <acemq/value.hpp>
+#include <acemq/value_reader.hpp>
 #include <acemq/value_writer.hpp>
 
 namespace acemq {
@@ -47,6 +50,11 @@ Value to_value(const T& value);
 // default, or as a JsonCodec of that policy did.
 template <class T>
 T from_value(const Value& value, FieldNames names = FieldNames::as_is);
+
+// Reads one value from `in` as a T. A struct that arrives as a map (keyed by the reader's
+// field_names()) and a std::map are read as a Value first and then as from_value reads.
+template <class T>
+T read_value(ValueReader& in);
 
 }  // namespace acemq
 

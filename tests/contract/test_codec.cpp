@@ -19,6 +19,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <functional>
 #include <limits>
 #include <map>
 #include <optional>
@@ -1026,4 +1027,173 @@ TEST_CASE("random and mutated bodies end in a value or a DecodeError, never anyt
         }
     }
     CHECK(refused > 4000);  // the fuzzing must actually reach the error paths
+}
+
+// ---- decode<T> straight from msgpack ---------------------------------------------------
+
+namespace {
+
+// `v` with one of its parts, or itself, replaced by a random value; records become
+// arrays, as msgpack carries them.
+Value mutated(const Value& v, Generator& gen) {
+    if (gen.below(4) == 0) return gen.value(false);
+    switch (v.kind()) {
+    case Value::Kind::array:
+    case Value::Kind::record: {
+        Value::Array parts;
+        if (v.kind() == Value::Kind::array)
+            parts = v.as_array();
+        else
+            for (const auto& field : v.as_record()) parts.push_back(field.second);
+        if (parts.empty()) return gen.value(false);
+        Value& part = parts[gen.below(parts.size())];
+        part = mutated(part, gen);
+        return Value(std::move(parts));
+    }
+    case Value::Kind::map: {
+        Value::Map entries = v.as_map();
+        if (entries.empty()) return gen.value(false);
+        auto& entry = entries[gen.below(entries.size())].second;
+        entry = mutated(entry, gen);
+        return Value(std::move(entries));
+    }
+    default: return gen.value(false);
+    }
+}
+
+// What reading `body` as a T gives, the value or the error, by one of the two paths.
+template <class T>
+std::string outcome(const std::function<T()>& read) {
+    try {
+        return "value " + text_of(msgpack_codec.encode(acemq::to_value(read())));
+    } catch (const acemq::DecodeError& e) {
+        return std::string("error ") + e.what();
+    }
+}
+
+template <class T>
+void agrees(std::span<const std::byte> body) {
+    const std::string through_tree =
+        outcome<T>([&] { return acemq::from_value<T>(msgpack_codec.decode(body, ""), acemq::FieldNames::as_is); });
+    const std::string straight = outcome<T>([&] {
+        const auto in = msgpack_codec.reader(body, "");
+        return acemq::read_value<T>(*in);
+    });
+    REQUIRE(straight == through_tree);
+}
+
+}  // namespace
+
+TEST_CASE("decode<T> reads msgpack straight into the struct as reading its Value does, errors and all") {
+    Generator gen(4242);
+    std::size_t errors = 0;
+    for (int i = 0; i < 1500; ++i) {
+        INFO("case " << i);
+        const Bytes body = msgpack_codec.encode(mutated(acemq::to_value(gen.order()), gen));
+        agrees<Order>(body);
+        agrees<Cart>(body);
+        agrees<Maybe>(body);
+        agrees<std::vector<std::optional<std::int64_t>>>(body);
+        agrees<std::array<std::optional<Bytes>, 2>>(body);
+        agrees<std::map<std::int32_t, std::vector<std::string>>>(body);
+        try {
+            (void)acemq::decode<Order>(msgpack_codec, body, "application/msgpack");
+        } catch (const acemq::DecodeError&) {
+            ++errors;
+        }
+        Bytes cut = body;
+        cut.resize(gen.below(body.size()));
+        agrees<Order>(cut);
+    }
+    CHECK(errors > 1000);  // the mutations must reach the field errors
+}
+
+TEST_CASE("a struct sent as a msgpack map is read by key: any order, unknown keys, missing optional fields") {
+    const auto packed = [](auto pack) {
+        msgpack::sbuffer buffer;
+        msgpack::packer<msgpack::sbuffer> out(buffer);
+        pack(out);
+        return Bytes(reinterpret_cast<const std::byte*>(buffer.data()),
+                     reinterpret_cast<const std::byte*>(buffer.data()) + buffer.size());
+    };
+    const Bytes reordered = packed([](auto& out) {
+        out.pack_map(3);
+        out.pack(std::string("count")), out.pack(3);
+        out.pack(std::string("extra")), out.pack(std::vector<int>{1, 2});
+        out.pack(std::string("id")), out.pack(std::string("m-1"));
+    });
+    CHECK(acemq::decode<Maybe>(msgpack_codec, reordered, "application/msgpack").count == 3);
+    CHECK(acemq::decode<Maybe>(msgpack_codec, reordered, "application/msgpack").id == "m-1");
+    const Bytes no_count = packed([](auto& out) {
+        out.pack_map(1);
+        out.pack(std::string("id")), out.pack(std::string("m-2"));
+    });
+    CHECK(acemq::decode<Maybe>(msgpack_codec, no_count, "application/msgpack").count == std::nullopt);
+    const Bytes no_id = packed([](auto& out) {
+        out.pack_map(1);
+        out.pack(std::string("count")), out.pack(1);
+    });
+    CHECK(decode_error_of([&] { (void)acemq::decode<Maybe>(msgpack_codec, no_id, "application/msgpack"); }) ==
+          "acemq: cannot decode a Maybe from application/msgpack: the Maybe has no field \"id\" (send it, or "
+          "declare the field std::optional)");
+    // Inside a positional struct, an element sent as a map.
+    const Bytes nested = packed([](auto& out) {
+        out.pack_array(2);
+        out.pack(std::string("c"));
+        out.pack_array(1);
+        out.pack_map(2);
+        out.pack(std::string("qty")), out.pack(std::string("two"));
+        out.pack(std::string("sku")), out.pack(std::string("a"));
+    });
+    CHECK(decode_error_of([&] { (void)acemq::decode<Cart>(*acemq::default_codec(), nested, "application/msgpack"); }) ==
+          "acemq: cannot decode a Cart from application/msgpack: Cart.items[0].qty: expected an integer (int32_t), "
+          "found a string");
+}
+
+TEST_CASE("decode<T> from msgpack takes every integer and float form other packers write") {
+    // int8 and int64 forms for small and positive numbers (msgpack-c packs the shortest).
+    CHECK(acemq::decode<Payment>(msgpack_codec, bytes_of({0x92, 0xa1, 'p', 0xd0, 0x05}), "application/msgpack") ==
+          Payment{"p", 5});
+    CHECK(acemq::decode<Payment>(msgpack_codec, bytes_of({0x92, 0xa1, 'p', 0xd3, 0, 0, 0, 0, 0, 0, 0x01, 0x00}),
+                                 "application/msgpack") == Payment{"p", 256});
+    CHECK(acemq::decode<Payment>(msgpack_codec, bytes_of({0x92, 0xa1, 'p', 0xff}), "application/msgpack") ==
+          Payment{"p", -1});
+    CHECK(decode_error_of([] {
+              (void)acemq::decode<Payment>(
+                  msgpack_codec, bytes_of({0x92, 0xa1, 'p', 0xcf, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff}),
+                  "application/msgpack");
+          })
+              .ends_with("Payment.amount_cents: 18446744073709551615 does not fit in int64_t "
+                         "(-9223372036854775808..9223372036854775807)"));
+    CHECK(
+        acemq::decode<Scaled>(msgpack_codec, bytes_of({0x91, 0xca, 0x3f, 0xc0, 0, 0}), "application/msgpack").factor ==
+        1.5);
+    CHECK(acemq::decode<Scaled>(msgpack_codec, bytes_of({0x91, 0x07}), "application/msgpack").factor == 7.0);
+}
+
+TEST_CASE("a body msgpack refuses fails decode<T> as it fails decode(), through the composite too") {
+    const auto composite = acemq::default_codec();
+    const Bytes truncated = bytes_of({0x92, 0xa3, 'p', '-'});
+    CHECK(decode_error_of([&] { (void)acemq::decode<Payment>(*composite, truncated, "application/msgpack"); }) ==
+          "acemq: cannot decode a Payment from application/msgpack: no codec could read this message. Tried "
+          "MsgpackCodec: the msgpack body is truncated: its 4 bytes end in the middle of a value");
+    // The whole body is checked before any field is read: the trailing byte is what is wrong.
+    CHECK(decode_error_of([] {
+              (void)acemq::decode<Payment>(msgpack_codec, bytes_of({0x92, 0x01, 0x02, 0xc0}), "application/msgpack");
+          }) ==
+          "acemq: cannot decode a Payment from application/msgpack: 1 bytes left over after the msgpack value; "
+          "a body holds one value");
+}
+
+TEST_CASE("a msgpack ValueReader takes each value by its kind and refuses another") {
+    const Bytes body = bytes_of({0x92, 0xa1, 'x', 0xc4, 0x01, 0x07});
+    const auto in = msgpack_codec.reader(body, "");
+    REQUIRE(in != nullptr);
+    CHECK(in->next() == Value::Kind::array);
+    CHECK(in->array() == 2);
+    CHECK(in->next() == Value::Kind::string);
+    CHECK_THROWS_AS(in->int64(), acemq::UsageError);
+    CHECK(in->string() == "x");
+    CHECK(in->value() == Value(Bytes{std::byte{7}}));
+    CHECK(acemq::JsonCodec().reader(bytes_of("{}"), "") == nullptr);
 }

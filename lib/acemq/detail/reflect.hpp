@@ -58,7 +58,7 @@ struct Path {
 
 [[noreturn]] void throw_decode_error(const Path& where, std::string_view problem);
 [[noreturn]] void throw_wrong_kind(const Path& where, std::string_view wanted, std::string_view cpp_type,
-                                   const Value& found);
+                                   Value::Kind found);
 
 // ---- field names of aggregates --------------------------------------------------------
 
@@ -298,24 +298,46 @@ void write(const T& v, ValueWriter& out) {
 template <class T>
 T decode(const Value& v, const Path& at, FieldNames names);
 
+// `number` as a T, or the error saying it does not fit.
+template <class T, class Number>
+T checked_integer(Number number, const Path& at) {
+    using limits = std::numeric_limits<T>;
+    if (std::in_range<T>(number)) return static_cast<T>(number);
+    throw_decode_error(at, std::to_string(number) + " does not fit in " + type_name<T>() + " (" +
+                               std::to_string(limits::min()) + ".." + std::to_string(limits::max()) + ")");
+}
+
+template <class T>
+T checked_float(double d, const Path& at) {
+    if (std::isfinite(d) && std::abs(d) > static_cast<double>(std::numeric_limits<T>::max()))
+        throw_decode_error(at, std::to_string(d) + " does not fit in " + type_name<T>());
+    return static_cast<T>(d);
+}
+
+inline Value::Bytes bytes_from_base64(std::string_view text, const Path& at) {
+    auto bytes = base64_decode(text);
+    if (!bytes) throw_decode_error(at, "expected bytes, found a string that is not base64");
+    return std::move(*bytes);
+}
+
+template <class T>
+[[noreturn]] void throw_wrong_field_count(const Path& at, std::size_t found) {
+    throw_decode_error(at, "expected " + std::to_string(boost::pfr::tuple_size_v<T>) + " fields for " + type_name<T>() +
+                               ", found an array of " + std::to_string(found));
+}
+
+template <class T>
+void check_element_count(const Path& at, std::size_t found) {
+    if (found != std::tuple_size_v<T>)
+        throw_decode_error(
+            at, "expected " + std::to_string(std::tuple_size_v<T>) + " elements, found " + std::to_string(found));
+}
+
 template <class T>
 T decode_integer(const Value& v, const Path& at) {
-    using limits = std::numeric_limits<T>;
-    const auto out_of_range = [&](const std::string& number) {
-        throw_decode_error(at, number + " does not fit in " + type_name<T>() + " (" + std::to_string(limits::min()) +
-                                   ".." + std::to_string(limits::max()) + ")");
-    };
-    if (v.kind() == Value::Kind::int64) {
-        const std::int64_t i = v.as_int64();
-        if (std::in_range<T>(i)) return static_cast<T>(i);
-        out_of_range(std::to_string(i));
-    }
-    if (v.kind() == Value::Kind::uint64) {
-        const std::uint64_t u = v.as_uint64();
-        if (std::in_range<T>(u)) return static_cast<T>(u);
-        out_of_range(std::to_string(u));
-    }
-    throw_wrong_kind(at, "an integer", type_name<T>(), v);
+    if (v.kind() == Value::Kind::int64) return checked_integer<T>(v.as_int64(), at);
+    if (v.kind() == Value::Kind::uint64) return checked_integer<T>(v.as_uint64(), at);
+    throw_wrong_kind(at, "an integer", type_name<T>(), v.kind());
 }
 
 // JSON object keys are text; an integer-keyed std::map travels with decimal keys.
@@ -362,11 +384,9 @@ T decode_struct(const Value& v, const Path& at, FieldNames names) {
     case Value::Kind::record:
     case Value::Kind::map: keys = &record_keys<T, DecodeError>(names); break;
     case Value::Kind::array:
-        if (v.as_array().size() != fields)
-            throw_decode_error(at, "expected " + std::to_string(fields) + " fields for " + type_name<T>() +
-                                       ", found an array of " + std::to_string(v.as_array().size()));
+        if (v.as_array().size() != fields) throw_wrong_field_count<T>(at, v.as_array().size());
         break;
-    default: throw_wrong_kind(at, "a record, map or array", type_name<T>(), v);
+    default: throw_wrong_kind(at, "a record, map or array", type_name<T>(), v.kind());
     }
     return [&]<std::size_t... I>(std::index_sequence<I...>) {
         return T{decode_field<T, I>(v, at, names, keys)...};
@@ -378,7 +398,7 @@ T decode(const Value& v, const Path& at, FieldNames names) {
     if constexpr (std::is_same_v<T, Value>) {
         return v;
     } else if constexpr (std::is_same_v<T, bool>) {
-        if (v.kind() != Value::Kind::boolean) throw_wrong_kind(at, "a bool", "bool", v);
+        if (v.kind() != Value::Kind::boolean) throw_wrong_kind(at, "a bool", "bool", v.kind());
         return v.as_bool();
     } else if constexpr (std::is_integral_v<T>) {
         return decode_integer<T>(v, at);
@@ -387,22 +407,17 @@ T decode(const Value& v, const Path& at, FieldNames names) {
     } else if constexpr (std::is_floating_point_v<T>) {
         const auto k = v.kind();
         if (k != Value::Kind::float64 && k != Value::Kind::int64 && k != Value::Kind::uint64)
-            throw_wrong_kind(at, "a number", type_name<T>(), v);
-        const double d = v.as_double();
-        if (std::isfinite(d) && std::abs(d) > static_cast<double>(std::numeric_limits<T>::max()))
-            throw_decode_error(at, std::to_string(d) + " does not fit in " + type_name<T>());
-        return static_cast<T>(d);
+            throw_wrong_kind(at, "a number", type_name<T>(), v.kind());
+        return checked_float<T>(v.as_double(), at);
     } else if constexpr (std::is_same_v<T, std::string>) {
-        if (v.kind() != Value::Kind::string) throw_wrong_kind(at, "a string", "std::string", v);
+        if (v.kind() != Value::Kind::string) throw_wrong_kind(at, "a string", "std::string", v.kind());
         return v.as_string();
     } else if constexpr (std::is_same_v<T, Value::Bytes>) {
         if (v.kind() == Value::Kind::bytes) return v.as_bytes();
-        if (v.kind() != Value::Kind::string) throw_wrong_kind(at, "bytes", "bytes", v);
-        auto bytes = base64_decode(v.as_string());
-        if (!bytes) throw_decode_error(at, "expected bytes, found a string that is not base64");
-        return std::move(*bytes);
+        if (v.kind() != Value::Kind::string) throw_wrong_kind(at, "bytes", "bytes", v.kind());
+        return bytes_from_base64(v.as_string(), at);
     } else if constexpr (is_vector<T>::value || is_std_array<T>::value) {
-        if (v.kind() != Value::Kind::array) throw_wrong_kind(at, "an array", type_name<T>(), v);
+        if (v.kind() != Value::Kind::array) throw_wrong_kind(at, "an array", type_name<T>(), v.kind());
         const auto& elements = v.as_array();
         using Element = typename T::value_type;
         const auto element_at = [&](std::size_t i) {
@@ -414,9 +429,7 @@ T decode(const Value& v, const Path& at, FieldNames names) {
             for (std::size_t i = 0; i < elements.size(); ++i) out.push_back(element_at(i));
             return out;
         } else {
-            if (elements.size() != std::tuple_size_v<T>)
-                throw_decode_error(at, "expected " + std::to_string(std::tuple_size_v<T>) + " elements, found " +
-                                           std::to_string(elements.size()));
+            check_element_count<T>(at, elements.size());
             return [&]<std::size_t... I>(std::index_sequence<I...>) {
                 return T{element_at(I)...};
             }(std::make_index_sequence<std::tuple_size_v<T>>{});
@@ -437,7 +450,7 @@ T decode(const Value& v, const Path& at, FieldNames names) {
         } else if (v.kind() == Value::Kind::record) {
             for (const auto& [name, element] : v.as_record()) add(Value(name), element);
         } else {
-            throw_wrong_kind(at, "a map", type_name<T>(), v);
+            throw_wrong_kind(at, "a map", type_name<T>(), v.kind());
         }
         return out;
     } else if constexpr (is_reflected_struct<T>) {
@@ -445,6 +458,95 @@ T decode(const Value& v, const Path& at, FieldNames names) {
     } else {
         refuse_unsupported<T>();
     }
+}
+
+// ---- reading from a ValueReader -------------------------------------------------------
+
+// The same rules as decode() above, pulled from a reader: what decode() takes from a Value
+// kind, this takes from the reader's next() kind. A struct sent as a map, a std::map and
+// an acemq::Value are read whole as a Value and handed to decode(), so keyed lookup
+// (any order, unknown keys, missing optional fields) has one implementation.
+template <class T>
+T read(ValueReader& in, const Path& at) {
+    if constexpr (std::is_same_v<T, Value>) {
+        return in.value();
+    } else if constexpr (is_std_map<T>::value) {
+        return decode<T>(in.value(), at, in.field_names());
+    } else {
+        const Value::Kind kind = in.next();
+        if constexpr (std::is_same_v<T, bool>) {
+            if (kind != Value::Kind::boolean) throw_wrong_kind(at, "a bool", "bool", kind);
+            return in.boolean();
+        } else if constexpr (std::is_integral_v<T>) {
+            if (kind == Value::Kind::int64) return checked_integer<T>(in.int64(), at);
+            if (kind == Value::Kind::uint64) return checked_integer<T>(in.uint64(), at);
+            throw_wrong_kind(at, "an integer", type_name<T>(), kind);
+        } else if constexpr (std::is_enum_v<T>) {
+            return static_cast<T>(read<std::underlying_type_t<T>>(in, at));
+        } else if constexpr (std::is_floating_point_v<T>) {
+            switch (kind) {
+            case Value::Kind::float64: return checked_float<T>(in.float64(), at);
+            case Value::Kind::int64: return checked_float<T>(static_cast<double>(in.int64()), at);
+            case Value::Kind::uint64: return checked_float<T>(static_cast<double>(in.uint64()), at);
+            default: throw_wrong_kind(at, "a number", type_name<T>(), kind);
+            }
+        } else if constexpr (std::is_same_v<T, std::string>) {
+            if (kind != Value::Kind::string) throw_wrong_kind(at, "a string", "std::string", kind);
+            return std::string(in.string());
+        } else if constexpr (std::is_same_v<T, Value::Bytes>) {
+            if (kind == Value::Kind::bytes) {
+                const auto bytes = in.bytes();
+                return Value::Bytes(bytes.begin(), bytes.end());
+            }
+            if (kind != Value::Kind::string) throw_wrong_kind(at, "bytes", "bytes", kind);
+            return bytes_from_base64(in.string(), at);
+        } else if constexpr (is_vector<T>::value || is_std_array<T>::value) {
+            if (kind != Value::Kind::array) throw_wrong_kind(at, "an array", type_name<T>(), kind);
+            const std::size_t size = in.array();
+            using Element = typename T::value_type;
+            const auto element_at = [&](std::size_t i) {
+                return read<Element>(in, Path{Path::Step::index, &at, {}, i, nullptr});
+            };
+            if constexpr (is_vector<T>::value) {
+                // The codec checked the body whole, so `size` elements really follow it.
+                T out;
+                out.reserve(size);
+                for (std::size_t i = 0; i < size; ++i) out.push_back(element_at(i));
+                return out;
+            } else {
+                check_element_count<T>(at, size);
+                return [&]<std::size_t... I>(std::index_sequence<I...>) {
+                    return T{element_at(I)...};
+                }(std::make_index_sequence<std::tuple_size_v<T>>{});
+            }
+        } else if constexpr (is_optional<T>::value) {
+            if (kind == Value::Kind::null) {
+                in.null();
+                return T{};
+            }
+            return T{read<typename T::value_type>(in, at)};
+        } else if constexpr (is_reflected_struct<T>) {
+            if (kind == Value::Kind::map) return decode_struct<T>(in.value(), at, in.field_names());
+            if (kind != Value::Kind::array) throw_wrong_kind(at, "a record, map or array", type_name<T>(), kind);
+            const std::size_t size = in.array();
+            if (size != boost::pfr::tuple_size_v<T>) throw_wrong_field_count<T>(at, size);
+            // Braces read the fields in declaration order, as they come.
+            return [&]<std::size_t... I>(std::index_sequence<I...>) {
+                return T{read<boost::pfr::tuple_element_t<I, T>>(
+                    in, Path{Path::Step::field, &at, field_names<T>[I], 0, nullptr})...};
+            }(std::make_index_sequence<boost::pfr::tuple_size_v<T>>{});
+        } else {
+            refuse_unsupported<T>();
+        }
+    }
+}
+
+// The root of the path error messages start from: demangling costs more than a small
+// decode, so it is done once per type, and the name is only read when a message needs it.
+template <class T>
+Path root_path() {
+    static const std::string root = type_name<T>();
+    return Path{Path::Step::root, nullptr, root, 0, nullptr};
 }
 
 }  // namespace detail
@@ -463,10 +565,12 @@ Value to_value(const T& value) {
 
 template <class T>
 T from_value(const Value& value, FieldNames names) {
-    // Demangling costs more than a small decode, so it is done once per type; the name is
-    // only read when an error message needs it.
-    static const std::string root = detail::type_name<T>();
-    return detail::decode<T>(value, detail::Path{detail::Path::Step::root, nullptr, root, 0, nullptr}, names);
+    return detail::decode<T>(value, detail::root_path<T>(), names);
+}
+
+template <class T>
+T read_value(ValueReader& in) {
+    return detail::read<T>(in, detail::root_path<T>());
 }
 
 }  // namespace acemq
