@@ -16,6 +16,8 @@
 #include <string>
 #include <vector>
 
+#include "json_quoted.hpp"
+
 namespace bench {
 
 // Keeps the optimiser from deleting work whose result nobody reads.
@@ -30,6 +32,20 @@ inline void keep(const T& value) {
 inline bool quick_from_environment() {
     const char* quick = std::getenv("ACEMQ_BENCH_QUICK");
     return quick != nullptr && *quick != '\0' && std::string(quick) != "0";
+}
+
+// For a bench whose one option is --quick: whether it or ACEMQ_BENCH_QUICK asks for the
+// short run. Anything else on the command line prints the usage and exits with 2.
+inline bool quick_from_command_line(int argc, char** argv) {
+    bool quick = quick_from_environment();
+    for (int i = 1; i < argc; ++i) {
+        if (std::string(argv[i]) != "--quick") {
+            std::fprintf(stderr, "usage: %s [--quick]   (or ACEMQ_BENCH_QUICK=1)\n", argv[0]);
+            std::exit(2);
+        }
+        quick = true;
+    }
+    return quick;
 }
 
 inline double percentile(std::vector<double> values, double fraction) {
@@ -107,27 +123,6 @@ struct Row {
 
 namespace detail {
 
-inline std::string json_string(const std::string& text) {
-    std::string out = "\"";
-    for (const char c : text) {
-        switch (c) {
-        case '"': out += "\\\""; break;
-        case '\\': out += "\\\\"; break;
-        case '\n': out += "\\n"; break;
-        case '\t': out += "\\t"; break;
-        default:
-            if (static_cast<unsigned char>(c) < 0x20) {
-                char escaped[8];
-                std::snprintf(escaped, sizeof escaped, "\\u%04x", c);
-                out += escaped;
-            } else {
-                out += c;
-            }
-        }
-    }
-    return out + "\"";
-}
-
 // JSON has no NaN or infinity: a figure that is not finite (a ratio over zero) is null.
 inline std::string json_number(double value) {
     if (!std::isfinite(value)) return "null";
@@ -150,7 +145,7 @@ inline void append_json_line(const std::string& fields) {
     const char* path = std::getenv("ACEMQ_BENCH_JSON");
     if (path == nullptr || *path == '\0') return;
     std::ofstream out(path, std::ios::app);
-    out << "{" << fields << ", \"command\": " << json_string(command_line()) << "}\n";
+    out << "{" << fields << ", \"command\": " << acemq::detail::json_quoted(command_line()) << "}\n";
     out.flush();
     if (!out)
         throw std::runtime_error(std::string("cannot append to ") + path +
@@ -164,19 +159,20 @@ inline void append_json_line(const std::string& fields) {
 // else ours / underneath.
 inline void record(const Row& row) {
     detail::append_json_line(
-        "\"kind\": \"row\", \"name\": " + detail::json_string(row.name) +
-        ", \"ours\": " + detail::json_number(row.ours) + ", \"against\": " + detail::json_string(row.against) +
-        ", \"underneath\": " + detail::json_number(row.underneath) + ", \"unit\": " + detail::json_string(row.unit) +
+        "\"kind\": \"row\", \"name\": " + acemq::detail::json_quoted(row.name) +
+        ", \"ours\": " + detail::json_number(row.ours) + ", \"against\": " + acemq::detail::json_quoted(row.against) +
+        ", \"underneath\": " + detail::json_number(row.underneath) +
+        ", \"unit\": " + acemq::detail::json_quoted(row.unit) +
         ", \"ratio\": " + detail::json_number(row.ratio.value_or(row.ours / row.underneath)) +
         ", \"aim\": " + (row.aim ? detail::json_number(*row.aim) : std::string("null")) +
-        ", \"better\": " + detail::json_string(row.better == Better::lower ? "lower" : "higher"));
+        ", \"better\": " + acemq::detail::json_quoted(row.better == Better::lower ? "lower" : "higher"));
 }
 
 // Records one figure alone under `key`, for a comparison another program completes
 // (bench/pika_bench.py reads amqp_bench's figures to set python3-pika beside them).
 inline void record_figure(const std::string& key, double value, const std::string& unit) {
-    detail::append_json_line("\"kind\": \"figure\", \"key\": " + detail::json_string(key) +
-                             ", \"value\": " + detail::json_number(value) + ", \"unit\": " + detail::json_string(unit));
+    detail::append_json_line("\"kind\": \"figure\", \"key\": " + acemq::detail::json_quoted(key) + ", \"value\": " +
+                             detail::json_number(value) + ", \"unit\": " + acemq::detail::json_quoted(unit));
 }
 
 }  // namespace bench

@@ -60,15 +60,7 @@ void wait_until(const std::atomic<std::uint64_t>& handled, std::uint64_t count) 
 }  // namespace
 
 int main(int argc, char** argv) {
-    bool quick = bench::quick_from_environment();
-    for (int i = 1; i < argc; ++i) {
-        if (std::string(argv[i]) == "--quick") {
-            quick = true;
-        } else {
-            std::fprintf(stderr, "usage: %s [--quick]   (or ACEMQ_BENCH_QUICK=1)\n", argv[0]);
-            return 2;
-        }
-    }
+    const bool quick = bench::quick_from_command_line(argc, argv);
     const std::uint64_t total = quick ? 200'000 : 1'000'000;
     try {
         acemq::Bus bus = acemq::connect("inproc://rss-bench", {.origin = "bench@local"});

@@ -453,15 +453,7 @@ Column measure(zmq::context_t& context, Endpoints& endpoints, Scheme scheme, con
 }  // namespace
 
 int main(int argc, char** argv) {
-    bool quick = bench::quick_from_environment();
-    for (int i = 1; i < argc; ++i) {
-        if (std::string(argv[i]) == "--quick") {
-            quick = true;
-        } else {
-            std::fprintf(stderr, "usage: %s [--quick]   (or ACEMQ_BENCH_QUICK=1)\n", argv[0]);
-            return 2;
-        }
-    }
+    const bool quick = bench::quick_from_command_line(argc, argv);
     const Sizes& sizes = quick ? quick_sizes : full_sizes;
     int major = 0, minor = 0, patch = 0;
     zmq_version(&major, &minor, &patch);

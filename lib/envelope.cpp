@@ -135,7 +135,7 @@ Headers render_headers(const Envelope& envelope) {
     Headers out;
     out.reserve(envelope.headers.size() + 13);
     auto application = envelope.headers.begin();
-    auto put = [&](std::string_view name, FieldValue value) {
+    auto put = [&](std::string_view name, FieldValue&& value) {
         for (; application != envelope.headers.end() && application->first < name; ++application)
             out.append(application->first, application->second);
         out.append(std::string(name), std::move(value));

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "histogram.hpp"
+#include "json_quoted.hpp"
 #include "options.hpp"
 
 namespace {
@@ -271,23 +272,6 @@ std::vector<Verdict> judge(const Options& options, Tally& tally, std::uint64_t o
     return verdicts;
 }
 
-std::string json_string(const std::string& text) {
-    std::string out = "\"";
-    for (const char c : text) {
-        if (c == '"' || c == '\\') {
-            out += '\\';
-            out += c;
-        } else if (static_cast<unsigned char>(c) < 0x20) {
-            char escape[8];
-            std::snprintf(escape, sizeof escape, "\\u%04x", c);
-            out += escape;
-        } else {
-            out += c;
-        }
-    }
-    return out + "\"";
-}
-
 std::string histogram_json(const Histogram& h) {
     std::ostringstream out;
     out << "{\"count\": " << h.count() << ", \"minMicros\": " << micros(h.min())
@@ -299,9 +283,9 @@ std::string histogram_json(const Histogram& h) {
 
 std::string report_json(const Options& options, Tally& tally, const Schedule& schedule, const Outcome& outcome) {
     std::ostringstream out;
-    out << "{\n  \"tool\": \"acemq-load\",\n  \"url\": " << json_string(acemq::redacted_url(options.url))
-        << ",\n  \"startedAt\": " << json_string(outcome.started_at)
-        << ",\n  \"options\": {\"queue\": " << json_string(options.queue) << ", \"queueType\": \""
+    out << "{\n  \"tool\": \"acemq-load\",\n  \"url\": " << acemq::detail::json_quoted(acemq::redacted_url(options.url))
+        << ",\n  \"startedAt\": " << acemq::detail::json_quoted(outcome.started_at)
+        << ",\n  \"options\": {\"queue\": " << acemq::detail::json_quoted(options.queue) << ", \"queueType\": \""
         << queue_type_name(options) << "\", \"rate\": " << options.rate << ", \"size\": " << options.size
         << ", \"publishers\": " << options.publishers << ", \"window\": " << options.window
         << ", \"consumers\": " << options.consumers << ", \"prefetch\": " << options.prefetch
@@ -321,14 +305,14 @@ std::string report_json(const Options& options, Tally& tally, const Schedule& sc
         << ",\n  \"deadLetterDepthAtEnd\": " << outcome.dead_letter_depth
         << ",\n  \"endToEnd\": " << histogram_json(tally.end_to_end)
         << ",\n  \"confirm\": " << histogram_json(tally.confirm)
-        << ",\n  \"sendLag\": " << histogram_json(tally.send_lag)
-        << ",\n  \"firstRefusal\": " << (tally.first_refusal.empty() ? "null" : json_string(tally.first_refusal))
+        << ",\n  \"sendLag\": " << histogram_json(tally.send_lag) << ",\n  \"firstRefusal\": "
+        << (tally.first_refusal.empty() ? "null" : acemq::detail::json_quoted(tally.first_refusal))
         << ",\n  \"verdicts\": [";
     for (std::size_t i = 0; i < outcome.verdicts.size(); ++i) {
         const Verdict& v = outcome.verdicts[i];
         out << (i ? ",\n" : "\n") << "    {\"rule\": \"" << v.rule << "\", \"severity\": \"" << v.severity
             << "\", \"passed\": " << (v.passed ? "true" : "false")
-            << ", \"observation\": " << json_string(v.observation) << "}";
+            << ", \"observation\": " << acemq::detail::json_quoted(v.observation) << "}";
     }
     out << "\n  ],\n  \"valid\": " << (outcome.valid ? "true" : "false")
         << ",\n  \"passed\": " << (outcome.passed ? "true" : "false") << "\n}\n";
