@@ -4,15 +4,59 @@ namespace acemq {
 
 namespace {
 
+// The timers and the thread that runs them, shared by the clock and that thread: the last
+// owner of the clock may let go of it inside a timer action (a broker whose only owner was
+// the action), and then the thread must finish that action and stop on its own.
+struct TimerTable {
+    void run() {
+        std::unique_lock guard(lock);
+        while (!stopping) {
+            if (timers.empty()) {
+                changed.wait(guard);
+                continue;
+            }
+            auto earliest = timers.begin();
+            // A copy: the wait lets go of the lock, and cancel() may erase the entry meanwhile.
+            const Clock::time_point due = earliest->first;
+            if (due > std::chrono::steady_clock::now()) {
+                changed.wait_until(guard, due);
+                continue;
+            }
+            auto [id, action] = std::move(earliest->second);
+            timers.erase(earliest);
+            firing = id;
+            guard.unlock();
+            action();
+            guard.lock();
+            firing = 0;
+            changed.notify_all();
+        }
+    }
+
+    std::mutex lock;
+    std::condition_variable changed;
+    std::multimap<Clock::time_point, std::pair<Clock::TimerId, std::function<void()>>> timers;
+    Clock::TimerId next_id = 1;
+    Clock::TimerId firing = 0;
+    bool stopping = false;
+    std::thread::id runner;
+};
+
 class SystemClock final : public Clock {
 public:
     ~SystemClock() override {
         {
-            std::lock_guard guard(lock_);
-            stopping_ = true;
+            std::lock_guard guard(table_->lock);
+            table_->stopping = true;
         }
-        changed_.notify_all();
-        if (timer_thread_.joinable()) timer_thread_.join();
+        table_->changed.notify_all();
+        if (!timer_thread_.joinable()) return;
+        // Released inside a timer action: the thread cannot join itself; it holds the table
+        // and stops once the action returns.
+        if (timer_thread_.get_id() == std::this_thread::get_id())
+            timer_thread_.detach();
+        else
+            timer_thread_.join();
     }
 
     time_point now() const override { return std::chrono::steady_clock::now(); }
@@ -26,60 +70,34 @@ public:
     }
 
     TimerId call_at(time_point deadline, std::function<void()> action) override {
-        std::lock_guard guard(lock_);
-        if (!timer_thread_.joinable()) timer_thread_ = std::thread([this] { run_timers(); });
-        const TimerId id = next_id_++;
-        timers_.emplace(deadline, std::make_pair(id, std::move(action)));
-        changed_.notify_all();
+        std::lock_guard guard(table_->lock);
+        if (!timer_thread_.joinable()) {
+            timer_thread_ = std::thread([table = table_] { table->run(); });
+            table_->runner = timer_thread_.get_id();
+        }
+        const TimerId id = table_->next_id++;
+        table_->timers.emplace(deadline, std::make_pair(id, std::move(action)));
+        table_->changed.notify_all();
         return id;
     }
 
     void cancel(TimerId timer) override {
-        std::unique_lock guard(lock_);
-        for (auto it = timers_.begin(); it != timers_.end(); ++it) {
+        std::unique_lock guard(table_->lock);
+        auto& timers = table_->timers;
+        for (auto it = timers.begin(); it != timers.end(); ++it) {
             if (it->second.first == timer) {
-                timers_.erase(it);
+                timers.erase(it);
                 return;
             }
         }
         // Already taken by the timer thread: wait until its action is over, unless this
         // call comes from that action itself.
-        if (firing_ == timer && std::this_thread::get_id() != timer_thread_.get_id())
-            changed_.wait(guard, [&] { return firing_ != timer; });
+        if (table_->firing == timer && std::this_thread::get_id() != table_->runner)
+            table_->changed.wait(guard, [&] { return table_->firing != timer; });
     }
 
 private:
-    void run_timers() {
-        std::unique_lock guard(lock_);
-        while (!stopping_) {
-            if (timers_.empty()) {
-                changed_.wait(guard);
-                continue;
-            }
-            auto earliest = timers_.begin();
-            // A copy: the wait lets go of the lock, and cancel() may erase the entry meanwhile.
-            const time_point due = earliest->first;
-            if (due > now()) {
-                changed_.wait_until(guard, due);
-                continue;
-            }
-            auto [id, action] = std::move(earliest->second);
-            timers_.erase(earliest);
-            firing_ = id;
-            guard.unlock();
-            action();
-            guard.lock();
-            firing_ = 0;
-            changed_.notify_all();
-        }
-    }
-
-    std::mutex lock_;
-    std::condition_variable changed_;
-    std::multimap<time_point, std::pair<TimerId, std::function<void()>>> timers_;
-    TimerId next_id_ = 1;
-    TimerId firing_ = 0;
-    bool stopping_ = false;
+    std::shared_ptr<TimerTable> table_ = std::make_shared<TimerTable>();
     std::thread timer_thread_;
 };
 
