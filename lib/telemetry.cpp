@@ -130,25 +130,37 @@ std::shared_ptr<const ConsumeInstruments> Telemetry::consuming(std::string_view 
     return found->second;
 }
 
+namespace {
+
+// "<destination> publish": built in a buffer each thread keeps, since a span's name is needed
+// only while start_span runs and a message should not pay an allocation for it.
+std::string_view span_name(std::string_view destination, std::string_view operation) {
+    thread_local std::string name;
+    name.assign(destination);
+    name += operation;
+    return name;
+}
+
+}  // namespace
+
 std::unique_ptr<Span> Telemetry::start_publish(const Published& publish, Headers& headers) const {
     if (!tracer_) return nullptr;
     const std::optional<TraceContext> carried = extract_trace(headers);
     const TraceContext* parent = carried ? &*carried : current_trace();
     const std::string_view destination = trace_destination(publish.exchange, publish.routing_key);
-    Attributes attributes{
-        {std::string(span_attribute::system), system_},
-        {std::string(span_attribute::destination), std::string(destination)},
-        {std::string(span_attribute::operation), std::string("publish")},
-        {std::string(span_attribute::message_id), std::string(publish.message_id)},
-        {std::string(span_attribute::routing_key), std::string(publish.routing_key)},
-    };
+    std::array<AttributeView, 7> attributes{{
+        {span_attribute::system, system_},
+        {span_attribute::destination, destination},
+        {span_attribute::operation, std::string_view("publish")},
+        {span_attribute::message_id, publish.message_id},
+        {span_attribute::routing_key, publish.routing_key},
+    }};
+    std::size_t count = 5;
     // Unknown to the outbox relay, which has only the record's rendered headers.
-    if (!publish.correlation.empty())
-        attributes.emplace_back(std::string(span_attribute::conversation_id), std::string(publish.correlation));
-    if (!publish.type.empty())
-        attributes.emplace_back(std::string(span_attribute::message_type), std::string(publish.type));
-    const std::string name = std::string(destination) + " publish";
-    std::unique_ptr<Span> span = tracer_->start_span({name, SpanKind::producer, parent, attributes});
+    if (!publish.correlation.empty()) attributes[count++] = {span_attribute::conversation_id, publish.correlation};
+    if (!publish.type.empty()) attributes[count++] = {span_attribute::message_type, publish.type};
+    std::unique_ptr<Span> span = tracer_->start_span(
+        {span_name(destination, " publish"), SpanKind::producer, parent, std::span(attributes.data(), count)});
     inject_trace(span->context(), headers);
     return span;
 }
@@ -163,17 +175,17 @@ void Telemetry::end_publish(Span& span, PublishOutcome outcome, std::string_view
 std::unique_ptr<Span> Telemetry::start_process(std::string_view queue, const Envelope& envelope) const {
     if (!tracer_) return nullptr;
     const std::optional<TraceContext> parent = extract_trace(envelope.headers);
-    const Attributes attributes{
-        {std::string(span_attribute::system), system_},
-        {std::string(span_attribute::destination), std::string(queue)},
-        {std::string(span_attribute::operation), std::string("process")},
-        {std::string(span_attribute::message_id), envelope.id},
-        {std::string(span_attribute::conversation_id), envelope.correlation},
-        {std::string(span_attribute::message_type), envelope.type},
-        {std::string(span_attribute::attempt), static_cast<std::int64_t>(envelope.attempt)},
-    };
-    const std::string name = std::string(queue) + " process";
-    return tracer_->start_span({name, SpanKind::consumer, parent ? &*parent : nullptr, attributes});
+    const std::array<AttributeView, 7> attributes{{
+        {span_attribute::system, system_},
+        {span_attribute::destination, queue},
+        {span_attribute::operation, std::string_view("process")},
+        {span_attribute::message_id, envelope.id},
+        {span_attribute::conversation_id, envelope.correlation},
+        {span_attribute::message_type, envelope.type},
+        {span_attribute::attempt, static_cast<std::int64_t>(envelope.attempt)},
+    }};
+    return tracer_->start_span(
+        {span_name(queue, " process"), SpanKind::consumer, parent ? &*parent : nullptr, attributes});
 }
 
 void Telemetry::end_process(Span& span, const Settlement& settlement) {

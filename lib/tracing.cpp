@@ -14,11 +14,13 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <ctime>
 #include <mutex>
 #include <ostream>
 #include <random>
 #include <system_error>
+#include <type_traits>
 
 namespace acemq {
 
@@ -27,12 +29,19 @@ namespace {
 constexpr char hex_digits[] = "0123456789abcdef";
 constexpr std::size_t tracestate_limit = 512;
 
+// Writes two lowercase hex digits per byte at `at`; returns where it stopped.
+char* write_hex(char* at, std::span<const std::uint8_t> bytes) noexcept {
+    for (const std::uint8_t byte : bytes) {
+        *at++ = hex_digits[byte >> 4];
+        *at++ = hex_digits[byte & 0x0F];
+    }
+    return at;
+}
+
 template <std::size_t N>
 void append_hex(std::string& out, const std::array<std::uint8_t, N>& bytes) {
-    for (const std::uint8_t byte : bytes) {
-        out += hex_digits[byte >> 4];
-        out += hex_digits[byte & 0x0F];
-    }
+    char text[2 * N];
+    out.append(text, write_hex(text, bytes));
 }
 
 template <std::size_t N>
@@ -151,16 +160,15 @@ std::string TraceContext::trace_id_hex() const { return to_hex(trace_id); }
 std::string TraceContext::span_id_hex() const { return to_hex(span_id); }
 
 std::string TraceContext::traceparent() const {
-    // Every publish writes one: built in place, with no temporaries.
-    std::string text;
-    text.reserve(55);
-    text += "00-";
-    append_hex(text, trace_id);
-    text += '-';
-    append_hex(text, span_id);
-    text += '-';
-    append_hex(text, std::array{flags});
-    return text;
+    // Every publish writes one: filled in a buffer, then made a string once.
+    constexpr std::size_t length = 55;
+    char text[length] = {'0', '0', '-'};
+    char* at = write_hex(text + 3, trace_id);
+    *at++ = '-';
+    at = write_hex(at, span_id);
+    *at++ = '-';
+    write_hex(at, std::span(&flags, 1));
+    return std::string(text, length);
 }
 
 std::optional<TraceContext> TraceContext::parse(std::string_view traceparent, std::string_view tracestate) {
@@ -218,6 +226,25 @@ void inject_trace(const TraceContext& context, Headers& headers) {
     } else {
         headers.insert_or_assign(std::string(tracestate_header), FieldValue(context.state));
     }
+}
+
+AttributeValue to_owned(const AttributeValueView& value) {
+    return std::visit(
+        [](const auto& held) -> AttributeValue {
+            if constexpr (std::is_same_v<std::decay_t<decltype(held)>, std::string_view>)
+                return std::string(held);
+            else
+                return held;
+        },
+        value);
+}
+
+Attributes to_owned(std::span<const AttributeView> attributes) {
+    Attributes owned;
+    owned.reserve(attributes.size());
+    for (const AttributeView& attribute : attributes)
+        owned.emplace_back(std::string(attribute.key), to_owned(attribute.value));
+    return owned;
 }
 
 std::string_view to_string(SpanKind kind) {
@@ -279,14 +306,35 @@ void append_integer(std::string& out, std::int64_t value) {
     out.append(digits, result.ptr);
 }
 
-// What json_quoted writes, without its temporary string when nothing needs escaping: true of
-// nearly every name, key and value a span carries.
+// True when some byte of `text` needs escaping in a JSON string (a control character, '"'
+// or '\'). Eight bytes at a time: every name, key and value of every span goes through here.
+bool needs_escaping(std::string_view text) noexcept {
+    constexpr std::uint64_t ones = 0x0101010101010101ULL;
+    constexpr std::uint64_t highs = 0x8080808080808080ULL;
+    // Exact as a yes/no: some byte of `word` is below `limit` (limit <= 0x80).
+    const auto any_below = [](std::uint64_t word, std::uint64_t limit) {
+        return (word - ones * limit) & ~word & highs;
+    };
+    const auto any_equal = [&](std::uint64_t word, std::uint64_t byte) { return any_below(word ^ (ones * byte), 1); };
+    const auto escapes = [&](std::uint64_t word) {
+        return (any_below(word, 0x20) | any_equal(word, '"') | any_equal(word, '\\')) != 0;
+    };
+    std::size_t at = 0;
+    for (; at + 8 <= text.size(); at += 8) {
+        std::uint64_t word;
+        std::memcpy(&word, text.data() + at, sizeof word);
+        if (escapes(word)) return true;
+    }
+    if (at == text.size()) return false;
+    // The last few bytes in one word too, padded with a byte that needs no escaping.
+    std::uint64_t tail = ones * 'a';
+    std::memcpy(&tail, text.data() + at, text.size() - at);
+    return escapes(tail);
+}
+
+// What json_quoted writes, without its temporary string when nothing needs escaping.
 void append_quoted(std::string& out, std::string_view text) {
-    const bool plain = std::all_of(text.begin(), text.end(), [](char c) {
-        const auto byte = static_cast<unsigned char>(c);
-        return byte >= 0x20 && byte != '"' && byte != '\\';
-    });
-    if (!plain) {
+    if (needs_escaping(text)) {
         out += detail::json_quoted(text);
         return;
     }
@@ -295,8 +343,12 @@ void append_quoted(std::string& out, std::string_view text) {
     out += '"';
 }
 
-void append_value(std::string& out, const AttributeValue& value) {
-    if (const auto* text = std::get_if<std::string>(&value)) {
+AttributeValueView view_of(const AttributeValue& value) {
+    return std::visit([](const auto& held) { return AttributeValueView(held); }, value);
+}
+
+void append_value(std::string& out, const AttributeValueView& value) {
+    if (const auto* text = std::get_if<std::string_view>(&value)) {
         append_quoted(out, *text);
     } else if (const auto* integer = std::get_if<std::int64_t>(&value)) {
         append_integer(out, *integer);
@@ -314,16 +366,17 @@ void append_value(std::string& out, const AttributeValue& value) {
     }
 }
 
+// One `"key":value` member, after a ',' unless it opens its object.
+void append_member(std::string& out, std::string_view key, const AttributeValueView& value) {
+    if (out.back() != '{') out += ',';
+    append_quoted(out, key);
+    out += ':';
+    append_value(out, value);
+}
+
 void append_attributes(std::string& out, const Attributes& attributes) {
     out += '{';
-    bool first = true;
-    for (const auto& [key, value] : attributes) {
-        if (!first) out += ',';
-        first = false;
-        append_quoted(out, key);
-        out += ':';
-        append_value(out, value);
-    }
+    for (const auto& [key, value] : attributes) append_member(out, key, view_of(value));
     out += '}';
 }
 
@@ -341,13 +394,37 @@ struct LineWriter {
 // A publish span's line is about 600 bytes; a line longer than this grows as usual.
 constexpr std::size_t rendered_size_guess = 1024;
 
+// A span renders its line as it goes, on the thread that publishes or settles: everything
+// known at the start goes into the line at once (the start's attributes are borrowed, so
+// they are never copied), the attributes object stays open at the end of the line for
+// set_attribute, and end() closes it and adds what only the end knows.
 class JsonSpan final : public Span {
 public:
     JsonSpan(std::shared_ptr<LineWriter> writer, const SpanStart& start)
-        : writer_(std::move(writer)), name_(start.name), kind_(start.kind),
+        : writer_(std::move(writer)),
           context_(start.parent != nullptr ? start.parent->new_child() : TraceContext::new_root()),
-          attributes_(start.attributes), started_(WallClock::now()), started_steady_(std::chrono::steady_clock::now()) {
-        if (start.parent != nullptr) parent_span_id_ = start.parent->span_id;
+          started_steady_(std::chrono::steady_clock::now()) {
+        line_.reserve(rendered_size_guess);
+        line_ += "{\"name\":";
+        append_quoted(line_, start.name);
+        line_ += ",\"kind\":\"";
+        line_ += to_string(start.kind);
+        line_ += "\",\"traceId\":\"";
+        append_hex(line_, context_.trace_id);
+        line_ += "\",\"spanId\":\"";
+        append_hex(line_, context_.span_id);
+        line_ += '"';
+        if (start.parent != nullptr) {
+            line_ += ",\"parentSpanId\":\"";
+            append_hex(line_, start.parent->span_id);
+            line_ += '"';
+        }
+        line_ += ",\"start\":\"";
+        append_rfc3339(line_, WallClock::now());
+        line_ += "\",\"attributes\":";
+        attributes_at_ = line_.size();
+        line_ += '{';
+        for (const AttributeView& attribute : start.attributes) add_attribute(attribute.key, attribute.value);
     }
 
     ~JsonSpan() override {
@@ -360,16 +437,13 @@ public:
     const TraceContext& context() const override { return context_; }
 
     void set_attribute(std::string_view key, AttributeValue value) override {
-        for (auto& [name, existing] : attributes_) {
-            if (name == key) {
-                existing = std::move(value);
-                return;
-            }
-        }
-        attributes_.emplace_back(std::string(key), std::move(value));
+        if (ended_) return;
+        if ((written_keys_ & mark_of(key)) != 0) erase_attribute(key);
+        add_attribute(key, view_of(value));
     }
 
     void add_event(std::string_view name, Attributes attributes) override {
+        if (ended_) return;
         events_.push_back({std::string(name), WallClock::now(), std::move(attributes)});
     }
 
@@ -383,72 +457,95 @@ public:
         ended_ = true;
         auto duration =
             std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - started_steady_);
-        std::string line = render(duration.count());
+        line_ += "},\"durationMicros\":";
+        append_integer(line_, duration.count());
+        if (error_) {
+            line_ += ",\"status\":\"ERROR\"";
+            if (!error_description_.empty()) {
+                line_ += ",\"statusDescription\":";
+                append_quoted(line_, error_description_);
+            }
+        }
+        line_ += ",\"events\":[";
+        bool first = true;
+        for (const auto& event : events_) {
+            if (!first) line_ += ',';
+            first = false;
+            line_ += "{\"name\":";
+            append_quoted(line_, event.name);
+            line_ += ",\"time\":\"";
+            append_rfc3339(line_, event.time);
+            line_ += "\",\"attributes\":";
+            append_attributes(line_, event.attributes);
+            line_ += '}';
+        }
+        line_ += "],\"scope\":";
+        append_quoted(line_, tracing_scope);
+        line_ += '}';
         std::lock_guard guard(writer_->lock);
-        writer_->write(line);
+        writer_->write(line_);
     }
 
 private:
-    // Every span renders a line, on the thread that publishes or settles: appended into one
-    // string grown once, rather than joined from temporaries.
-    std::string render(std::int64_t duration_micros) const {
-        std::string out;
-        out.reserve(rendered_size_guess);
-        out += "{\"name\":";
-        append_quoted(out, name_);
-        out += ",\"kind\":\"";
-        out += to_string(kind_);
-        out += "\",\"traceId\":\"";
-        append_hex(out, context_.trace_id);
-        out += "\",\"spanId\":\"";
-        append_hex(out, context_.span_id);
-        out += '"';
-        if (parent_span_id_) {
-            out += ",\"parentSpanId\":\"";
-            append_hex(out, *parent_span_id_);
-            out += '"';
+    // One bit of 64 for a key: set_attribute searches the line for a key only when its bit
+    // says the key may be there, which a new key's seldom is.
+    static std::uint64_t mark_of(std::string_view key) noexcept {
+        return std::uint64_t{1} << (std::hash<std::string_view>{}(key)&63);
+    }
+
+    void add_attribute(std::string_view key, const AttributeValueView& value) {
+        written_keys_ |= mark_of(key);
+        append_member(line_, key, value);
+    }
+
+    // Removes the member `key` from the open attributes object, if it is there. Outside a
+    // JSON string '{' and ',' only open or separate members, and inside one a '"' is always
+    // escaped, so `{"key":` or `,"key":` with a bare quote can only be that member's start.
+    void erase_attribute(std::string_view key) {
+        std::string escaped;
+        std::string_view inner = key;
+        if (needs_escaping(key)) {
+            escaped = detail::json_quoted(key);
+            inner = std::string_view(escaped).substr(1, escaped.size() - 2);
         }
-        out += ",\"start\":\"";
-        append_rfc3339(out, started_);
-        out += "\",\"durationMicros\":";
-        append_integer(out, duration_micros);
-        if (error_) {
-            out += ",\"status\":\"ERROR\"";
-            if (!error_description_.empty()) {
-                out += ",\"statusDescription\":";
-                append_quoted(out, error_description_);
+        for (std::size_t at = line_.find(inner, attributes_at_ + 2); at != std::string::npos;
+             at = line_.find(inner, at + 1)) {
+            const std::size_t quote = at - 1;
+            const std::size_t after = at + inner.size();
+            if (line_[quote] != '"' || (line_[quote - 1] != '{' && line_[quote - 1] != ',') ||
+                line_.compare(after, 2, "\":") != 0)
+                continue;
+            std::size_t end = value_end(after + 2);
+            if (line_[quote - 1] == ',') {
+                line_.erase(quote - 1, end - (quote - 1));
+            } else {
+                if (end < line_.size()) ++end;  // the ',' before the next member
+                line_.erase(quote, end - quote);
             }
+            return;
         }
-        out += ",\"attributes\":";
-        append_attributes(out, attributes_);
-        out += ",\"events\":[";
-        bool first = true;
-        for (const auto& event : events_) {
-            if (!first) out += ',';
-            first = false;
-            out += "{\"name\":";
-            append_quoted(out, event.name);
-            out += ",\"time\":\"";
-            append_rfc3339(out, event.time);
-            out += "\",\"attributes\":";
-            append_attributes(out, event.attributes);
-            out += '}';
+    }
+
+    // Where the rendered value starting at `at` ends: after its closing quote for a string;
+    // otherwise at the next ',' (numbers, true, false and null have none) or the line's end.
+    std::size_t value_end(std::size_t at) const {
+        if (line_[at] != '"') return std::min(line_.find(',', at), line_.size());
+        for (std::size_t i = at + 1; i < line_.size(); ++i) {
+            if (line_[i] == '\\')
+                ++i;
+            else if (line_[i] == '"')
+                return i + 1;
         }
-        out += "],\"scope\":";
-        append_quoted(out, tracing_scope);
-        out += '}';
-        return out;
+        return line_.size();
     }
 
     std::shared_ptr<LineWriter> writer_;
-    std::string name_;
-    SpanKind kind_;
     TraceContext context_;
-    std::optional<std::array<std::uint8_t, 8>> parent_span_id_;
-    Attributes attributes_;
-    std::vector<Event> events_;
-    WallClock::time_point started_;
     std::chrono::steady_clock::time_point started_steady_;
+    std::string line_;
+    std::size_t attributes_at_ = 0;   // where the attributes object's '{' is in line_
+    std::uint64_t written_keys_ = 0;  // mark_of every key written into the attributes object
+    std::vector<Event> events_;
     bool error_ = false;
     std::string error_description_;
     bool ended_ = false;

@@ -26,6 +26,7 @@
 #include <iosfwd>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -81,6 +82,17 @@ std::string_view to_string(SpanKind kind);  // "INTERNAL", "PRODUCER", "CONSUMER
 using AttributeValue = std::variant<std::string, std::int64_t, double, bool>;
 using Attributes = std::vector<std::pair<std::string, AttributeValue>>;
 
+// An attribute a span starts with, borrowed: the key and the text are the caller's and live
+// only as long as the start_span call, so a publish hands over its attributes without
+// building a string. A tracer copies what it keeps (to_owned).
+using AttributeValueView = std::variant<std::string_view, std::int64_t, double, bool>;
+struct AttributeView {
+    std::string_view key;
+    AttributeValueView value;
+};
+AttributeValue to_owned(const AttributeValueView& value);
+Attributes to_owned(std::span<const AttributeView> attributes);
+
 // The family's attribute and event names.
 namespace span_attribute {
 inline constexpr std::string_view system = "messaging.system";
@@ -121,7 +133,7 @@ struct SpanStart {
     std::string_view name;
     SpanKind kind = SpanKind::internal;
     const TraceContext* parent = nullptr;  // null: a new trace
-    const Attributes& attributes;
+    std::span<const AttributeView> attributes{};
 };
 
 class Tracer {
@@ -150,8 +162,8 @@ private:
 
 // A tracer that writes each ended span as one line of JSON:
 //   {"name":"orders publish","kind":"PRODUCER","traceId":"...","spanId":"...",
-//    "parentSpanId":"...","start":"2026-12-02T10:00:00.000123Z","durationMicros":42,
-//    "status":"ERROR","statusDescription":"...","attributes":{...},"events":[{"name":...,
+//    "parentSpanId":"...","start":"2026-12-02T10:00:00.000123Z","attributes":{...},
+//    "durationMicros":42,"status":"ERROR","statusDescription":"...","events":[{"name":...,
 //    "time":"...","attributes":{...}}],"scope":"org.acemq.amqp"}
 // "parentSpanId", "status" and "statusDescription" are left out when there is none. `write`
 // is called with one line (no newline) at a time, under a lock: it need not be thread-safe.

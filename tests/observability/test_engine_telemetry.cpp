@@ -45,7 +45,7 @@ public:
         span->recorded.kind = start.kind;
         span->recorded.context = start.parent ? start.parent->new_child() : acemq::TraceContext::new_root();
         if (start.parent) span->recorded.parent = *start.parent;
-        span->recorded.attributes = start.attributes;
+        span->recorded.attributes = acemq::to_owned(start.attributes);
         return span;
     }
 

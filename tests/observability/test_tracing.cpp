@@ -104,12 +104,11 @@ TEST_CASE("TraceScope nests and restores") {
 TEST_CASE("json lines tracer writes one line per span") {
     std::vector<std::string> lines;
     auto tracer = json_lines_tracer([&](std::string_view line) { lines.emplace_back(line); });
-    Attributes none;
-    Attributes start_attributes{{"messaging.system", std::string("rabbitmq")}};
+    const AttributeView start_attributes[]{{"messaging.system", std::string_view("rabbitmq")}};
     auto parent =
         tracer->start_span({.name = "orders publish", .kind = SpanKind::producer, .attributes = start_attributes});
-    auto child = tracer->start_span(
-        {.name = "orders process", .kind = SpanKind::consumer, .parent = &parent->context(), .attributes = none});
+    auto child =
+        tracer->start_span({.name = "orders process", .kind = SpanKind::consumer, .parent = &parent->context()});
     CHECK(child->context().trace_id == parent->context().trace_id);
     child->set_attribute("n", std::int64_t{3});
     child->set_attribute("d", 1.5);
@@ -140,15 +139,77 @@ TEST_CASE("json lines tracer writes one line per span") {
     CHECK(lines[1].find("\"attributes\":{\"messaging.system\":\"rabbitmq\"}") != std::string::npos);
 }
 
+namespace {
+
+// The attributes object of a JSON line, as written.
+std::string attributes_of(const std::string& line) {
+    const auto begin = line.find("\"attributes\":{");
+    const auto end = line.find("},\"durationMicros\"");
+    REQUIRE(begin != std::string::npos);
+    REQUIRE(end != std::string::npos);
+    return line.substr(begin + 13, end + 1 - (begin + 13));
+}
+
+}  // namespace
+
+TEST_CASE("json lines tracer: a later attribute replaces one of the same key, wherever it is") {
+    std::vector<std::string> lines;
+    auto tracer = json_lines_tracer([&](std::string_view line) { lines.emplace_back(line); });
+    // A value that looks like a member, and a key that needs escaping, must not fool it.
+    const AttributeView start[]{{"first", std::int64_t{1}},
+                                {"trap", std::string_view(R"(x,"middle":2,"first":3)")},
+                                {"middle", std::string_view("m")},
+                                {"odd\"key", true},
+                                {"last", 2.5}};
+    auto span = tracer->start_span({.name = "q publish", .kind = SpanKind::producer, .attributes = start});
+    span->set_attribute("middle", std::string("M"));
+    span->set_attribute("first", std::int64_t{10});
+    span->set_attribute("odd\"key", false);
+    span->set_attribute("new", std::string("n"));
+    span->set_attribute("new", std::string("N"));
+    span->set_attribute("last", std::string("L"));
+    span->end();
+    span->set_attribute("after", std::string("end"));  // ignored: the line is written
+    REQUIRE(lines.size() == 1);
+    CHECK(attributes_of(lines[0]) ==
+          R"({"trap":"x,\"middle\":2,\"first\":3","middle":"M","first":10,"odd\"key":false,"new":"N","last":"L"})");
+}
+
+TEST_CASE("json lines tracer escapes every byte that needs it, at any position in a long text") {
+    std::vector<std::string> lines;
+    auto tracer = json_lines_tracer([&](std::string_view line) { lines.emplace_back(line); });
+    auto span = tracer->start_span({.name = "q publish", .kind = SpanKind::producer});
+    for (std::size_t at = 0; at < 19; ++at) {
+        for (char special : {'"', '\\', '\x01', '\x1f'}) {
+            std::string text(19, 'a');
+            text[at] = special;
+            span->set_attribute("k", text);
+            span->end();
+            REQUIRE(!lines.empty());
+            std::string expected(19, 'a');
+            const std::string escaped = special == '"'      ? "\\\""
+                                        : special == '\\'   ? "\\\\"
+                                        : special == '\x01' ? "\\u0001"
+                                                            : "\\u001f";
+            expected.replace(at, 1, escaped);
+            CHECK(attributes_of(lines.back()) == "{\"k\":\"" + expected + "\"}");
+            span = tracer->start_span({.name = "q publish", .kind = SpanKind::producer});
+        }
+    }
+    // Text above 0x7f (UTF-8) passes unescaped.
+    span->set_attribute("k", std::string("caf\xc3\xa9 na\xc3\xafve long enough"));
+    span->end();
+    CHECK(attributes_of(lines.back()) == "{\"k\":\"caf\xc3\xa9 na\xc3\xafve long enough\"}");
+}
+
 TEST_CASE("json lines tracer is thread-safe") {
     std::ostringstream out;
     auto tracer = json_lines_tracer(out);
     std::vector<std::thread> threads;
     for (int t = 0; t < 8; ++t) {
         threads.emplace_back([&] {
-            Attributes none;
             for (int i = 0; i < 200; ++i) {
-                auto span = tracer->start_span({.name = "q process", .kind = SpanKind::consumer, .attributes = none});
+                auto span = tracer->start_span({.name = "q process", .kind = SpanKind::consumer});
                 span->set_attribute("i", std::int64_t{i});
             }
         });
