@@ -39,7 +39,6 @@ struct TimerTable {
     Clock::TimerId next_id = 1;
     Clock::TimerId firing = 0;
     bool stopping = false;
-    std::thread::id runner;
 };
 
 class SystemClock final : public Clock {
@@ -71,10 +70,7 @@ public:
 
     TimerId call_at(time_point deadline, std::function<void()> action) override {
         std::lock_guard guard(table_->lock);
-        if (!timer_thread_.joinable()) {
-            timer_thread_ = std::thread([table = table_] { table->run(); });
-            table_->runner = timer_thread_.get_id();
-        }
+        if (!timer_thread_.joinable()) timer_thread_ = std::thread([table = table_] { table->run(); });
         const TimerId id = table_->next_id++;
         table_->timers.emplace(deadline, std::make_pair(id, std::move(action)));
         table_->changed.notify_all();
@@ -92,7 +88,7 @@ public:
         }
         // Already taken by the timer thread: wait until its action is over, unless this
         // call comes from that action itself.
-        if (table_->firing == timer && std::this_thread::get_id() != table_->runner)
+        if (table_->firing == timer && std::this_thread::get_id() != timer_thread_.get_id())
             table_->changed.wait(guard, [&] { return table_->firing != timer; });
     }
 

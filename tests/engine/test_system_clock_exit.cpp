@@ -40,7 +40,11 @@ public:
             std::unique_lock guard(lock_);
             running_ = true;
             changed_.notify_all();
-            changed_.wait(guard, [&] { return release_; });
+            // Bounded: the clock's own destructor joins this thread when the test goes wrong.
+            if (!changed_.wait_for(guard, 30s, [&] { return release_; })) {
+                std::fputs("test_system_clock_exit: never told to let go of the clock\n", stderr);
+                std::abort();
+            }
             held.reset();  // the last reference by now: the clock is destroyed on its own thread
             released_ = true;
             changed_.notify_all();
