@@ -131,9 +131,17 @@ Headers render_headers(const Envelope& envelope) {
         if (is_reserved_header(name)) throw ReservedHeaderError(name);
 
     // The reserved headers in name order, merged on the way with the (sorted) application
-    // headers: the table is built front to back, with no search and one allocation.
+    // headers: the table is built front to back, with no search and one allocation of just
+    // the size needed (a message waiting in a queue keeps its headers, so room for every
+    // reserved header would be most of what it weighs).
+    const auto present = [](const std::string& text) -> std::size_t { return text.empty() ? 0 : 1; };
+    constexpr std::size_t always_written = 5;  // attempt, correlation, id, type, version
+    const std::size_t reserved_count =
+        always_written + present(envelope.causation) + present(envelope.claim) + present(envelope.error) +
+        present(envelope.origin) + (envelope.first_seen ? 1 : 0) +
+        (envelope.route.empty() ? 0 : 2 + present(envelope.route_id));
     Headers out;
-    out.reserve(envelope.headers.size() + 13);
+    out.reserve(envelope.headers.size() + reserved_count);
     auto application = envelope.headers.begin();
     auto put = [&](std::string_view name, FieldValue&& value) {
         for (; application != envelope.headers.end() && application->first < name; ++application)
