@@ -57,10 +57,10 @@ Envelope trimmed(Envelope envelope, const std::string& refusal) {
 
 Decoder raw_decoder(Handler<Bytes> handler) {
     auto shared = std::make_shared<Handler<Bytes>>(std::move(handler));
-    return [shared](const ConsumeContext&, const Codec&) -> HandlerStep {
-        return [shared](ConsumeContext& context) {
-            return run_on_message(*shared, Bytes(context.body.begin(), context.body.end()), context);
-        };
+    return [shared](const ConsumeContext&, const Codec&, const RunStep& run) -> Ack {
+        return run([handler = shared.get()](ConsumeContext& context) {
+            return run_on_message(*handler, Bytes(context.body.begin(), context.body.end()), context);
+        });
     };
 }
 
@@ -200,9 +200,10 @@ void ConsumerCore::process(Delivery& delivery) {
 }
 
 Settlement ConsumerCore::run_handler(ConsumeContext& context, bool& reached_handler) {
-    HandlerStep step;
+    Ack ack = accept();
     try {
-        step = decoder_(context, *codec_);
+        // run_step throws nothing, so what leaves the decoder came from decoding.
+        ack = decoder_(context, *codec_, [this, &context](const HandlerStep& step) { return run_step(context, step); });
     } catch (...) {
         // Not only DecodeError: a bad_alloc, a length_error or whatever an application's codec
         // throws would otherwise end the worker and the process; the message waits in
@@ -210,14 +211,16 @@ Settlement ConsumerCore::run_handler(ConsumeContext& context, bool& reached_hand
         return undecodable(Failure::of(std::current_exception()));
     }
     reached_handler = true;
-    Ack ack = accept();
-    try {
-        ack = detail::run_chain<Ack>(bus_->consume_interceptors(), context, step);
-    } catch (...) {
-        ack = retry(Failure::of(std::current_exception(),
-                                "in the handler of queue " + queue_ + " (message " + context.envelope.id + ")"));
-    }
     return decide(ack, context.envelope, policy_, context.envelope.age(epoch_millis_now()), unit_draw());
+}
+
+Ack ConsumerCore::run_step(ConsumeContext& context, const HandlerStep& step) const {
+    try {
+        return detail::run_chain<Ack>(bus_->consume_interceptors(), context, step);
+    } catch (...) {
+        return retry(Failure::of(std::current_exception(),
+                                 "in the handler of queue " + queue_ + " (message " + context.envelope.id + ")"));
+    }
 }
 
 bool ConsumerCore::wait(std::chrono::milliseconds delay) {

@@ -47,6 +47,8 @@ private:
     void process(Delivery& delivery);
     // `reached_handler` says whether it decoded and the interceptors and handler ran.
     Settlement run_handler(ConsumeContext& context, bool& reached_handler);
+    // The interceptors and the handler; what they throw becomes a retry.
+    Ack run_step(ConsumeContext& context, const HandlerStep& step) const;
     // Each returns true when the settlement was carried out, to be reported to observers;
     // false when it was not: the consumer closed under the handler (the delivery went back
     // with its subscription), or a set-aside could not be published (the delivery went back

@@ -89,10 +89,13 @@ private:
 
 namespace detail {
 // The typed part of a consumer, handed to the untyped engine: decodes a delivery (throwing
-// DecodeError when it cannot) and returns the step that runs the handler with the context
-// as the interceptors leave it.
+// DecodeError when it cannot), then calls `run` once with the step that runs the handler
+// with the context as the interceptors leave it, and returns what `run` returns. The
+// payload lives on the decoder's stack while `run` runs, so a delivery costs no allocation
+// for it (steps capture two references, which std::function holds in place).
 using HandlerStep = std::function<Ack(ConsumeContext&)>;
-using Decoder = std::function<HandlerStep(const ConsumeContext&, const Codec&)>;
+using RunStep = std::function<Ack(const HandlerStep&)>;
+using Decoder = std::function<Ack(const ConsumeContext&, const Codec&, const RunStep& run)>;
 
 // Runs `handler` on a Message made from `payload` and the context. The envelope is lent to
 // the message and handed back afterwards (also when the handler throws): the engine
@@ -116,18 +119,13 @@ Ack run_on_message(const Handler<T>& handler, T&& payload, ConsumeContext& conte
 
 template <class T>
 Decoder typed_decoder(Handler<T> handler) {
+    // Shared, so that a copy of the decoder runs the same handler, not a copy of its state.
     auto shared = std::make_shared<Handler<T>>(std::move(handler));
-    return [shared](const ConsumeContext& incoming, const Codec& codec) -> HandlerStep {
-        // The payload and the handler in one allocation, so that the step holds a single
-        // shared_ptr, which std::function keeps without allocating again.
-        struct Decoded {
-            T payload;
-            std::shared_ptr<Handler<T>> handler;
-        };
-        auto decoded = std::make_shared<Decoded>(decode<T>(codec, incoming.body, incoming.content_type), shared);
-        return [decoded](ConsumeContext& context) {
-            return run_on_message(*decoded->handler, std::move(decoded->payload), context);
-        };
+    return [shared](const ConsumeContext& incoming, const Codec& codec, const RunStep& run) -> Ack {
+        T payload = decode<T>(codec, incoming.body, incoming.content_type);
+        return run([&payload, handler = shared.get()](ConsumeContext& context) {
+            return run_on_message(*handler, std::move(payload), context);
+        });
     };
 }
 
