@@ -30,6 +30,7 @@
 #include "inproc/exchange.hpp"
 #include "inproc/journal.hpp"
 #include "inproc/queue.hpp"
+#include "inproc/released_messages.hpp"
 #include "inproc/topic_routes.hpp"
 
 namespace acemq::inproc {
@@ -95,6 +96,8 @@ private:
     void remove_queue(std::shared_ptr<detail::Queue> queue);
 
     // routing.cpp
+    // The broker's copy of a published message, freed on a publishing thread (released_).
+    std::shared_ptr<InboundMessage> inbound(OutboundMessage&& message);
     Published publish_locked(OutboundMessage&& message);
     void route(const detail::Exchange& exchange, std::string_view key, std::vector<detail::Queue*>& into);
     void enqueue(detail::Queue& queue, detail::StoredMessage&& stored);
@@ -145,6 +148,8 @@ private:
     std::uint64_t route_epoch_ = 0;               // the mark of the latest routing
     std::vector<detail::Queue*> routed_;          // publish's routing result, kept to reuse its memory
     std::vector<Clock::TimerId> retired_timers_;  // to cancel once the lock is let go (Guard)
+    // Published messages whose last reference dropped, to be freed by the next publish.
+    std::shared_ptr<detail::ReleasedMessages> released_ = std::make_shared<detail::ReleasedMessages>();
     // A durable broker's: its writer, the next ids in its data file, the queues holding
     // messages until a commit.
     std::unique_ptr<detail::Journal> journal_;

@@ -15,16 +15,6 @@ using detail::StoredMessage;
 
 namespace {
 
-std::shared_ptr<InboundMessage> inbound(OutboundMessage&& message) {
-    return std::make_shared<InboundMessage>(InboundMessage{.body = std::move(message.body),
-                                                           .content_type = std::move(message.content_type),
-                                                           .exchange = std::move(message.exchange),
-                                                           .routing_key = std::move(message.routing_key),
-                                                           .message_id = std::move(message.message_id),
-                                                           .reply_to = std::move(message.reply_to),
-                                                           .headers = std::move(message.headers)});
-}
-
 PublishResult confirmed() { return PublishResult{.confirmed = true}; }
 
 PublishResult not_routed(bool mandatory) {
@@ -34,7 +24,18 @@ PublishResult not_routed(bool mandatory) {
 
 }  // namespace
 
+std::shared_ptr<InboundMessage> Broker::Impl::inbound(OutboundMessage&& message) {
+    return detail::ReleasedMessages::make(released_, InboundMessage{.body = std::move(message.body),
+                                                                    .content_type = std::move(message.content_type),
+                                                                    .exchange = std::move(message.exchange),
+                                                                    .routing_key = std::move(message.routing_key),
+                                                                    .message_id = std::move(message.message_id),
+                                                                    .reply_to = std::move(message.reply_to),
+                                                                    .headers = std::move(message.headers)});
+}
+
 PublishResult Broker::Impl::publish(OutboundMessage message) {
+    released_->free_released();
     if (detail::Journal::on_writer_thread())
         throw UsageError("acemq: cannot publish to inproc broker \"" + name_ +
                          "\" and wait from a ConfirmFn, on the writer thread that makes the commit; publish with "
@@ -59,6 +60,7 @@ PublishResult Broker::Impl::publish(OutboundMessage message) {
 }
 
 void Broker::Impl::publish(OutboundMessage message, ConfirmFn confirmed) {
+    released_->free_released();
     Published published;
     {
         Guard guard(*this, "publish");

@@ -1,0 +1,59 @@
+#include "inproc/released_messages.hpp"
+
+namespace acemq::inproc::detail {
+
+// The deleter of a message made here: it hands the node to the list instead of freeing it.
+struct ReleasedMessages::Release {
+    std::shared_ptr<ReleasedMessages> list;
+    Node* node;
+
+    void operator()(InboundMessage*) const noexcept { list->release(node); }
+};
+
+ReleasedMessages::~ReleasedMessages() { free_released(); }
+
+std::shared_ptr<InboundMessage> ReleasedMessages::make(const std::shared_ptr<ReleasedMessages>& list,
+                                                       InboundMessage&& message) {
+    Node* node = new Node{.message = std::move(message)};
+    node->weight = weight_of(node->message);
+    // Owned by the deleter from here: a control block that cannot be allocated releases it.
+    return std::shared_ptr<InboundMessage>(&node->message, Release{list, node});
+}
+
+std::size_t ReleasedMessages::weight_of(const InboundMessage& message) noexcept {
+    std::size_t weight = sizeof(Node) + message.body.capacity() + message.content_type.capacity() +
+                         message.exchange.capacity() + message.routing_key.capacity() +
+                         message.message_id.capacity() + message.reply_to.capacity() +
+                         message.headers.size() * sizeof(FieldTable::value_type);
+    for (const auto& [name, value] : message.headers) {
+        weight += name.capacity();
+        if (const auto* text = std::get_if<std::string>(&value.get())) weight += text->capacity();
+    }
+    return weight;
+}
+
+void ReleasedMessages::release(Node* node) noexcept {
+    if (held_bytes_.fetch_add(node->weight, std::memory_order_relaxed) + node->weight > most_held_bytes) {
+        held_bytes_.fetch_sub(node->weight, std::memory_order_relaxed);
+        delete node;
+        return;
+    }
+    node->next = head_.load(std::memory_order_relaxed);
+    while (!head_.compare_exchange_weak(node->next, node, std::memory_order_release, std::memory_order_relaxed)) {
+    }
+}
+
+void ReleasedMessages::free_released() noexcept {
+    if (head_.load(std::memory_order_relaxed) == nullptr) return;
+    Node* node = head_.exchange(nullptr, std::memory_order_acquire);
+    std::size_t freed = 0;
+    while (node != nullptr) {
+        Node* next = node->next;
+        freed += node->weight;
+        delete node;
+        node = next;
+    }
+    held_bytes_.fetch_sub(freed, std::memory_order_relaxed);
+}
+
+}  // namespace acemq::inproc::detail
