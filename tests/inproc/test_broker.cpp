@@ -211,6 +211,35 @@ TEST_CASE("publish_batch answers for each message in order", "[inproc][routing]"
     CHECK_FALSE(results[1].routed);
 }
 
+TEST_CASE("a batch longer than one hold of the lock keeps its order and each answer, a consumer settling meanwhile",
+          "[inproc][routing][threads]") {
+    auto transport = connect(unique_name("long-batch"));
+    transport->declare(Topology{}.queue("q", classic()));
+    Inbox inbox;
+    auto subscription = transport->consume("q", with_prefetch(5), inbox.deliver());
+    std::vector<std::string> received;
+    std::thread settling([&] {
+        while (received.size() < 171) {  // 200 sent, every 7th (29) to nowhere
+            std::optional<Delivery> delivery = inbox.take(std::chrono::seconds(10));
+            if (!delivery) break;
+            received.push_back(delivery->message().message_id);
+            delivery->ack();
+        }
+    });
+    std::vector<OutboundMessage> batch;
+    for (int i = 0; i < 200; ++i) batch.push_back(message("", i % 7 == 0 ? "nowhere" : "q", std::to_string(i), true));
+    const auto results = transport->publish_batch(std::move(batch));
+    settling.join();
+    REQUIRE(results.size() == 200);
+    std::vector<std::string> expected;
+    for (int i = 0; i < 200; ++i) {
+        CHECK(results[i].confirmed);
+        CHECK(results[i].routed == (i % 7 != 0));
+        if (i % 7 != 0) expected.push_back(std::to_string(i));
+    }
+    CHECK(received == expected);
+}
+
 TEST_CASE("redeclaring with other settings fails with PRECONDITION_FAILED naming each difference",
           "[inproc][topology]") {
     auto transport = connect(unique_name("redeclare"));

@@ -79,12 +79,14 @@
 // deliveries) and its delivery returns to the queue when its subscription closes.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include <acemq/clock.hpp>
 #include <acemq/error.hpp>
@@ -139,6 +141,8 @@ struct ConnectionOptions {
 
 // What a publish's ConfirmFn is told; see Broker::publish.
 using ConfirmFn = std::function<void(PublishResult)>;
+// What publish_batch tells of its i-th message; see Broker::publish_batch.
+using BatchConfirmFn = std::function<void(std::size_t index, PublishResult)>;
 
 class Broker : public std::enable_shared_from_this<Broker> {
     struct Key {
@@ -187,6 +191,10 @@ public:
     // the broker decided at once, else on the writer thread after the commit. It must hand
     // the result on and return: it runs with the writer's work waiting behind it.
     void publish(OutboundMessage message, ConfirmFn confirmed);
+    // publish(messages[i], ...) for each i in order, `confirmed(i, result)` standing for its
+    // ConfirmFn, but taking the lock once for a run of messages rather than once for each: a
+    // consumer settling meanwhile meets the lock held far less often.
+    void publish_batch(std::vector<OutboundMessage> messages, BatchConfirmFn confirmed);
 
     // prefetch 0: no limit. A non-empty tag must be unique on the connection.
     std::unique_ptr<Subscription> consume(ConnectionId connection, std::string_view queue, const ConsumeSpec& spec,

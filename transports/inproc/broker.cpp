@@ -65,6 +65,9 @@ PublishResult Broker::publish(OutboundMessage message) { return impl_->publish(s
 void Broker::publish(OutboundMessage message, ConfirmFn confirmed) {
     impl_->publish(std::move(message), std::move(confirmed));
 }
+void Broker::publish_batch(std::vector<OutboundMessage> messages, BatchConfirmFn confirmed) {
+    impl_->publish_batch(std::move(messages), std::move(confirmed));
+}
 
 std::unique_ptr<Subscription> Broker::consume(ConnectionId connection, std::string_view queue, const ConsumeSpec& spec,
                                               DeliverFn deliver) {

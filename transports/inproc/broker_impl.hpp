@@ -62,6 +62,7 @@ public:
 
     PublishResult publish(OutboundMessage message);
     void publish(OutboundMessage message, ConfirmFn confirmed);
+    void publish_batch(std::vector<OutboundMessage> messages, BatchConfirmFn confirmed);
 
     std::unique_ptr<Subscription> consume(ConnectionId connection, std::string_view queue_name, const ConsumeSpec& spec,
                                           DeliverFn deliver);

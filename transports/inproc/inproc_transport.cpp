@@ -69,22 +69,16 @@ std::vector<PublishResult> InprocTransport::publish_batch(std::vector<OutboundMe
         for (PublishResult& result : results) result = closed_result();
         return results;
     }
-    struct Batch {
-        std::vector<PublishResult>& results;
-        std::mutex mutex;
-        std::condition_variable done;
-        std::size_t waiting;
-    } batch{results, {}, {}, messages.size()};
-    // Two words, trivially copied: std::function keeps the callback without allocating, where
-    // a capture of each local would cost an allocation per message of the batch.
-    for (std::size_t i = 0; i < messages.size(); ++i)
-        broker_->publish(std::move(messages[i]), [batch = &batch, i](PublishResult result) {
-            std::lock_guard guard(batch->mutex);
-            batch->results[i] = std::move(result);
-            if (--batch->waiting == 0) batch->done.notify_one();
-        });
-    std::unique_lock lock(batch.mutex);
-    batch.done.wait(lock, [&] { return batch.waiting == 0; });
+    std::mutex mutex;
+    std::condition_variable done;
+    std::size_t waiting = messages.size();
+    broker_->publish_batch(std::move(messages), [&](std::size_t index, PublishResult result) {
+        std::lock_guard guard(mutex);
+        results[index] = std::move(result);
+        if (--waiting == 0) done.notify_one();
+    });
+    std::unique_lock lock(mutex);
+    done.wait(lock, [&] { return waiting == 0; });
     return results;
 }
 
