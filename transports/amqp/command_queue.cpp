@@ -20,8 +20,12 @@ CommandQueue::~CommandQueue() { ::close(wake_fd_); }
 bool CommandQueue::push(Command& command) {
     std::lock_guard lock(mutex_);
     if (shut_) return false;
+    // Only the first command into an empty queue wakes the thread: it sleeps only after
+    // seeing the queue empty, and takes everything queued once awake, so the write (a
+    // syscall) per command a consumer's acks cost is not needed.
+    const bool was_empty = commands_.empty();
     commands_.push_back(std::move(command));
-    wake();
+    if (was_empty) wake();
     return true;
 }
 

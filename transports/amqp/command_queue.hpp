@@ -22,7 +22,8 @@ public:
     CommandQueue(const CommandQueue&) = delete;
     CommandQueue& operator=(const CommandQueue&) = delete;
 
-    // Queues `command` and wakes the I/O thread; false (and `command` untouched) once shut.
+    // Queues `command` and wakes the I/O thread, unless commands already wait (the thread
+    // must not sleep while any do); false (and `command` untouched) once shut.
     bool push(Command& command);
     // Everything queued, oldest first, leaving the queue empty.
     std::deque<Command> take_all();
