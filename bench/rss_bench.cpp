@@ -73,15 +73,16 @@ int main(int argc, char** argv) {
         std::promise<void> backlog_filled;
         std::atomic<bool> backlog_was_filled{false};
         const std::shared_future<void> backlog_filled_once = backlog_filled.get_future().share();
-        acemq::Consumer consumer = bus.consume<Order>(
-            "bench.rss",
-            [&](const acemq::Message<Order>&) {
-                // Bounded, so that a bench gone wrong ends (with a figure of the smaller backlog).
-                if (!backlog_was_filled.load(std::memory_order_acquire)) backlog_filled_once.wait_for(30s);
-                handled.fetch_add(1, std::memory_order_relaxed);
-                return acemq::accept();
-            },
-            {.prefetch = 200});
+        // The handler's wait is bounded, so that a bench gone wrong ends (with the figure of
+        // a smaller backlog).
+        acemq::Consumer consumer = bus.consume<Order>("bench.rss",
+                                                      [&](const acemq::Message<Order>&) {
+                                                          if (!backlog_was_filled.load(std::memory_order_acquire))
+                                                              backlog_filled_once.wait_for(30s);
+                                                          handled.fetch_add(1, std::memory_order_relaxed);
+                                                          return acemq::accept();
+                                                      },
+                                                      {.prefetch = 200});
         acemq::Publisher publisher = bus.publisher("", "bench.rss");
         const std::vector<Order> batch(chunk, Order{"o-1", 4250});
         std::uint64_t sent = 0;

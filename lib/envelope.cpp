@@ -136,10 +136,10 @@ Headers render_headers(const Envelope& envelope) {
     // reserved header would be most of what it weighs).
     const auto present = [](const std::string& text) -> std::size_t { return text.empty() ? 0 : 1; };
     constexpr std::size_t always_written = 5;  // attempt, correlation, id, type, version
-    const std::size_t reserved_count =
-        always_written + present(envelope.causation) + present(envelope.claim) + present(envelope.error) +
-        present(envelope.origin) + (envelope.first_seen ? 1 : 0) +
-        (envelope.route.empty() ? 0 : 2 + present(envelope.route_id));
+    const std::size_t reserved_count = always_written + present(envelope.causation) + present(envelope.claim) +
+                                       present(envelope.error) + present(envelope.origin) +
+                                       (envelope.first_seen ? 1 : 0) +
+                                       (envelope.route.empty() ? 0 : 2 + present(envelope.route_id));
     Headers out;
     out.reserve(envelope.headers.size() + reserved_count);
     auto application = envelope.headers.begin();

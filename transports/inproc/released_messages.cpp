@@ -22,9 +22,8 @@ std::shared_ptr<InboundMessage> ReleasedMessages::make(const std::shared_ptr<Rel
 
 std::size_t ReleasedMessages::weight_of(const InboundMessage& message) noexcept {
     std::size_t weight = sizeof(Node) + message.body.capacity() + message.content_type.capacity() +
-                         message.exchange.capacity() + message.routing_key.capacity() +
-                         message.message_id.capacity() + message.reply_to.capacity() +
-                         message.headers.size() * sizeof(FieldTable::value_type);
+                         message.exchange.capacity() + message.routing_key.capacity() + message.message_id.capacity() +
+                         message.reply_to.capacity() + message.headers.size() * sizeof(FieldTable::value_type);
     for (const auto& [name, value] : message.headers) {
         weight += name.capacity();
         if (const auto* text = std::get_if<std::string>(&value.get())) weight += text->capacity();
@@ -39,8 +38,7 @@ void ReleasedMessages::release(Node* node) noexcept {
         return;
     }
     node->next = head_.load(std::memory_order_relaxed);
-    while (!head_.compare_exchange_weak(node->next, node, std::memory_order_release, std::memory_order_relaxed)) {
-    }
+    while (!head_.compare_exchange_weak(node->next, node, std::memory_order_release, std::memory_order_relaxed)) {}
 }
 
 void ReleasedMessages::free_released() noexcept {

@@ -94,8 +94,9 @@ void Broker::Impl::publish_batch(std::vector<OutboundMessage> messages, BatchCon
                     continue;
                 }
                 if (!after_commit) after_commit = std::make_shared<const BatchConfirmFn>(confirmed);
-                journal_->confirm_after(published.commit, std::move(published.result),
-                                        [after_commit, i](PublishResult result) { (*after_commit)(i, std::move(result)); });
+                journal_->confirm_after(
+                    published.commit, std::move(published.result),
+                    [after_commit, i](PublishResult result) { (*after_commit)(i, std::move(result)); });
             }
         }
         // Outside the lock, as publish() calls its ConfirmFn.
