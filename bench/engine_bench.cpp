@@ -8,10 +8,19 @@
 //     both in this one run.
 //
 //   build/bench/engine_bench     (ACEMQ_BENCH_QUICK=1: shorter runs, 50,000 through the consumer)
+//   build/bench/engine_bench --profile-consumer N
+//       only the consumer row's loop, N messages, for a profiler to count per message:
+//       valgrind --tool=callgrind build-bench/bench/engine_bench --profile-consumer 20000
 #include <acemq/acemq.hpp>
 
+#include <atomic>
+#include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <optional>
+#include <string_view>
+#include <thread>
+#include <vector>
 
 #include "measure.hpp"
 
@@ -24,13 +33,53 @@ struct Order {
     std::int64_t total_cents;
 };
 
+// Sends `messages` (a multiple of 1,000) in send_all batches into a queue one Consumer
+// accepts from; the time per message, publish to the last one handled.
+double through_a_consumer(acemq::Bus& bus, std::uint64_t messages, const Order& order) {
+    bus.declare(acemq::Topology{}.queue("bench.flow", {.type = acemq::QueueType::classic}));
+    std::atomic<std::uint64_t> handled{0};
+    acemq::Consumer consumer = bus.consume<Order>("bench.flow",
+                                                  [&](const acemq::Message<Order>&) {
+                                                      handled.fetch_add(1, std::memory_order_relaxed);
+                                                      return acemq::accept();
+                                                  },
+                                                  {.prefetch = 200});
+    acemq::Publisher flow = bus.publisher("", "bench.flow");
+    const auto start = std::chrono::steady_clock::now();
+    std::vector<Order> chunk(1000, order);
+    for (std::uint64_t i = 0; i < messages / 1000; ++i) flow.send_all(chunk);
+    while (handled.load() < messages) std::this_thread::sleep_for(1ms);
+    const double per_message =
+        std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - start).count() /
+        static_cast<double>(messages);
+    consumer.close();
+    return per_message;
+}
+
+// The message count of --profile-consumer N; exits with the usage for anything else.
+std::optional<std::uint64_t> profiled_messages(int argc, char** argv) {
+    if (argc == 1) return std::nullopt;
+    if (argc == 3 && std::string_view(argv[1]) == "--profile-consumer") {
+        const std::uint64_t count = std::strtoull(argv[2], nullptr, 10);
+        if (count >= 1000 && count % 1000 == 0) return count;
+    }
+    std::fprintf(stderr, "usage: %s [--profile-consumer N]   (N a multiple of 1000; ACEMQ_BENCH_QUICK=1)\n", argv[0]);
+    std::exit(2);
+}
+
 }  // namespace
 
-int main() {
+int main(int argc, char** argv) {
+    const std::optional<std::uint64_t> profiled = profiled_messages(argc, argv);
     acemq::Bus bus = acemq::connect("inproc://engine-bench", {.origin = "bench@local"});
     bus.declare(acemq::Topology{}.queue("bench.send", {.type = acemq::QueueType::classic}));
-    acemq::Publisher publisher = bus.publisher("", "bench.send");
     const Order order{"o-1", 4250};
+    if (profiled) {
+        std::printf("%llu messages through one consumer: %.1f ns/msg\n", static_cast<unsigned long long>(*profiled),
+                    through_a_consumer(bus, *profiled, order));
+        return 0;
+    }
+    acemq::Publisher publisher = bus.publisher("", "bench.send");
 
     // Keep the queue from growing without bound while measuring (the same for both sides).
     auto drain = [&] {
@@ -93,24 +142,8 @@ int main() {
     bench::report("Transport::publish + deliver + ack, prefetch 1", broker_round_trip);
 
     std::puts("publish -> handle -> ack through a consumer:");
-    bus.declare(acemq::Topology{}.queue("bench.flow", {.type = acemq::QueueType::classic}));
-    std::atomic<std::uint64_t> handled{0};
-    acemq::Consumer consumer = bus.consume<Order>("bench.flow",
-                                                  [&](const acemq::Message<Order>&) {
-                                                      handled.fetch_add(1, std::memory_order_relaxed);
-                                                      return acemq::accept();
-                                                  },
-                                                  {.prefetch = 200});
-    acemq::Publisher flow = bus.publisher("", "bench.flow");
     const std::uint64_t messages = bench::quick_from_environment() ? 50000 : 200000;
-    const auto start = std::chrono::steady_clock::now();
-    std::vector<Order> chunk(1000, order);
-    for (std::uint64_t i = 0; i < messages / 1000; ++i) flow.send_all(chunk);
-    while (handled.load() < messages) std::this_thread::sleep_for(1ms);
-    const double round_trip =
-        std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - start).count() /
-        static_cast<double>(messages);
-    consumer.close();
+    const double round_trip = through_a_consumer(bus, messages, order);
     bench::report("per message, " + std::to_string(messages) + " through one consumer", round_trip);
     bench::report_ratio("through a consumer / the broker's own round trip", round_trip, broker_round_trip);
     bench::record({.name = "inproc publish → handle → ack through a Consumer",

@@ -26,8 +26,6 @@ inline void keep(const T& value) {
     asm volatile("" : : "g"(&value) : "memory");
 }
 
-// The value `fraction` of the way through `values` in order (0.5: the median, 0.99: p99),
-// the nearest sample; 0 for none.
 // ACEMQ_BENCH_QUICK set (and not "0"): the short run, as --quick asks.
 inline bool quick_from_environment() {
     const char* quick = std::getenv("ACEMQ_BENCH_QUICK");
@@ -48,6 +46,8 @@ inline bool quick_from_command_line(int argc, char** argv) {
     return quick;
 }
 
+// The value `fraction` of the way through `values` in order (0.5: the median, 0.99: p99),
+// the nearest sample; 0 for none.
 inline double percentile(std::vector<double> values, double fraction) {
     if (values.empty()) return 0;
     std::sort(values.begin(), values.end());
