@@ -64,22 +64,30 @@ std::vector<PublishResult> InprocTransport::publish_batch(std::vector<OutboundMe
     if (detail::Journal::on_writer_thread())
         throw UsageError("acemq: cannot publish a batch to inproc broker \"" + broker_->name() +
                          "\" and wait from a ConfirmFn, on the writer thread that makes the commit");
-    std::vector<PublishResult> results(messages.size());
     if (closed_.load(std::memory_order_relaxed)) {
+        std::vector<PublishResult> results(messages.size());
         for (PublishResult& result : results) result = closed_result();
         return results;
     }
-    std::mutex mutex;
-    std::condition_variable done;
-    std::size_t waiting = messages.size();
-    broker_->publish_batch(std::move(messages), [&](std::size_t index, PublishResult result) {
-        std::lock_guard guard(mutex);
-        results[index] = std::move(result);
-        if (--waiting == 0) done.notify_one();
+    // Shared with the callback, not borrowed from this frame: should the broker throw half-way,
+    // the confirms of messages already waiting for a commit still arrive after this returns.
+    struct Batch {
+        std::mutex mutex;
+        std::condition_variable done;
+        std::vector<PublishResult> results;
+        std::size_t waiting;
+    };
+    auto batch = std::make_shared<Batch>();
+    batch->results.resize(messages.size());
+    batch->waiting = messages.size();
+    broker_->publish_batch(std::move(messages), [batch](std::size_t index, PublishResult result) {
+        std::lock_guard guard(batch->mutex);
+        batch->results[index] = std::move(result);
+        if (--batch->waiting == 0) batch->done.notify_one();
     });
-    std::unique_lock lock(mutex);
-    done.wait(lock, [&] { return waiting == 0; });
-    return results;
+    std::unique_lock lock(batch->mutex);
+    batch->done.wait(lock, [&] { return batch->waiting == 0; });
+    return std::move(batch->results);
 }
 
 PublishResult InprocTransport::closed_result() const {
