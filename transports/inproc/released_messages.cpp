@@ -15,7 +15,6 @@ ReleasedMessages::~ReleasedMessages() { free_released(); }
 std::shared_ptr<InboundMessage> ReleasedMessages::make(const std::shared_ptr<ReleasedMessages>& list,
                                                        InboundMessage&& message) {
     Node* node = new Node{.message = std::move(message)};
-    node->weight = weight_of(node->message);
     // Owned by the deleter from here: a control block that cannot be allocated releases it.
     return std::shared_ptr<InboundMessage>(&node->message, Release{list, node});
 }
@@ -32,6 +31,9 @@ std::size_t ReleasedMessages::weight_of(const InboundMessage& message) noexcept 
 }
 
 void ReleasedMessages::release(Node* node) noexcept {
+    // Weighed here, off the publishing thread, and as the message is now (a dead letter's
+    // x-death may have been added in place).
+    node->weight = weight_of(node->message);
     if (held_bytes_.fetch_add(node->weight, std::memory_order_relaxed) + node->weight > most_held_bytes) {
         held_bytes_.fetch_sub(node->weight, std::memory_order_relaxed);
         delete node;

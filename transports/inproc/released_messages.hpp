@@ -53,7 +53,7 @@ public:
 private:
     struct Node {
         InboundMessage message;
-        std::size_t weight = 0;
+        std::size_t weight = 0;  // set when released
         Node* next = nullptr;
     };
     struct Release;
