@@ -8,8 +8,9 @@
 //     both in this one run.
 //
 //   build/bench/engine_bench     (ACEMQ_BENCH_QUICK=1: shorter runs, 50,000 through the consumer)
-//   build/bench/engine_bench --profile-consumer N
-//       only the consumer row's loop, N messages, for a profiler to count per message:
+//   build/bench/engine_bench --profile-consumer N | --profile-send N
+//       only the consumer row's loop, or only Publisher::send's, N messages, for a profiler
+//       to count per message:
 //       valgrind --tool=callgrind build-bench/bench/engine_bench --profile-consumer 20000
 #include <acemq/acemq.hpp>
 
@@ -56,53 +57,82 @@ double through_a_consumer(acemq::Bus& bus, std::uint64_t messages, const Order& 
     return per_message;
 }
 
-// The message count of --profile-consumer N; exits with the usage for anything else.
-std::optional<std::uint64_t> profiled_messages(int argc, char** argv) {
-    if (argc == 1) return std::nullopt;
-    if (argc == 3 && std::string_view(argv[1]) == "--profile-consumer") {
-        const std::uint64_t count = std::strtoull(argv[2], nullptr, 10);
-        if (count >= 1000 && count % 1000 == 0) return count;
+// Keeps the send rows' queue from growing without bound while measuring (the same for both
+// sides): empties it by deleting and declaring it again.
+void drain(acemq::Bus& bus) {
+    bus.transport().delete_queue("bench.send");
+    bus.declare(acemq::Topology{}.queue("bench.send", {.type = acemq::QueueType::classic}));
+}
+
+// Sends `messages` one confirmed send at a time into a queue nobody reads, emptied every
+// 4,096 so that it does not grow; the time per send.
+double one_send_at_a_time(acemq::Bus& bus, std::uint64_t messages, const Order& order) {
+    acemq::Publisher publisher = bus.publisher("", "bench.send");
+    const auto start = std::chrono::steady_clock::now();
+    for (std::uint64_t i = 1; i <= messages; ++i) {
+        bench::keep(publisher.send(order));
+        if (i % 4096 == 0) drain(bus);
     }
-    std::fprintf(stderr, "usage: %s [--profile-consumer N]   (N a multiple of 1000; ACEMQ_BENCH_QUICK=1)\n", argv[0]);
+    return std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - start).count() /
+           static_cast<double>(messages);
+}
+
+// Which row --profile-consumer N or --profile-send N asks for alone, and N; exits with the
+// usage for anything else.
+struct Profiled {
+    bool consumer;
+    std::uint64_t messages;
+};
+std::optional<Profiled> profiled_row(int argc, char** argv) {
+    if (argc == 1) return std::nullopt;
+    if (argc == 3) {
+        const std::string_view row = argv[1];
+        const std::uint64_t count = std::strtoull(argv[2], nullptr, 10);
+        if ((row == "--profile-consumer" || row == "--profile-send") && count >= 1000 && count % 1000 == 0)
+            return Profiled{row == "--profile-consumer", count};
+    }
+    std::fprintf(stderr,
+                 "usage: %s [--profile-consumer N | --profile-send N]   (N a multiple of 1000; ACEMQ_BENCH_QUICK=1)\n",
+                 argv[0]);
     std::exit(2);
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-    const std::optional<std::uint64_t> profiled = profiled_messages(argc, argv);
+    const std::optional<Profiled> profiled = profiled_row(argc, argv);
     acemq::Bus bus = acemq::connect("inproc://engine-bench", {.origin = "bench@local"});
     bus.declare(acemq::Topology{}.queue("bench.send", {.type = acemq::QueueType::classic}));
     const Order order{"o-1", 4250};
+    if (profiled && profiled->consumer) {
+        std::printf("%llu messages through one consumer: %.1f ns/msg\n",
+                    static_cast<unsigned long long>(profiled->messages),
+                    through_a_consumer(bus, profiled->messages, order));
+        return 0;
+    }
     if (profiled) {
-        std::printf("%llu messages through one consumer: %.1f ns/msg\n", static_cast<unsigned long long>(*profiled),
-                    through_a_consumer(bus, *profiled, order));
+        std::printf("%llu confirmed sends: %.1f ns/send\n", static_cast<unsigned long long>(profiled->messages),
+                    one_send_at_a_time(bus, profiled->messages, order));
         return 0;
     }
     acemq::Publisher publisher = bus.publisher("", "bench.send");
-
-    // Keep the queue from growing without bound while measuring (the same for both sides).
-    auto drain = [&] {
-        bus.transport().delete_queue("bench.send");
-        bus.declare(acemq::Topology{}.queue("bench.send", {.type = acemq::QueueType::classic}));
-    };
 
     std::puts("publish, one confirmed message at a time (no consumer):");
     std::size_t sent = 0;
     const double engine = bench::ns_per_op([&] {
         bench::keep(publisher.send(order));
-        if (++sent % 4096 == 0) drain();
+        if (++sent % 4096 == 0) drain(bus);
     });
-    drain();
+    drain(bus);
     const acemq::Encoded encoded = acemq::encode(*acemq::default_codec(), order);
     const acemq::Headers headers = acemq::render_headers(acemq::Envelope::for_new_message("bench.send", "bench@local"));
     const double raw = bench::ns_per_op([&] {
         acemq::OutboundMessage message{"", "bench.send", encoded.body, encoded.content_type, "id", headers,
                                        {}, true,         false};
         bench::keep(bus.transport().publish(std::move(message)));
-        if (++sent % 4096 == 0) drain();
+        if (++sent % 4096 == 0) drain(bus);
     });
-    drain();
+    drain(bus);
     bench::report("Publisher::send<Order>", engine);
     bench::report("Transport::publish of prepared bytes", raw);
     bench::report_ratio("send", engine, raw);
@@ -118,7 +148,7 @@ int main(int argc, char** argv) {
     const double per_batch = bench::ns_per_op(
         [&] {
             bench::keep(publisher.send_all(batch));
-            drain();
+            drain(bus);
         },
         5, 300ms);
     bench::report("send_all(1000), per message", per_batch / 1000.0);

@@ -143,33 +143,34 @@ Headers render_headers(const Envelope& envelope) {
     Headers out;
     out.reserve(envelope.headers.size() + reserved_count);
     auto application = envelope.headers.begin();
-    auto put = [&](std::string_view name, FieldValue&& value) {
+    auto put = [&](std::string_view name, auto&& value) {
         for (; application != envelope.headers.end() && application->first < name; ++application)
-            out.append(application->first, application->second);
-        out.append(std::string(name), std::move(value));
+            out.emplace_back(application->first, application->second);
+        out.emplace_back(name, std::forward<decltype(value)>(value));
     };
     auto put_text = [&](std::string_view name, const std::string& text) {
-        if (!text.empty()) put(name, FieldValue(text));
+        if (!text.empty()) put(name, text);
     };
-    put(header::attempt, FieldValue(envelope.attempt));
+    put(header::attempt, envelope.attempt);
     put_text(header::causation, envelope.causation);
     put_text(header::claim, envelope.claim);
-    put(header::correlation, FieldValue(envelope.correlation.empty() ? envelope.id : envelope.correlation));
+    put(header::correlation, envelope.correlation.empty() ? envelope.id : envelope.correlation);
     put_text(header::error, envelope.error);
     if (envelope.first_seen)
-        put(header::first_seen, FieldValue(static_cast<std::int64_t>(envelope.first_seen->time_since_epoch().count())));
-    put(header::id, FieldValue(envelope.id));
+        put(header::first_seen, static_cast<std::int64_t>(envelope.first_seen->time_since_epoch().count()));
+    put(header::id, envelope.id);
     put_text(header::origin, envelope.origin);
     if (!envelope.route.empty()) {
         std::string joined;
         for (const std::string& step : envelope.route) joined += (joined.empty() ? "" : ",") + step;
-        put(header::route, FieldValue(std::move(joined)));
+        put(header::route, std::move(joined));
         put_text(header::route_id, envelope.route_id);
-        put(header::route_position, FieldValue(envelope.route_position));
+        put(header::route_position, envelope.route_position);
     }
-    put(header::type, FieldValue(envelope.type));
-    put(header::version, FieldValue(envelope.version));
-    for (; application != envelope.headers.end(); ++application) out.append(application->first, application->second);
+    put(header::type, envelope.type);
+    put(header::version, envelope.version);
+    for (; application != envelope.headers.end(); ++application)
+        out.emplace_back(application->first, application->second);
     return out;
 }
 
@@ -184,7 +185,9 @@ struct ReservedHeaders {
 
 // Sorts each reserved header of `headers` into its slot and every other one into
 // `application`, in one walk: the table and the list of reserved names are both in name
-// order, so each name is compared once instead of searched for.
+// order, so a name is looked for only among the slots after the last one found, and by
+// equality, which compares lengths before bytes (an ordering would compare the bytes of
+// every slot it passes).
 ReservedHeaders sort_headers(const Headers& headers, Headers& application) {
     ReservedHeaders found;
     using Slot = std::pair<std::string_view, const FieldValue * ReservedHeaders::*>;
@@ -207,11 +210,15 @@ ReservedHeaders sort_headers(const Headers& headers, Headers& application) {
     std::size_t next = 0;
     for (const auto& [name, value] : headers) {
         if (!is_reserved_header(name)) {
-            application.append(name, value);
+            application.emplace_back(name, value);
             continue;
         }
-        while (next < std::size(slots) && slots[next].first < name) ++next;
-        if (next < std::size(slots) && slots[next].first == name) found.*(slots[next].second) = &value;
+        for (std::size_t slot = next; slot < std::size(slots); ++slot) {
+            if (slots[slot].first != name) continue;
+            found.*(slots[slot].second) = &value;
+            next = slot + 1;
+            break;
+        }
     }
     return found;
 }

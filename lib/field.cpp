@@ -107,10 +107,15 @@ std::pair<FieldTable::iterator, bool> FieldTable::insert_or_assign(std::string n
     return {entries_.emplace(at, std::move(name), std::move(value)), true};
 }
 
-void FieldTable::append(std::string name, FieldValue value) {
-    if (!entries_.empty() && !(entries_.back().first < name))
-        throw UsageError("acemq: FieldTable::append was given \"" + name + "\" after \"" + entries_.back().first +
+void FieldTable::check_appended(std::string_view name) const {
+    if (!entries_.empty() && !(std::string_view(entries_.back().first) < name))
+        throw UsageError("acemq: FieldTable::append was given \"" + std::string(name) + "\" after \"" +
+                         entries_.back().first +
                          "\"; names must come in increasing order (insert_or_assign takes them in any order)");
+}
+
+void FieldTable::append(std::string name, FieldValue value) {
+    check_appended(name);
     entries_.emplace_back(std::move(name), std::move(value));
 }
 

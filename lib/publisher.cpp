@@ -139,7 +139,7 @@ struct Prepared {
 // into the message to send. Throws whatever an interceptor or the codec throws.
 Prepared prepare(detail::BusCore& bus, PublishContext context, const Codec& codec,
                  const std::function<Encoded(const Codec&)>& encode_payload) {
-    Prepared prepared;
+    Prepared prepared{{}, std::move(context)};
     auto finish = [&](PublishContext& ready) {
         Encoded encoded = encode_payload(codec);
         OutboundMessage& message = prepared.message;
@@ -152,9 +152,10 @@ Prepared prepare(detail::BusCore& bus, PublishContext context, const Codec& code
         message.reply_to = ready.reply_to;
         message.persistent = ready.persistent;
         message.mandatory = ready.mandatory;
-        prepared.context = std::move(ready);
+        // An interceptor may have handed on a context of its own instead of the one it got.
+        if (&ready != &prepared.context) prepared.context = std::move(ready);
     };
-    detail::run_chain<void>(bus.publish_interceptors(), context, finish);
+    detail::run_chain<void>(bus.publish_interceptors(), prepared.context, finish);
     return prepared;
 }
 

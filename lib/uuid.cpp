@@ -65,14 +65,19 @@ std::string new_uuid() {
     bytes[6] = static_cast<unsigned char>((bytes[6] & 0x0F) | 0x40);  // version 4
     bytes[8] = static_cast<unsigned char>((bytes[8] & 0x3F) | 0x80);  // RFC 4122 variant
 
-    static constexpr char hex[] = "0123456789abcdef";
+    // Two digits a byte from one table, the dashes where they stand: every message pays for an id.
+    static constexpr auto digit_pairs = [] {
+        constexpr char hex[] = "0123456789abcdef";
+        std::array<char, 512> pairs{};
+        for (std::size_t value = 0; value < 256; ++value) {
+            pairs[2 * value] = hex[value >> 4];
+            pairs[2 * value + 1] = hex[value & 0x0F];
+        }
+        return pairs;
+    }();
+    static constexpr std::array<std::uint8_t, 16> offsets{0, 2, 4, 6, 9, 11, 14, 16, 19, 21, 24, 26, 28, 30, 32, 34};
     std::string text(36, '-');
-    std::size_t at = 0;
-    for (std::size_t i = 0; i < bytes.size(); ++i) {
-        if (i == 4 || i == 6 || i == 8 || i == 10) ++at;
-        text[at++] = hex[bytes[i] >> 4];
-        text[at++] = hex[bytes[i] & 0x0F];
-    }
+    for (std::size_t i = 0; i < bytes.size(); ++i) std::memcpy(&text[offsets[i]], &digit_pairs[2 * bytes[i]], 2);
     return text;
 }
 

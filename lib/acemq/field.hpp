@@ -11,6 +11,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <tuple>
 #include <utility>
 #include <variant>
 #include <vector>
@@ -71,6 +72,10 @@ public:
     // Adds an entry whose name sorts after every name already here: the cheap way to build
     // a table in order. Throws UsageError when the name is out of order or repeated.
     void append(std::string name, FieldValue value);
+    // The same, with the value made in place from `value_args` (FieldValue's constructors'):
+    // what a table built on every publish is made with, so that no value is moved about.
+    template <class... Args>
+    void emplace_back(std::string_view name, Args&&... value_args);
     std::size_t erase(std::string_view name);
     iterator erase(const_iterator position);
     // Moves in every entry of `other` whose name is absent here.
@@ -80,6 +85,8 @@ public:
 
 private:
     iterator position_of(std::string_view name);
+    // Throws UsageError unless `name` sorts after every name here.
+    void check_appended(std::string_view name) const;
 
     std::vector<value_type> entries_;
 };
@@ -164,6 +171,13 @@ std::pair<FieldTable::iterator, bool> FieldTable::emplace(std::string name, Args
     auto at = position_of(name);
     if (at != entries_.end() && at->first == name) return {at, false};
     return {entries_.emplace(at, std::move(name), FieldValue(std::forward<Args>(args)...)), true};
+}
+
+template <class... Args>
+void FieldTable::emplace_back(std::string_view name, Args&&... value_args) {
+    check_appended(name);
+    entries_.emplace_back(std::piecewise_construct, std::forward_as_tuple(name),
+                          std::forward_as_tuple(std::forward<Args>(value_args)...));
 }
 
 template <class... Args>

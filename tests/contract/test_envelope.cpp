@@ -3,6 +3,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <mutex>
 #include <set>
 #include <thread>
@@ -154,6 +155,43 @@ TEST_CASE("reserved header names are refused as application headers") {
     Envelope other = Envelope::for_new_message("k");
     set_header(other, "acemq-replay-count", std::int64_t{1});
     CHECK(render_headers(other).contains("acemq-replay-count"));
+}
+
+TEST_CASE("application headers are written among the reserved ones in name order, each once") {
+    Envelope envelope = Envelope::for_new_message("k", "svc@host");
+    envelope.causation = "cause-1";
+    envelope.route = {"a", "b"};
+    for (const char* name : {"zz-last", "x-b-after-reserved", "traceparent", "aa-first", "x-acemq"})
+        set_header(envelope, name, std::string(name) + "-value");
+    const Headers rendered = render_headers(envelope);
+    CHECK(std::is_sorted(rendered.begin(), rendered.end(),
+                         [](const auto& left, const auto& right) { return left.first < right.first; }));
+    CHECK(rendered.size() == envelope.headers.size() + 10);  // 10 reserved: no claim, error or route id
+    for (const auto& [name, value] : envelope.headers) CHECK(rendered.at(name) == value);
+    CHECK(rendered.at("x-acemq-id") == FieldValue(envelope.id));
+    CHECK(rendered.at("x-acemq-route") == FieldValue("a,b"));
+    CHECK(rendered.at("x-acemq-first-seen") ==
+          FieldValue(static_cast<std::int64_t>(envelope.first_seen->time_since_epoch().count())));
+    // Read back, every reserved header finds its field again and no other header is lost.
+    const Envelope read = read_envelope(rendered, "k");
+    CHECK(read == envelope);
+}
+
+TEST_CASE("a table built in name order refuses a name out of order and keeps what it had") {
+    FieldTable table;
+    table.emplace_back("a", std::int32_t{1});
+    table.emplace_back("b", std::string("text"));
+    table.append("c", FieldValue(true));
+    CHECK(table == FieldTable{{"a", FieldValue(std::int32_t{1})}, {"b", FieldValue("text")}, {"c", FieldValue(true)}});
+    try {
+        table.emplace_back("b", std::int32_t{2});
+        FAIL("emplace_back accepted a name out of order");
+    } catch (const UsageError& refused) {
+        CHECK_THAT(refused.what(), Catch::Contains("\"b\" after \"c\""));
+    }
+    CHECK_THROWS_AS(table.append("c", FieldValue(false)), UsageError);  // a repeat is out of order too
+    CHECK(table.size() == 3);
+    CHECK(table.at("c") == FieldValue(true));
 }
 
 TEST_CASE("envelopes that must not be sent are refused with the reason") {
