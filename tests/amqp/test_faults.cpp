@@ -35,6 +35,7 @@
 #include <string>
 #include <thread>
 #include <vector>
+#include "../support/wait.hpp"
 
 namespace {
 
@@ -126,15 +127,7 @@ std::vector<std::string> queue_names() {
     return names;
 }
 
-bool wait_until(const std::function<bool()>& condition, std::chrono::milliseconds limit,
-                std::chrono::milliseconds poll = 20ms) {
-    const auto deadline = Clock::now() + limit;
-    for (;;) {
-        if (condition()) return true;
-        if (Clock::now() >= deadline) return condition();
-        std::this_thread::sleep_for(poll);
-    }
-}
+using testing_support::eventually;
 
 double seconds_between(Clock::time_point from, Clock::time_point to) {
     return std::chrono::duration<double>(to - from).count();
@@ -264,7 +257,7 @@ void round_trip(const std::shared_ptr<acemq::amqp::AmqpTransport>& transport) {
     const auto sent = bus.publisher("", queue).send(Tick{"hello", 42});
     CHECK(sent.confirmed);
     std::optional<acemq::Delivery> delivery;
-    REQUIRE(wait_until([&] { return (delivery = transport->pull(queue)).has_value(); }, 10s));
+    REQUIRE(eventually([&] { return (delivery = transport->pull(queue)).has_value(); }, 10s));
     const Tick got =
         acemq::decode<Tick>(*acemq::default_codec(), delivery->message().body, delivery->message().content_type);
     CHECK(got.id == "hello");
@@ -357,12 +350,12 @@ TEST_CASE("a broker restart mid-stream: publisher and consumer recover, and noth
     };
 
     REQUIRE(
-        wait_until([&] { return under_lock([&] { return confirmed.size() >= 100 && received.size() >= 50; }); }, 30s));
+        eventually([&] { return under_lock([&] { return confirmed.size() >= 100 && received.size() >= 50; }); }, 30s));
     CHECK(transport->check_health().status == acemq::Health::Status::up);
 
     BrokerApp broker;
     broker.stop();
-    REQUIRE(wait_until([&] { return events.count(Kind::lost) >= 1; }, 30s));
+    REQUIRE(eventually([&] { return events.count(Kind::lost) >= 1; }, 30s));
     // While the broker is away, health says down, and a publish fails as a PublishError
     // (counted by the publisher thread) rather than hanging or passing as sent.
     {
@@ -373,14 +366,14 @@ TEST_CASE("a broker restart mid-stream: publisher and consumer recover, and noth
     std::this_thread::sleep_for(1500ms);
     broker.start();
 
-    REQUIRE(wait_until([&] { return events.count(Kind::recovered) >= 1; }, 60s));
+    REQUIRE(eventually([&] { return events.count(Kind::recovered) >= 1; }, 60s));
     const auto recovered_at = *events.first(Kind::recovered);
     CHECK(*events.first(Kind::lost) < recovered_at);
     CHECK(transport->connected());
 
     // After recovery both halves carry on: the publisher has its sends confirmed and the
     // consumer (consuming again with its tag) receives.
-    const bool carried_on = wait_until(
+    const bool carried_on = eventually(
         [&] { return under_lock([&] { return confirmed_after_recovery >= 100 && received_after_recovery >= 50; }); },
         60s);
     stop.store(true);
@@ -394,7 +387,7 @@ TEST_CASE("a broker restart mid-stream: publisher and consumer recover, and noth
             if (!received.contains(id)) out.push_back(id);
         return out;
     };
-    const bool all_arrived = wait_until([&] { return under_lock([&] { return missing().empty(); }); }, 60s);
+    const bool all_arrived = eventually([&] { return under_lock([&] { return missing().empty(); }); }, 60s);
     CHECK(consumer.close());
 
     std::lock_guard guard(lock);
@@ -552,15 +545,15 @@ TEST_CASE("credentials: a refused login never shows the password; environment an
         // The file now holds a password the broker does not take, and the connection goes.
         dir.file("credentials", "guest\n" + wrong + "\n");
         require_rabbitmqctl("close_all_connections 'acemq faults test: credentials rotation'");
-        REQUIRE(wait_until([&] { return events.count(Kind::lost) >= 1; }, 30s));
+        REQUIRE(eventually([&] { return events.count(Kind::lost) >= 1; }, 30s));
         // It keeps trying (each attempt reads the file and is refused) and does not recover.
-        REQUIRE(wait_until([&] { return events.count(Kind::retrying) >= 3; }, 30s));
+        REQUIRE(eventually([&] { return events.count(Kind::retrying) >= 3; }, 30s));
         CHECK(events.count(Kind::recovered) == 0);
         CHECK_FALSE(transport->connected());
 
         // The secret is put right: the next attempt reads it and gets in.
         dir.file("credentials", "guest\nguest\n");
-        REQUIRE(wait_until([&] { return events.count(Kind::recovered) >= 1; }, 30s));
+        REQUIRE(eventually([&] { return events.count(Kind::recovered) >= 1; }, 30s));
         CHECK(transport->check_health().status == acemq::Health::Status::up);
         CHECK_THAT(events.all_text(), !Catch::Contains(wrong));
         transport->close();
@@ -582,7 +575,7 @@ TEST_CASE("a connection the broker blocks refuses publishes at once, and health 
         // RabbitMQ blocks a connection (and says so) when it next publishes after the alarm:
         // publish until the transport has been told. The publish that trips it is taken.
         std::size_t probes = 0;
-        const bool blocked = wait_until(
+        const bool blocked = eventually(
             [&] {
                 if (transport->blocked().blocked) return true;
                 ++probes;
@@ -626,7 +619,7 @@ TEST_CASE("a connection the broker blocks refuses publishes at once, and health 
         CHECK_THAT(health.detail, Catch::StartsWith("the broker has blocked this connection; publishing is paused"));
 
         REQUIRE(alarm.clear());
-        REQUIRE(wait_until([&] { return !transport->blocked().blocked; }, 30s));
+        REQUIRE(eventually([&] { return !transport->blocked().blocked; }, 30s));
         CHECK(events.count(Kind::unblocked) == 1);
     }
     CHECK(publisher.send(Tick{"after", 2}).confirmed);
@@ -654,7 +647,7 @@ TEST_CASE("a blocked connection that is lost is down, not blocked, and publishes
     };
 
     MemoryAlarm alarm;
-    REQUIRE(wait_until(
+    REQUIRE(eventually(
         [&] {
             (void)probe();
             return transport->blocked().blocked;
@@ -663,7 +656,7 @@ TEST_CASE("a blocked connection that is lost is down, not blocked, and publishes
 
     BrokerApp broker;
     broker.stop();
-    REQUIRE(wait_until([&] { return events.count(Kind::lost) >= 1; }, 30s));
+    REQUIRE(eventually([&] { return events.count(Kind::lost) >= 1; }, 30s));
     CHECK_FALSE(transport->blocked().blocked);
     const auto health = transport->check_health(1s);
     CHECK(health.status == acemq::Health::Status::down);
@@ -675,9 +668,9 @@ TEST_CASE("a blocked connection that is lost is down, not blocked, and publishes
 
     broker.start();
     REQUIRE(alarm.clear());
-    REQUIRE(wait_until([&] { return events.count(Kind::recovered) >= 1; }, 60s));
+    REQUIRE(eventually([&] { return events.count(Kind::recovered) >= 1; }, 60s));
     // The first publishes after start_app may meet a quorum queue still electing its leader.
-    CHECK(wait_until([&] { return probe().confirmed; }, 30s, 100ms));
+    CHECK(eventually([&] { return probe().confirmed; }, 30s, 100ms));
     figure("blocked and lost: stop_app took " + std::to_string(seconds_between(broker.stop_called, broker.stopped)) +
            " s, start_app and await_startup " + std::to_string(seconds_between(broker.start_called, broker.started)) +
            " s; publishing again " + std::to_string(seconds_between(broker.started, Clock::now())) + " s later");

@@ -26,13 +26,14 @@
 #include <string>
 #include <thread>
 #include <vector>
+#include "../support/wait.hpp"
 
 namespace {
 
 using namespace std::chrono_literals;
 using Clock = std::chrono::steady_clock;
 
-std::string broker_url() {
+std::string hostile_broker_url() {
     const char* url = std::getenv("ACEMQ_TEST_AMQP_URL");
     if (url == nullptr || *url == '\0')
         throw std::runtime_error(
@@ -42,18 +43,11 @@ std::string broker_url() {
     return url;
 }
 
-std::string unique(std::string_view base) {
+std::string hostile_name(std::string_view base) {
     return "hostile." + std::string(base) + "." + acemq::new_uuid().substr(0, 8);
 }
 
-bool wait_until(const std::function<bool()>& condition, std::chrono::milliseconds limit) {
-    const auto deadline = Clock::now() + limit;
-    for (;;) {
-        if (condition()) return true;
-        if (Clock::now() >= deadline) return condition();
-        std::this_thread::sleep_for(20ms);
-    }
-}
+using testing_support::eventually;
 
 acemq::Bytes bytes(std::string_view text) {
     const auto* data = reinterpret_cast<const std::byte*>(text.data());
@@ -74,12 +68,12 @@ std::string header_text(const acemq::Headers& headers, std::string_view name) {
 class Broker {
 public:
     Broker()
-        : transport_(acemq::amqp::open(broker_url(), {.on_event =
-                                                          [this](const acemq::amqp::ConnectionEvent& event) {
-                                                              if (event.kind ==
-                                                                  acemq::amqp::ConnectionEvent::Kind::lost)
-                                                                  ++lost_;
-                                                          }})),
+        : transport_(acemq::amqp::open(hostile_broker_url(), {.on_event =
+                                                                  [this](const acemq::amqp::ConnectionEvent& event) {
+                                                                      if (event.kind ==
+                                                                          acemq::amqp::ConnectionEvent::Kind::lost)
+                                                                          ++lost_;
+                                                                  }})),
           bus_(acemq::connect(transport_, {.origin = "hostile@test"})) {}
     ~Broker() {
         bus_.close();
@@ -97,7 +91,7 @@ public:
     Broker& operator=(const Broker&) = delete;
 
     std::string queue(std::string_view base) {
-        std::string name = unique(base);
+        std::string name = hostile_name(base);
         bus_.declare(acemq::Topology{}.queue(name, {.type = acemq::QueueType::classic, .durable = false}));
         queues_.push_back(name);
         return name;
@@ -110,7 +104,7 @@ public:
     // Takes one message off `queue` (waiting up to 10 s for it) and acks it.
     acemq::InboundMessage take(const std::string& queue) {
         std::optional<acemq::Delivery> delivery;
-        REQUIRE(wait_until([&] { return (delivery = transport_->pull(queue)).has_value(); }, 10s));
+        REQUIRE(eventually([&] { return (delivery = transport_->pull(queue)).has_value(); }, 10s));
         acemq::InboundMessage message = delivery->message();
         delivery->ack();
         return message;
@@ -161,7 +155,7 @@ acemq::InboundMessage set_aside_once(Broker& broker, const std::string& queue, a
                                      return text(message.payload) == "next" ? acemq::accept() : handle_hostile();
                                  },
                                  {.retry = std::move(policy)});
-    CHECK(wait_until([&] { return seen.next.load() == 1 && broker.transport().queue_depth(target) == 1; }, 10s));
+    CHECK(eventually([&] { return seen.next.load() == 1 && broker.transport().queue_depth(target) == 1; }, 10s));
     consumer.close();
     CHECK(seen.hostile.load() == 1);
     CHECK(seen.next.load() == 1);
@@ -392,7 +386,7 @@ TEST_CASE(
     Broker broker;
     const std::string queue = broker.queue("deep");
     {
-        RawPublisher raw(broker_url());
+        RawPublisher raw(hostile_broker_url());
         const NestedTable deep(18'000);
         raw.publish(queue, "hostile", deep.get());
         // One level past the limit is as undecodable as 18,000; the limit itself is read.
@@ -407,7 +401,7 @@ TEST_CASE(
         return acemq::accept();
     });
     const std::string parked = acemq::parked_queue(queue);
-    CHECK(wait_until([&] { return seen.next.load() == 1 && broker.transport().queue_depth(parked) == 2; }, 10s));
+    CHECK(eventually([&] { return seen.next.load() == 1 && broker.transport().queue_depth(parked) == 2; }, 10s));
     consumer.close();
     CHECK(seen.hostile.load() == 0);
     CHECK(broker.lost() == 0);

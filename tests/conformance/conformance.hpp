@@ -16,15 +16,13 @@
 #include <stdexcept>
 #include <string>
 #include <thread>
+#include "../support/messages.hpp"
 
 namespace conformance {
 
 using namespace std::chrono_literals;
 
-struct Order {
-    std::string id;
-    std::int64_t cents = 0;
-};
+using test_messages::Order;
 
 // ACEMQ_CONFORMANCE_URL is a URL, or "env:NAME" for a URL that scripts/test puts in the
 // variable NAME when it starts the broker. Missing either is a failure, never a skip.

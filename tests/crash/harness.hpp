@@ -13,6 +13,9 @@
 
 namespace crash {
 
+// How often each drill kills a worker at each dangerous point.
+inline constexpr int trials_per_point = 20;
+
 // Waits for `child` (the worker for crash point `point`); true when SIGKILL ended it, false
 // when it exited with 0. Anything else fails the test. Bounded: a worker still running after
 // `limit` is killed and fails the test instead of outliving it.

@@ -202,7 +202,7 @@ Trial run_trial(Shop& shop, const std::string& payment_id, const std::string& po
     return trial;
 }
 
-constexpr int trials_per_point = 20;
+using crash::trials_per_point;
 
 }  // namespace
 

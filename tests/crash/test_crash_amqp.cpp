@@ -19,7 +19,7 @@ std::string amqp_url() {
     return url;
 }
 
-constexpr int trials_per_point = 20;
+using crash::trials_per_point;
 
 }  // namespace
 

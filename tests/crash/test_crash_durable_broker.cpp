@@ -15,7 +15,7 @@
 
 namespace {
 
-constexpr int trials_per_point = 20;
+using crash::trials_per_point;
 // The payment the broker dies under: the middle one killed after its commit and before its ack.
 constexpr int broker_killed_at = 2 * trials_per_point + trials_per_point / 2;
 

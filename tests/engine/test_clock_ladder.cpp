@@ -7,15 +7,13 @@
 #include <acemq/inproc.hpp>
 
 #include <mutex>
+#include "../support/messages.hpp"
 
 using namespace std::chrono_literals;
 
 namespace {
 
-struct Order {
-    std::string id;
-    std::int64_t cents = 0;
-};
+using test_messages::Order;
 
 }  // namespace
 

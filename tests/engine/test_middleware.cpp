@@ -18,15 +18,13 @@
 #include <stop_token>
 #include <string>
 #include <vector>
+#include "../support/messages.hpp"
 
 using namespace std::chrono_literals;
 
 namespace {
 
-struct Order {
-    std::string id;
-    std::int64_t cents = 0;
-};
+using test_messages::Order;
 
 using handmade::CapturedLog;
 using handmade::contains;

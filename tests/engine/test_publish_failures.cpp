@@ -9,15 +9,13 @@
 
 #include <thread>
 #include "../support/forwarding_transport.hpp"
+#include "../support/messages.hpp"
 
 using namespace std::chrono_literals;
 
 namespace {
 
-struct Order {
-    std::string id;
-    std::int64_t cents = 0;
-};
+using test_messages::Order;
 
 // The embedded broker, except that a publish whose routing key contains ".refused" is
 // nacked, as a broker out of resources would.

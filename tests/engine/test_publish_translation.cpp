@@ -13,13 +13,11 @@
 #include <vector>
 
 #include "../support/forwarding_transport.hpp"
+#include "../support/messages.hpp"
 
 namespace {
 
-struct Order {
-    std::string id;
-    std::int64_t cents = 0;
-};
+using test_messages::Order;
 
 using Unconfirmed = acemq::PublishResult::Unconfirmed;
 

@@ -9,6 +9,7 @@
 #include <acemq/inproc.hpp>
 #include <acemq/uuid.hpp>
 #include "../support/temp_dir.hpp"
+#include "../support/wait.hpp"
 
 using namespace std::chrono_literals;
 using acemq::Health;
@@ -17,15 +18,7 @@ namespace {
 
 std::string unique(std::string_view name) { return std::string(name) + "-" + acemq::new_uuid().substr(0, 8); }
 
-template <class Predicate>
-bool eventually(Predicate predicate, std::chrono::milliseconds within = 5s) {
-    const auto deadline = std::chrono::steady_clock::now() + within;
-    while (!predicate()) {
-        if (std::chrono::steady_clock::now() > deadline) return false;
-        std::this_thread::sleep_for(10ms);
-    }
-    return true;
-}
+using testing_support::eventually;
 
 }  // namespace
 

@@ -4,6 +4,7 @@
 
 #include <acemq/acemq.hpp>
 #include <acemq/zmq.hpp>
+#include "../support/wait.hpp"
 #include "../zmq/broker_process.hpp"
 
 using namespace std::chrono_literals;
@@ -11,15 +12,7 @@ using acemq::Health;
 
 namespace {
 
-template <class Predicate>
-bool eventually(Predicate predicate, std::chrono::milliseconds within = 20s) {
-    const auto deadline = std::chrono::steady_clock::now() + within;
-    while (!predicate()) {
-        if (std::chrono::steady_clock::now() > deadline) return false;
-        std::this_thread::sleep_for(20ms);
-    }
-    return true;
-}
+using testing_support::eventually;
 
 }  // namespace
 

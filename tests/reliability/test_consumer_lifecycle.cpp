@@ -19,6 +19,7 @@
 
 #include "../support/forwarding_transport.hpp"
 #include "../support/gate.hpp"
+#include "../support/messages.hpp"
 #include "../support/tally.hpp"
 
 using namespace std::chrono_literals;
@@ -27,10 +28,7 @@ using testing_support::Gate;
 
 namespace {
 
-struct Order {
-    std::string id;
-    std::int64_t cents = 0;
-};
+using test_messages::Order;
 
 std::string unique(std::string_view base) { return std::string(base) + "-" + acemq::new_uuid().substr(0, 8); }
 

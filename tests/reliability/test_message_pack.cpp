@@ -46,7 +46,7 @@ InboundMessage unpacked(const Bytes& bytes) {
     return message_pack::read_message(fields.via.array.ptr);
 }
 
-std::string refusal_of(const Bytes& bytes) {
+std::string shape_refusal_of(const Bytes& bytes) {
     return what_of<message_pack::Malformed>([&] { message_pack::check_shape(bytes, "record"); });
 }
 
@@ -105,7 +105,7 @@ TEST_CASE("a few bytes declaring four billion elements are refused without reser
     const Bytes huge_array = bytes_of({0xdd, 0xff, 0xff, 0xff, 0xff, 0xc0});
     const Bytes huge_map = bytes_of({0xdf, 0xff, 0xff, 0xff, 0xff, 0xc0, 0xc0});
     for (const Bytes& bytes : {huge_array, huge_map}) {
-        CHECK_THAT(refusal_of(bytes),
+        CHECK_THAT(shape_refusal_of(bytes),
                    Catch::Equals("an array or map declares more elements than the record has bytes"));
         // The shape check's refusal from unpack_checked too: it came before msgpack-c's unpack,
         // which would reserve every element declared (some 100 GB here) before reading one.
@@ -120,7 +120,7 @@ TEST_CASE("a buffer cut short anywhere is refused as truncated") {
         const Bytes cut(whole.begin(), whole.begin() + static_cast<std::ptrdiff_t>(length));
         // Cut inside a str or bin, or where the arrays left declare more than the bytes left.
         CHECK_THAT(
-            refusal_of(cut),
+            shape_refusal_of(cut),
             Catch::Equals("it ends before the values it declares (truncated, or a length larger than the record)") ||
                 Catch::Equals("an array or map declares more elements than the record has bytes"));
     }
@@ -130,9 +130,9 @@ TEST_CASE("bytes after the one value, an empty buffer and no msgpack at all are 
     Bytes trailing = packed(every_kind());
     trailing.push_back(std::byte{0xc0});
     trailing.push_back(std::byte{0xc0});
-    CHECK_THAT(refusal_of(trailing), Catch::Equals("2 bytes follow the record's msgpack value"));
-    CHECK_THAT(refusal_of({}), Catch::Equals("it is empty"));
-    CHECK_THAT(refusal_of(bytes_of({0x91, 0xc1})), Catch::StartsWith("no msgpack value starts at byte "));
+    CHECK_THAT(shape_refusal_of(trailing), Catch::Equals("2 bytes follow the record's msgpack value"));
+    CHECK_THAT(shape_refusal_of({}), Catch::Equals("it is empty"));
+    CHECK_THAT(shape_refusal_of(bytes_of({0x91, 0xc1})), Catch::StartsWith("no msgpack value starts at byte "));
 }
 
 TEST_CASE("nesting is refused past max_depth and kept up to it") {
@@ -142,7 +142,7 @@ TEST_CASE("nesting is refused past max_depth and kept up to it") {
         return bytes;
     };
     CHECK_NOTHROW(message_pack::check_shape(nested(message_pack::max_depth), "record"));
-    CHECK_THAT(refusal_of(nested(message_pack::max_depth + 1)),
+    CHECK_THAT(shape_refusal_of(nested(message_pack::max_depth + 1)),
                Catch::Equals("arrays and maps nest deeper than 72 levels"));
 }
 

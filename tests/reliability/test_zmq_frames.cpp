@@ -63,7 +63,7 @@ void refused_clearly_or_read(const Bytes& input) {
     }
 }
 
-std::string refusal_of(const Bytes& input) {
+std::string frame_refusal_of(const Bytes& input) {
     return testing_support::what_of<wire::ProtocolError>([&] { fuzz::read_zmq_frame(input); });
 }
 
@@ -463,12 +463,12 @@ TEST_CASE("zmq frames: huge length headers are refused before anything is reserv
     };
     for (const Bytes& header : huge) {
         INFO(testing_support::hex(header));
-        CHECK(refusal_of(header).starts_with("acemq: malformed zmq protocol frame: "));
-        CHECK(refusal_of(ping_head + header).starts_with("acemq: malformed zmq protocol frame: "));
-        CHECK(refusal_of(ping_head + header + Bytes(64, std::byte{0xc0}))
+        CHECK(frame_refusal_of(header).starts_with("acemq: malformed zmq protocol frame: "));
+        CHECK(frame_refusal_of(ping_head + header).starts_with("acemq: malformed zmq protocol frame: "));
+        CHECK(frame_refusal_of(ping_head + header + Bytes(64, std::byte{0xc0}))
                   .starts_with("acemq: malformed zmq protocol frame: "));
     }
-    CHECK_THAT(refusal_of(bytes_of({0xdd, 0xff, 0xff, 0xff, 0xff}) + Bytes(64, std::byte{0xc0})),
+    CHECK_THAT(frame_refusal_of(bytes_of({0xdd, 0xff, 0xff, 0xff, 0xff}) + Bytes(64, std::byte{0xc0})),
                Catch::Contains("declares more elements than the frame has bytes"));
     // In a publish's headers, where a peer would put it.
     acemq::OutboundMessage message;
@@ -478,17 +478,18 @@ TEST_CASE("zmq frames: huge length headers are refused before anything is reserv
     REQUIRE(array != publish.end());
     *array = std::byte{0xdd};
     publish.insert(array + 1, {std::byte{0xff}, std::byte{0xff}, std::byte{0xff}, std::byte{0xff}});
-    CHECK_THAT(refusal_of(publish), Catch::Contains("declares more elements than the frame has bytes"));
+    CHECK_THAT(frame_refusal_of(publish), Catch::Contains("declares more elements than the frame has bytes"));
 }
 
 TEST_CASE("zmq frames: nesting past 72 levels is refused") {
     Bytes deep;
     for (int i = 0; i < 100; ++i) deep.push_back(std::byte{0x91});
     deep.push_back(std::byte{0xc0});
-    CHECK_THAT(refusal_of(deep), Catch::Contains("nest deeper than 72 levels"));
+    CHECK_THAT(frame_refusal_of(deep), Catch::Contains("nest deeper than 72 levels"));
     acemq::OutboundMessage message;
     message.headers = nested(80);
-    CHECK_THAT(refusal_of(bytes_of(wire::encode_publish(1, message))), Catch::Contains("nest deeper than 72 levels"));
+    CHECK_THAT(frame_refusal_of(bytes_of(wire::encode_publish(1, message))),
+               Catch::Contains("nest deeper than 72 levels"));
 }
 
 TEST_CASE("zmq frames: another version is refused as such, whatever follows") {
@@ -502,25 +503,27 @@ TEST_CASE("zmq frames: another version is refused as such, whatever follows") {
         CHECK_THAT(text, Catch::Contains("this side speaks version 1"));
         CHECK(wire::is_unsupported_version(wire::ProtocolError(text)));
     }
-    CHECK_THAT(refusal_of(bytes_of({0x93, 0x02, 0x0d, 0x07})), Catch::Contains("version 2 is not spoken here"));
+    CHECK_THAT(frame_refusal_of(bytes_of({0x93, 0x02, 0x0d, 0x07})), Catch::Contains("version 2 is not spoken here"));
     // A version that is not an unsigned integer is malformed, not another version.
-    const std::string negative = refusal_of(bytes_of({0x93, 0xff, 0x0d, 0x07}));
+    const std::string negative = frame_refusal_of(bytes_of({0x93, 0xff, 0x0d, 0x07}));
     CHECK_THAT(negative, Catch::Contains("field version should be an unsigned integer, is integer"));
     CHECK(!wire::is_unsupported_version(wire::ProtocolError(negative)));
 }
 
 TEST_CASE("zmq frames: unknown commands, missing fields, wrong types and trailing bytes are named") {
-    CHECK_THAT(refusal_of(bytes_of({0x93, 0x01, 0x10, 0x07})), Catch::Contains("command 16 is unknown"));
-    CHECK_THAT(refusal_of(bytes_of({0x93, 0x01, 0x00, 0x07})), Catch::Contains("command 0 is unknown"));
-    CHECK_THAT(refusal_of(bytes_of({0x93, 0x01, 0xcd, 0x01, 0x0d, 0x07})), Catch::Contains("command 269 is unknown"));
-    CHECK_THAT(refusal_of(bytes_of({0x92, 0x01, 0x0d})), Catch::Contains("ping needs 1 fields, has 0"));
-    CHECK_THAT(refusal_of(bytes_of({0x91, 0x01})), Catch::Contains("it has no version and command"));
-    CHECK_THAT(refusal_of(bytes_of({0x01})), Catch::Contains("it is a integer, not an array"));
-    CHECK_THAT(refusal_of({}), Catch::Contains("it is empty"));
-    CHECK_THAT(refusal_of(bytes_of({0x93, 0x01, 0x0d, 0xa1, 0x78})),
+    CHECK_THAT(frame_refusal_of(bytes_of({0x93, 0x01, 0x10, 0x07})), Catch::Contains("command 16 is unknown"));
+    CHECK_THAT(frame_refusal_of(bytes_of({0x93, 0x01, 0x00, 0x07})), Catch::Contains("command 0 is unknown"));
+    CHECK_THAT(frame_refusal_of(bytes_of({0x93, 0x01, 0xcd, 0x01, 0x0d, 0x07})),
+               Catch::Contains("command 269 is unknown"));
+    CHECK_THAT(frame_refusal_of(bytes_of({0x92, 0x01, 0x0d})), Catch::Contains("ping needs 1 fields, has 0"));
+    CHECK_THAT(frame_refusal_of(bytes_of({0x91, 0x01})), Catch::Contains("it has no version and command"));
+    CHECK_THAT(frame_refusal_of(bytes_of({0x01})), Catch::Contains("it is a integer, not an array"));
+    CHECK_THAT(frame_refusal_of({}), Catch::Contains("it is empty"));
+    CHECK_THAT(frame_refusal_of(bytes_of({0x93, 0x01, 0x0d, 0xa1, 0x78})),
                Catch::Contains("field request should be an unsigned integer, is str"));
-    CHECK_THAT(refusal_of(bytes_of({0x93, 0x01, 0x0d, 0x07, 0xc0})), Catch::Contains("1 bytes follow"));
-    CHECK_THAT(refusal_of(bytes_of({0x93, 0x01, 0x0d, 0xc1})), Catch::Contains("no msgpack value starts at byte"));
+    CHECK_THAT(frame_refusal_of(bytes_of({0x93, 0x01, 0x0d, 0x07, 0xc0})), Catch::Contains("1 bytes follow"));
+    CHECK_THAT(frame_refusal_of(bytes_of({0x93, 0x01, 0x0d, 0xc1})),
+               Catch::Contains("no msgpack value starts at byte"));
     // An extra field, as a later minor revision may append, is read past.
     CHECK_NOTHROW(fuzz::read_zmq_frame(bytes_of({0x94, 0x01, 0x0d, 0x07, 0xa1, 0x78})));
     // Field values outside what the family writes.
@@ -533,7 +536,7 @@ TEST_CASE("zmq frames: unknown commands, missing fields, wrong types and trailin
         REQUIRE(frame[static_cast<std::size_t>(at)] == std::byte{0x00});
         frame.erase(frame.begin() + at);
         frame.insert(frame.begin() + at, value.begin(), value.end());
-        return refusal_of(frame);
+        return frame_refusal_of(frame);
     };
     CHECK_THAT(with_value(bytes_of({0xce, 0x80, 0x00, 0x00, 0x00})), Catch::Contains("wider than 32 bits"));
     CHECK_THAT(with_value(bytes_of({0xd3, 0x80, 0, 0, 0, 0, 0, 0, 0})), Catch::Contains("wider than 32 bits"));

@@ -38,10 +38,7 @@ std::string broker_program() {
     return path;
 }
 
-std::string contents(const fs::path& file) {
-    std::ifstream in(file, std::ios::binary);
-    return std::string(std::istreambuf_iterator<char>(in), {});
-}
+using testing_support::contents;
 
 // acemq-broker with `arguments`, its stdout and stderr going to files in `dir`.
 class Broker {

@@ -21,6 +21,7 @@
 #include <acemq/acemq.hpp>
 #include <acemq/zmq.hpp>
 
+#include "../support/wait.hpp"
 #include "broker_process.hpp"
 #include "zmq/protocol.hpp"
 
@@ -41,15 +42,7 @@ acemq::OutboundMessage message_to(const std::string& queue, int number) {
         .routing_key = queue, .body = acemq::Bytes(bytes, bytes + text.size()), .message_id = std::to_string(number)};
 }
 
-template <class Predicate>
-bool eventually(Predicate predicate, std::chrono::milliseconds limit = 15s) {
-    const auto deadline = std::chrono::steady_clock::now() + limit;
-    while (!predicate()) {
-        if (std::chrono::steady_clock::now() > deadline) return false;
-        std::this_thread::sleep_for(10ms);
-    }
-    return true;
-}
+using testing_support::eventually;
 
 // Collects what a subscription delivers, acking each.
 struct Collector {

@@ -19,10 +19,7 @@ namespace fs = std::filesystem;
 using testing_support::TempDir;
 using testing_support::what_of;
 
-std::string contents(const fs::path& file) {
-    std::ifstream in(file, std::ios::binary);
-    return std::string(std::istreambuf_iterator<char>(in), {});
-}
+using testing_support::contents;
 
 void write_file(const fs::path& file, const std::string& text, fs::perms perms) {
     std::ofstream(file, std::ios::binary) << text;

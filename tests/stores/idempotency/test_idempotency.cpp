@@ -20,6 +20,7 @@
 #include <string>
 #include <thread>
 #include <vector>
+#include "../../support/messages.hpp"
 
 using namespace std::chrono_literals;
 using acemq::Ack;
@@ -33,10 +34,7 @@ using handmade::message_of;
 
 namespace {
 
-struct Payment {
-    std::string payment_id;
-    std::int64_t cents = 0;
-};
+using test_messages::Payment;
 
 // The same message again, as a redelivery would bring it: same envelope id.
 Message<Payment> again(const Message<Payment>& message) { return message; }

@@ -17,6 +17,7 @@
 #include <thread>
 #include <type_traits>
 #include <vector>
+#include "../../support/messages.hpp"
 
 using namespace std::chrono_literals;
 using acemq::AckKind;
@@ -30,10 +31,7 @@ using sql_targets::SqliteTarget;
 
 namespace {
 
-struct Payment {
-    std::string payment_id;
-    std::int64_t cents = 0;
-};
+using test_messages::Payment;
 
 // Long enough for a lease of that length to have run out on any machine's clock.
 void outlive(std::chrono::milliseconds lease) { std::this_thread::sleep_for(lease + 20ms); }

@@ -16,6 +16,7 @@
 #include <string>
 #include <thread>
 #include <vector>
+#include "../../support/messages.hpp"
 
 namespace outbox_test {
 
@@ -23,10 +24,7 @@ using testing_support::what_of;
 
 using namespace std::chrono_literals;
 
-struct Order {
-    std::string id;
-    std::int64_t cents = 0;
-};
+using test_messages::Order;
 
 // The embedded broker, except: a routing key containing ".nacked" is not confirmed, one
 // containing ".broken" throws as a lost connection would, and while `hold` is set a
