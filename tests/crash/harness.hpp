@@ -10,11 +10,12 @@
 #include <chrono>
 #include <string>
 #include <thread>
+#include "../support/rounds.hpp"
 
 namespace crash {
 
-// How often each drill kills a worker at each dangerous point.
-inline constexpr int trials_per_point = 20;
+// How often each drill kills a worker at each dangerous point: 20, or ACEMQ_DRILL_TRIALS.
+inline const int trials_per_point = testing_support::rounds_from("ACEMQ_DRILL_TRIALS", 20);
 
 // Waits for `child` (the worker for crash point `point`); true when SIGKILL ended it, false
 // when it exited with 0. Anything else fails the test. Bounded: a worker still running after

@@ -17,7 +17,7 @@ namespace {
 
 using crash::trials_per_point;
 // The payment the broker dies under: the middle one killed after its commit and before its ack.
-constexpr int broker_killed_at = 2 * trials_per_point + trials_per_point / 2;
+const int broker_killed_at = 2 * trials_per_point + trials_per_point / 2;
 
 }  // namespace
 

@@ -1,7 +1,7 @@
 // kill -9 drills of the durable broker. A worker process publishes numbered persistent
 // messages with confirms and consumes and acks them; at a random moment it (on inproc://,
-// where it is the broker) or its acemq-broker process is killed with SIGKILL, 50 times over
-// one data file. After each kill the file is opened and its queue read: every confirmed
+// where it is the broker) or its acemq-broker process is killed with SIGKILL, 50 times (or
+// ACEMQ_KILL9_ROUNDS) over one data file. After each kill the file is opened and its queue read: every confirmed
 // message is there or was acked, no message is there twice or out of publish order, nothing
 // is there that was never confirmed-or-in-flight; in process, where an ack waits for its
 // commit, no acked message comes back. Through ZeroMQ acks travel unanswered, so an acked
@@ -19,6 +19,7 @@
 #include <set>
 
 #include <acemq/inproc.hpp>
+#include "../support/rounds.hpp"
 #include "../support/temp_dir.hpp"
 #include "../zmq/broker_process.hpp"
 
@@ -26,7 +27,7 @@ using namespace std::chrono_literals;
 
 namespace {
 
-constexpr int rounds = 50;
+const int rounds = testing_support::rounds_from("ACEMQ_KILL9_ROUNDS", 50);
 constexpr std::uint64_t ids_per_round = 1'000'000;
 
 // The worker, started with `url`; killed with SIGKILL (and reaped) however the test ends.
