@@ -330,7 +330,7 @@ std::optional<std::vector<std::byte>> base64_decode(std::string_view text) {
 
 namespace {
 
-std::string with_article(Value::Kind kind) {
+std::string kind_with_article(Value::Kind kind) {
     switch (kind) {
     case Value::Kind::null:
     case Value::Kind::bytes: return std::string(kind_name(kind));
@@ -372,8 +372,8 @@ void throw_decode_error(const Path& where, std::string_view problem) {
 }
 
 void throw_wrong_kind(const Path& where, std::string_view wanted, std::string_view cpp_type, Value::Kind found) {
-    throw_decode_error(
-        where, "expected " + std::string(wanted) + " (" + std::string(cpp_type) + "), found " + with_article(found));
+    throw_decode_error(where, "expected " + std::string(wanted) + " (" + std::string(cpp_type) + "), found " +
+                                  kind_with_article(found));
 }
 
 std::string key_clash_message(std::string_view type, FieldNames names, std::string_view first, std::string_view second,

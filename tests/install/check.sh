@@ -22,9 +22,10 @@ if [ "${1:-}" = "--from-build" ]; then
   export PKG_CONFIG_SYSROOT_DIR="$work/stage"
 else
   prefix="$work/prefix"
-  # buildtype plain: no optimisation to wait for; this checks what is installed, not speed.
+  # buildtype plain and unity chunks: no optimisation to wait for, four files to a compiler; this
+  # checks what is installed, not speed (build/ compiles each file on its own).
   meson setup "$work/build" "$source_dir" --prefix="$prefix" -Dtests=disabled -Dprograms=false -Dbuildtype=plain \
-    -Dwerror=true "$@" >"$work/setup.log" || { cat "$work/setup.log"; exit 1; }
+    -Dunity=on -Dwerror=true "$@" >"$work/setup.log" || { cat "$work/setup.log"; exit 1; }
   ninja -C "$work/build" >"$work/build.log" || { tail -50 "$work/build.log"; exit 1; }
   meson install -C "$work/build" --quiet
 fi

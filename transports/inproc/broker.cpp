@@ -11,8 +11,8 @@
 namespace acemq::inproc {
 
 using detail::Consumer;
+using detail::in_quotes;
 using detail::Queue;
-using detail::quoted;
 using detail::Registry;
 
 std::shared_ptr<Broker> Broker::find_or_make(std::string_view name, const BrokerOptions& options, bool same_data) {
@@ -22,13 +22,13 @@ std::shared_ptr<Broker> Broker::find_or_make(std::string_view name, const Broker
         return made;
     });
     if (options.clock && options.clock != found->clock())
-        throw InvalidArgument("acemq: inproc broker " + quoted(name) +
+        throw InvalidArgument("acemq: inproc broker " + in_quotes(name) +
                               " already exists with another clock; pass no clock to share it, or use another name");
     if (same_data && options.data != found->data())
         throw InvalidArgument(
-            "acemq: inproc broker " + quoted(name) + " already exists with " +
-            (found->data().empty() ? std::string("no data file") : "data file " + quoted(found->data())) + ", not " +
-            (options.data.empty() ? std::string("none") : quoted(options.data)) +
+            "acemq: inproc broker " + in_quotes(name) + " already exists with " +
+            (found->data().empty() ? std::string("no data file") : "data file " + in_quotes(found->data())) + ", not " +
+            (options.data.empty() ? std::string("none") : in_quotes(options.data)) +
             "; open it as it is, or use another name");
     return found;
 }

@@ -116,9 +116,9 @@ DataFile::DataFile(const std::string& path, const std::string& vfs, std::uint64_
         const std::string why = db_ ? sqlite3_errmsg(db_) : sqlite3_errstr(opened);
         sqlite3_close_v2(db_);
         db_ = nullptr;
-        throw DataFileError("acemq: cannot open the broker's data file " + detail::quoted(path) + ": " + why +
+        throw DataFileError("acemq: cannot open the broker's data file " + detail::in_quotes(path) + ": " + why +
                             "; check that its directory exists and is writable" +
-                            (vfs.empty() ? "" : ", and that SQLite VFS " + detail::quoted(vfs) + " is registered"));
+                            (vfs.empty() ? "" : ", and that SQLite VFS " + detail::in_quotes(vfs) + " is registered"));
     }
     sqlite3_extended_result_codes(db_, 1);
     try {
@@ -160,11 +160,11 @@ void DataFile::fail(const std::string& action) const {
     const std::string said = sqlite3_errmsg(db_);
     const int primary = code & 0xff;
     if (primary == SQLITE_FULL)
-        throw StorageFailure("acemq: cannot " + action + " in the broker's data file " + detail::quoted(path_) +
+        throw StorageFailure("acemq: cannot " + action + " in the broker's data file " + detail::in_quotes(path_) +
                                  ": disk full (SQLite: " + said +
                                  "); free space on its disk, or raise BrokerOptions::max_data_bytes",
                              true);
-    throw StorageFailure("acemq: cannot " + action + " in the broker's data file " + detail::quoted(path_) +
+    throw StorageFailure("acemq: cannot " + action + " in the broker's data file " + detail::in_quotes(path_) +
                              ": SQLite said \"" + said + "\" (code " + std::to_string(code) + ")",
                          false);
 }
@@ -178,7 +178,7 @@ void DataFile::exec(const char* sql, const std::string& action) {
 void DataFile::check_ours() {
     auto refuse = [&](const std::string& why) {
         sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
-        throw DataFileError("acemq: cannot open " + detail::quoted(path_) + " as the broker's data file: " + why);
+        throw DataFileError("acemq: cannot open " + detail::in_quotes(path_) + " as the broker's data file: " + why);
     };
     if (sqlite3_exec(db_, "BEGIN EXCLUSIVE", nullptr, nullptr, nullptr) != SQLITE_OK ||
         sqlite3_exec(db_, "SELECT 1 FROM sqlite_master LIMIT 1", nullptr, nullptr, nullptr) != SQLITE_OK) {
@@ -245,20 +245,20 @@ DataFileContents DataFile::read() {
         sqlite3_stmt* statement = nullptr;
         if (sqlite3_prepare_v2(db_, sql, -1, &statement, nullptr) != SQLITE_OK)
             throw DataFileError("acemq: cannot read the " + std::string(what) + " of the broker's data file " +
-                                detail::quoted(path_) + ": " + sqlite3_errmsg(db_));
+                                detail::in_quotes(path_) + ": " + sqlite3_errmsg(db_));
         int stepped = 0;
         try {
             while ((stepped = sqlite3_step(statement)) == SQLITE_ROW) read_row(statement);
         } catch (const message_pack::Malformed& error) {
             sqlite3_finalize(statement);
-            throw DataFileError("acemq: the broker's data file " + detail::quoted(path_) + " holds a row of its " +
+            throw DataFileError("acemq: the broker's data file " + detail::in_quotes(path_) + " holds a row of its " +
                                 std::string(what) + " it cannot read (" + error.what() +
                                 "); it was left untouched. Restore it from a copy, or start on a new file");
         }
         sqlite3_finalize(statement);
         if (stepped != SQLITE_DONE)
             throw DataFileError("acemq: cannot read the " + std::string(what) + " of the broker's data file " +
-                                detail::quoted(path_) + ": " + sqlite3_errmsg(db_) +
+                                detail::in_quotes(path_) + ": " + sqlite3_errmsg(db_) +
                                 "; it was left untouched. Restore it from a copy, or start on a new file");
     };
     each_row("SELECT value FROM broker WHERE key = 'closed_cleanly'", "state",
@@ -369,12 +369,12 @@ void DataFile::put_exchange(const ExchangeDeclaration& exchange) {
     const std::vector<std::byte> arguments = pack_table(exchange.arguments);
     Run run(statement(put_exchange_sql).get());
     run.text(1, exchange.name).text(2, to_string(exchange.kind)).integer(3, exchange.auto_delete).blob(4, arguments);
-    if (!run.step()) fail("write exchange " + detail::quoted(exchange.name));
+    if (!run.step()) fail("write exchange " + detail::in_quotes(exchange.name));
 }
 
 void DataFile::delete_exchange(const std::string& name) {
     Run run(statement(delete_exchange_sql).get());
-    if (!run.text(1, name).step()) fail("delete exchange " + detail::quoted(name));
+    if (!run.text(1, name).step()) fail("delete exchange " + detail::in_quotes(name));
 }
 
 void DataFile::put_queue(std::uint64_t id, const QueueDeclaration& queue) {
@@ -385,7 +385,7 @@ void DataFile::put_queue(std::uint64_t id, const QueueDeclaration& queue) {
         .text(3, to_string(queue.type))
         .integer(4, queue.auto_delete)
         .blob(5, arguments);
-    if (!run.step()) fail("write queue " + detail::quoted(queue.name));
+    if (!run.step()) fail("write queue " + detail::in_quotes(queue.name));
 }
 
 void DataFile::delete_queue(std::uint64_t id) {
@@ -402,7 +402,7 @@ void DataFile::put_binding(const StoredBinding& binding) {
         .integer(2, static_cast<std::int64_t>(binding.queue))
         .text(3, binding.routing_key)
         .blob(4, arguments);
-    if (!run.step()) fail("write a binding of exchange " + detail::quoted(binding.exchange));
+    if (!run.step()) fail("write a binding of exchange " + detail::in_quotes(binding.exchange));
 }
 
 void DataFile::insert_message(std::uint64_t id, std::uint64_t queue, std::optional<std::int64_t> enqueued_ms,

@@ -50,7 +50,8 @@ void compare_flag(std::string_view name, bool existing, bool asked, std::vector<
 void refuse_differences(std::string_view what, std::string_view name, std::vector<std::string> differences) {
     if (differences.empty()) return;
     std::sort(differences.begin(), differences.end());
-    std::string text = "acemq: cannot declare " + std::string(what) + " " + quoted(name) + ": PRECONDITION_FAILED - ";
+    std::string text =
+        "acemq: cannot declare " + std::string(what) + " " + in_quotes(name) + ": PRECONDITION_FAILED - ";
     for (std::size_t i = 0; i < differences.size(); ++i) text += (i == 0 ? "" : "; ") + differences[i];
     text += "; it exists with other settings: declare it as it is, or delete it first";
     throw TopologyError(text);
@@ -61,8 +62,9 @@ void refuse_differences(std::string_view what, std::string_view name, std::vecto
 QueuePolicy read_policy(const QueueDeclaration& queue) {
     const FieldTable& arguments = queue.arguments;
     auto invalid = [&](std::string_view argument, const FieldValue& value, std::string_view must) {
-        return TopologyError("acemq: cannot declare queue " + quoted(queue.name) + ": PRECONDITION_FAILED - invalid " +
-                             std::string(argument) + " " + value.to_string() + ": it must be " + std::string(must));
+        return TopologyError("acemq: cannot declare queue " + in_quotes(queue.name) +
+                             ": PRECONDITION_FAILED - invalid " + std::string(argument) + " " + value.to_string() +
+                             ": it must be " + std::string(must));
     };
     QueuePolicy policy;
     if (const auto ttl = arguments.find(argument::message_ttl); ttl != arguments.end()) {

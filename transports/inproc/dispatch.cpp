@@ -11,8 +11,8 @@
 namespace acemq::inproc {
 
 using detail::Consumer;
+using detail::in_quotes;
 using detail::Queue;
-using detail::quoted;
 using detail::StoredMessage;
 
 class Broker::ConsumerSubscription final : public Subscription {
@@ -42,13 +42,13 @@ std::unique_ptr<Subscription> Broker::Impl::consume(ConnectionId connection, std
     Guard guard(*this, "consume");
     const std::shared_ptr<Queue> queue = existing_queue(connection, queue_name, "consume from");
     if (!deliver)
-        throw InvalidArgument("acemq: cannot consume from queue " + quoted(queue_name) +
+        throw InvalidArgument("acemq: cannot consume from queue " + in_quotes(queue_name) +
                               " without a DeliverFn; pass the function that queues deliveries");
     if (!spec.tag.empty())
         for (const auto& [id, other] : consumers_)
             if (other->connection() == connection && other->tag() == spec.tag)
-                throw InvalidArgument("acemq: cannot consume from queue " + quoted(queue_name) +
-                                      ": NOT_ALLOWED - consumer tag " + quoted(spec.tag) +
+                throw InvalidArgument("acemq: cannot consume from queue " + in_quotes(queue_name) +
+                                      ": NOT_ALLOWED - consumer tag " + in_quotes(spec.tag) +
                                       " is in use on this connection; pick another or leave it empty");
     const std::uint64_t id = next_id_++;
     auto consumer = std::make_unique<Consumer>(id, connection, queue, spec.tag, spec.prefetch, std::move(deliver));
@@ -118,7 +118,7 @@ void Broker::Impl::settle(std::uint64_t tag, Settlement settlement) {
     if (found != consumers_.end()) settled = found->second->settle(tag);
     if (!settled)
         throw UsageError("acemq: cannot " + std::string(settlement == Settlement::ack ? "ack" : "nack") + " delivery " +
-                         std::to_string(tag) + " on inproc broker " + quoted(name_) +
+                         std::to_string(tag) + " on inproc broker " + in_quotes(name_) +
                          ": PRECONDITION_FAILED - unknown delivery tag; its subscription or transport was closed, "
                          "which handed it back to its queue. Settle deliveries before closing what they came from");
     Consumer& consumer = *found->second;

@@ -6,6 +6,6 @@
 
 namespace acemq::inproc::detail {
 
-inline std::string quoted(std::string_view name) { return "\"" + std::string(name) + "\""; }
+inline std::string in_quotes(std::string_view name) { return "\"" + std::string(name) + "\""; }
 
 }  // namespace acemq::inproc::detail

@@ -8,8 +8,8 @@
 namespace acemq::inproc {
 
 using detail::Exchange;
+using detail::in_quotes;
 using detail::Queue;
-using detail::quoted;
 
 void Broker::Impl::declare(ConnectionId connection, const Topology& topology) {
     {
@@ -28,7 +28,7 @@ void Broker::Impl::declare_exchange(const ExchangeDeclaration& asked) {
             "acemq: cannot declare the default exchange \"\": ACCESS_REFUSED - it always exists; "
             "publish to it with exchange \"\" and the queue's name as routing key");
     if (asked.kind == ExchangeKind::headers)
-        throw TopologyError("acemq: cannot declare exchange " + quoted(asked.name) +
+        throw TopologyError("acemq: cannot declare exchange " + in_quotes(asked.name) +
                             " (headers): the inproc broker does not route headers exchanges; use a direct, "
                             "topic or fanout exchange, or run against RabbitMQ");
     if (auto found = exchanges_.find(asked.name); found != exchanges_.end()) {
@@ -41,7 +41,7 @@ void Broker::Impl::declare_exchange(const ExchangeDeclaration& asked) {
 
 void Broker::Impl::declare_queue(ConnectionId connection, const QueueDeclaration& asked) {
     Guard guard(*this, "declare a queue");
-    require_open(connection, "declare queue " + quoted(asked.name));
+    require_open(connection, "declare queue " + in_quotes(asked.name));
     if (asked.name.empty())
         throw TopologyError(
             "acemq: cannot declare a queue without a name on the inproc broker: it does not "
@@ -62,7 +62,7 @@ void Broker::Impl::declare_queue(ConnectionId connection, const QueueDeclaration
 
 void Broker::Impl::bind(ConnectionId connection, const BindingDeclaration& asked) {
     Guard guard(*this, "bind a queue");
-    const std::string what = "bind queue " + quoted(asked.queue) + " to exchange " + quoted(asked.exchange);
+    const std::string what = "bind queue " + in_quotes(asked.queue) + " to exchange " + in_quotes(asked.exchange);
     require_open(connection, what);
     if (asked.exchange.empty())
         throw TopologyError("acemq: cannot " + what +
@@ -70,12 +70,12 @@ void Broker::Impl::bind(ConnectionId connection, const BindingDeclaration& asked
                             "through it by its own name already");
     const auto exchange = exchanges_.find(asked.exchange);
     if (exchange == exchanges_.end())
-        throw TopologyError("acemq: cannot " + what + ": NOT_FOUND - no exchange " + quoted(asked.exchange) +
-                            " on inproc broker " + quoted(name_) + "; declare the exchange first");
+        throw TopologyError("acemq: cannot " + what + ": NOT_FOUND - no exchange " + in_quotes(asked.exchange) +
+                            " on inproc broker " + in_quotes(name_) + "; declare the exchange first");
     const auto queue = queues_.find(asked.queue);
     if (queue == queues_.end())
-        throw TopologyError("acemq: cannot " + what + ": NOT_FOUND - no queue " + quoted(asked.queue) +
-                            " on inproc broker " + quoted(name_) + "; declare the queue first");
+        throw TopologyError("acemq: cannot " + what + ": NOT_FOUND - no queue " + in_quotes(asked.queue) +
+                            " on inproc broker " + in_quotes(name_) + "; declare the queue first");
     require_access(*queue->second, connection, "bind");
     const bool added = exchange->second->bind(*queue->second, asked.routing_key, asked.arguments);
     if (added && queue->second->stored_id() != 0 && exchange->second->declaration().durable)
@@ -94,7 +94,7 @@ std::uint64_t Broker::Impl::queue_depth(ConnectionId connection, std::string_vie
 
 bool Broker::Impl::queue_exists(ConnectionId connection, std::string_view queue_name) {
     Guard guard(*this, "ask whether a queue exists");
-    require_open(connection, "ask whether queue " + quoted(queue_name) + " exists");
+    require_open(connection, "ask whether queue " + in_quotes(queue_name) + " exists");
     const auto found = queues_.find(queue_name);
     if (found == queues_.end()) return false;
     require_access(*found->second, connection, "inspect");
@@ -103,7 +103,7 @@ bool Broker::Impl::queue_exists(ConnectionId connection, std::string_view queue_
 
 void Broker::Impl::delete_queue(ConnectionId connection, std::string_view queue_name) {
     Guard guard(*this, "delete a queue");
-    require_open(connection, "delete queue " + quoted(queue_name));
+    require_open(connection, "delete queue " + in_quotes(queue_name));
     const auto found = queues_.find(queue_name);
     if (found == queues_.end()) return;
     require_access(*found->second, connection, "delete");
@@ -114,24 +114,24 @@ void Broker::Impl::delete_queue(ConnectionId connection, std::string_view queue_
 
 void Broker::Impl::require_open(ConnectionId connection, const std::string& what) const {
     if (!connections_.contains(connection))
-        throw UsageError("acemq: cannot " + what + ": the connection to inproc broker " + quoted(name_) +
+        throw UsageError("acemq: cannot " + what + ": the connection to inproc broker " + in_quotes(name_) +
                          " is closed; open a new transport");
 }
 
 void Broker::Impl::require_access(const Queue& queue, ConnectionId connection, std::string_view action) const {
     if (queue.locked_for(connection))
-        throw Error("acemq: cannot " + std::string(action) + " queue " + quoted(queue.name()) +
+        throw Error("acemq: cannot " + std::string(action) + " queue " + in_quotes(queue.name()) +
                     ": RESOURCE_LOCKED - it is exclusive to the connection that declared it; use that "
                     "connection, or declare a queue that is not exclusive");
 }
 
 const std::shared_ptr<Queue>& Broker::Impl::existing_queue(ConnectionId connection, std::string_view name,
                                                            std::string_view action) {
-    require_open(connection, std::string(action) + " queue " + quoted(name));
+    require_open(connection, std::string(action) + " queue " + in_quotes(name));
     const auto found = queues_.find(name);
     if (found == queues_.end())
-        throw Error("acemq: cannot " + std::string(action) + " queue " + quoted(name) +
-                    ": NOT_FOUND - no such queue on inproc broker " + quoted(name_) + "; declare it first");
+        throw Error("acemq: cannot " + std::string(action) + " queue " + in_quotes(name) +
+                    ": NOT_FOUND - no such queue on inproc broker " + in_quotes(name_) + "; declare it first");
     require_access(*found->second, connection, action);
     return found->second;
 }
