@@ -16,7 +16,10 @@
 
 namespace acemq::testing {
 
-namespace {
+// The disk's model, named rather than file-local: State, a class power_cut_vfs.hpp declares,
+// holds these as members (a file-local type there trips -Wsubobject-linkage once this file
+// shares a unity chunk).
+inline namespace disk_model {
 
 constexpr std::int64_t sector_size = 512;
 
@@ -91,7 +94,7 @@ struct File {
     }
 };
 
-}  // namespace
+}  // namespace disk_model
 
 struct PowerCutDisk::State {
     // One xOpen's handle: which file, and in which life of the disk it was opened.
