@@ -92,6 +92,18 @@ struct File {
             });
         }
     }
+
+    // Every pending write reached the platter but the bytes in `torn`, which are as before.
+    void keep_all_but(const PowerCutDisk::Mode::Torn& torn) {
+        std::vector<std::byte> before(static_cast<std::size_t>(std::max<std::int64_t>(torn.end - torn.begin, 0)));
+        for (std::int64_t at = torn.begin; at < torn.end; ++at)
+            if (at < static_cast<std::int64_t>(durable.size()))
+                before[static_cast<std::size_t>(at - torn.begin)] = durable[static_cast<std::size_t>(at)];
+        for (const auto& write : pending) replay(durable, write);
+        const auto end = std::min<std::int64_t>(torn.end, static_cast<std::int64_t>(durable.size()));
+        if (torn.begin < end)
+            std::memcpy(durable.data() + torn.begin, before.data(), static_cast<std::size_t>(end - torn.begin));
+    }
 };
 
 }  // namespace disk_model
@@ -449,6 +461,7 @@ void PowerCutDisk::cut(Mode mode) {
             continue;
         }
         if (mode.seed()) file.keep_random_sectors(random);
+        if (mode.torn()) file.keep_all_but(entry->first == mode.torn()->path ? *mode.torn() : Mode::Torn{});
         file.pending.clear();
         file.current = file.durable;
         ++entry;
@@ -463,6 +476,12 @@ void PowerCutDisk::fail_after(std::uint64_t n) {
 std::uint64_t PowerCutDisk::operations() const {
     std::lock_guard guard(state_->mutex);
     return state_->operations;
+}
+
+std::int64_t PowerCutDisk::file_size(const std::string& path) const {
+    std::lock_guard guard(state_->mutex);
+    const auto found = state_->files.find(path);
+    return found == state_->files.end() ? 0 : static_cast<std::int64_t>(found->second->current.size());
 }
 
 void PowerCutDisk::disk_full_after(std::uint64_t bytes) {

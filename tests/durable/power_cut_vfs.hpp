@@ -38,12 +38,27 @@ public:
         // older data than the disk had already stored, as a real cache writes one sector's
         // data in order. A pending truncation survives or not, by a coin toss.
         static Mode keep_random_sectors(std::uint64_t seed) { return Mode(seed); }
+        // Every pending write, but the bytes in [begin, end) of file `path`, which keep their
+        // durable content (zeros where the durable file was shorter): the one torn stretch a
+        // test chooses, as a cache that wrote all but one of its sectors.
+        static Mode keep_all_but(std::string path, std::int64_t begin, std::int64_t end) {
+            Mode mode(std::nullopt);
+            mode.torn_ = Torn{std::move(path), begin, end};
+            return mode;
+        }
 
+        struct Torn {
+            std::string path;
+            std::int64_t begin;
+            std::int64_t end;
+        };
         const std::optional<std::uint64_t>& seed() const { return seed_; }
+        const std::optional<Torn>& torn() const { return torn_; }
 
     private:
         explicit Mode(std::optional<std::uint64_t> seed) : seed_(seed) {}
         std::optional<std::uint64_t> seed_;
+        std::optional<Torn> torn_;
     };
 
     // Registers the VFS as `name`; throws acemq::UsageError if a VFS of that name exists.
@@ -71,6 +86,9 @@ public:
     // How many write, sync and truncate calls live handles have made on the disk, failed ones
     // included, so a test can pick a point for fail_after.
     std::uint64_t operations() const;
+    // The size of file `path` as reads see it (0 when there is none), so a test can find
+    // where its next write lands.
+    std::int64_t file_size(const std::string& path) const;
 
     // A write or truncation that would grow the files' total size beyond `bytes` fails with
     // SQLITE_FULL and changes nothing, until disk_has_room().

@@ -40,6 +40,7 @@ enum Prepared : int {
     delete_message_sql,
     mark_redelivered_sql,
     set_clean_sql,
+    count_open_sql,
     prepared_count
 };
 
@@ -55,6 +56,7 @@ constexpr const char* prepared_sql[prepared_count] = {
     "DELETE FROM messages WHERE id = ?1",
     "UPDATE messages SET redelivered = 1 WHERE id = ?1",
     "UPDATE broker SET value = ?1 WHERE key = 'closed_cleanly'",
+    "INSERT INTO broker(key, value) VALUES('opens', 1) ON CONFLICT(key) DO UPDATE SET value = value + 1",
 };
 
 std::vector<std::byte> pack_table(const FieldTable& table) {
@@ -261,8 +263,11 @@ DataFileContents DataFile::read() {
                                 detail::in_quotes(path_) + ": " + sqlite3_errmsg(db_) +
                                 "; it was left untouched. Restore it from a copy, or start on a new file");
     };
-    each_row("SELECT value FROM broker WHERE key = 'closed_cleanly'", "state",
-             [&](sqlite3_stmt* row) { contents.closed_cleanly = sqlite3_column_int64(row, 0) != 0; });
+    each_row("SELECT key, value FROM broker", "state", [&](sqlite3_stmt* row) {
+        const std::string key = text(row, 0);
+        if (key == "closed_cleanly") contents.closed_cleanly = sqlite3_column_int64(row, 1) != 0;
+        if (key == "opens") contents.opens = static_cast<std::uint64_t>(sqlite3_column_int64(row, 1));
+    });
     each_row("SELECT name, kind, auto_delete, arguments FROM exchanges", "exchanges", [&](sqlite3_stmt* row) {
         contents.exchanges.push_back(
             ExchangeDeclaration{.name = text(row, 0),
@@ -431,6 +436,12 @@ void DataFile::mark_redelivered(std::uint64_t id) {
 void DataFile::set_closed_cleanly(bool clean) {
     Run run(statement(set_clean_sql).get());
     if (!run.integer(1, clean).step()) fail("record how the broker closed");
+}
+
+void DataFile::record_open() {
+    set_closed_cleanly(false);
+    Run run(statement(count_open_sql).get());
+    if (!run.step()) fail("count the broker's opens");
 }
 
 void DataFile::checkpoint() noexcept {

@@ -7,7 +7,8 @@
 // What is kept (schema version 1): durable exchanges; durable queues that are not
 // exclusive, by the id the broker gave them; the bindings between those; the persistent
 // messages in those queues (their id orders them), with the wall-clock time they entered a
-// queue with a TTL and whether they were redelivered; whether the broker closed cleanly.
+// queue with a TTL and whether they were redelivered; whether the broker closed cleanly, and
+// how many times it was opened.
 //
 // Internal to the inproc broker. Not thread-safe: one thread at a time (the journal's
 // writer, or the broker while it opens).
@@ -64,6 +65,7 @@ struct DataFileContents {
     std::vector<StoredBinding> bindings;
     std::vector<StoredRow> messages;  // by id, so each queue's in publish order
     bool closed_cleanly = true;       // false after a crash (or for a new file: nothing to tell)
+    std::uint64_t opens = 0;          // how many times a broker opened it before
 };
 
 class DataFile {
@@ -100,6 +102,14 @@ public:
     void delete_message(std::uint64_t id);
     void mark_redelivered(std::uint64_t id);
     void set_closed_cleanly(bool clean);
+    // What a broker writes first in each life: not closed cleanly (until the clean close
+    // says so), and one more open. The count makes the first frame of every life unlike any
+    // frame an earlier life left in the WAL: a life after a crash appends where the WAL's
+    // valid frames ended, over frames the crashed life wrote and never synced, and if its
+    // first frame were byte for byte one of those (an UPDATE storing identical bytes writes
+    // no frame at all), the WAL's checksum chain would run on into the stale ones behind it
+    // and the next open would apply them: acks never made in this life, publishes refused.
+    void record_open();
 
     // Copies the WAL into the file and empties it; for a clean close.
     void checkpoint() noexcept;

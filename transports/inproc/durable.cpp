@@ -20,9 +20,9 @@ Broker::Impl::Impl(Broker& owner, std::string name, const BrokerOptions& options
     auto file = std::make_unique<detail::DataFile>(data_, options.sqlite_vfs, options.max_data_bytes);
     detail::DataFileContents contents = file->read();
     try {
-        // Until the clean close says otherwise, a reader of this file must assume a crash.
+        // Synced before anything else of this life is written: see record_open.
         file->begin();
-        file->set_closed_cleanly(false);
+        file->record_open();
         file->commit();
     } catch (const detail::StorageFailure& failure) {
         throw DataFileError(failure.what());

@@ -143,7 +143,8 @@ std::optional<std::string> Journal::write(const std::vector<Entry>& batch) {
     try {
         // Acks alone need not wait for the disk: written to the WAL they survive a crash of
         // the process, and only a power cut can lose them, redelivering their messages. A
-        // sync per ack would bound a consumer at one ack per disk flush.
+        // sync per ack would bound a consumer at one ack per disk flush. What a cut leaves of
+        // them after a torn frame can never be applied later: DataFile::record_open.
         const bool only_deletions = std::all_of(batch.begin(), batch.end(), [](const Entry& entry) {
             return std::holds_alternative<journal::DeleteMessage>(entry.change);
         });
