@@ -168,6 +168,11 @@ public:
     // again. nullopt while commits succeed, and for a broker in memory only. Takes the
     // broker's lock, so an answer also says the broker is not stuck.
     std::optional<std::string> commit_failure();
+    // How many messages the data file holds in quarantine: stored messages whose row failed
+    // its checksum when read back at an open (a byte changed on the disk), set aside in the
+    // file's `quarantine` table as they were found, never delivered. The open that finds one
+    // logs it at error level. 0 for a broker in memory only. Thread-safe.
+    std::uint64_t quarantined_messages() const noexcept;
 
     ConnectionId open_connection(ConnectionOptions options = {});
     // Closes the connection's subscriptions (their unsettled deliveries go back to their

@@ -47,6 +47,7 @@ public:
     const std::string& name() const noexcept { return name_; }
     const std::shared_ptr<Clock>& clock() const noexcept { return clock_; }
     const std::string& data() const noexcept { return data_; }
+    std::uint64_t quarantined_messages() const noexcept { return quarantined_; }
 
     std::optional<std::string> commit_failure();
     ConnectionId open_connection(ConnectionOptions options);
@@ -114,6 +115,7 @@ private:
 
     // durable.cpp
     void recover(detail::DataFileContents&& contents);
+    void log_quarantined(const std::vector<detail::DamagedRow>& damaged) const;
     bool durable() const noexcept { return journal_ != nullptr; }
     // Records `change` in the journal; its sequence number.
     std::uint64_t record(detail::journal::Change change);
@@ -138,6 +140,7 @@ private:
     const std::string name_;
     const std::shared_ptr<Clock> clock_;
     const std::string data_;
+    std::uint64_t quarantined_ = 0;  // set at open, not changed after
 
     // Guards everything below.
     std::mutex mutex_;

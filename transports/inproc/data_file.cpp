@@ -2,8 +2,12 @@
 
 #include <sqlite3.h>
 
+#include <fstream>
+#include <memory>
+
 #include <acemq/inproc.hpp>
 #include "inproc/quoted.hpp"
+#include "inproc/row_checksum.hpp"
 #include "msgpack/message_pack.hpp"
 
 namespace acemq::inproc::detail {
@@ -12,8 +16,9 @@ namespace {
 
 // PRAGMA application_id of a broker's data file: "AcMQ".
 constexpr int application_id = 0x41634d51;
-constexpr int schema_version = 1;
+constexpr int schema_version = 2;
 
+// Version 1, which every file starts from; the versions after it are steps from there.
 constexpr const char* schema = R"sql(
 CREATE TABLE broker(key TEXT PRIMARY KEY, value INTEGER NOT NULL) WITHOUT ROWID;
 CREATE TABLE exchanges(name TEXT PRIMARY KEY, kind TEXT NOT NULL, auto_delete INTEGER NOT NULL,
@@ -26,6 +31,23 @@ CREATE TABLE messages(id INTEGER PRIMARY KEY, queue INTEGER NOT NULL, enqueued I
                       redelivered INTEGER NOT NULL, properties BLOB NOT NULL, body BLOB NOT NULL);
 INSERT INTO broker(key, value) VALUES('closed_cleanly', 1);
 )sql";
+
+// Version 2: each row's checksum (row_checksum.hpp; NULL in a row a version-1 broker wrote,
+// which is read unchecked), and the quarantine, where a message whose row fails its
+// checksum is moved at open, never delivered, kept for the operator to look at.
+constexpr const char* to_version_2 = R"sql(
+ALTER TABLE exchanges ADD COLUMN checksum INTEGER;
+ALTER TABLE queues ADD COLUMN checksum INTEGER;
+ALTER TABLE bindings ADD COLUMN checksum INTEGER;
+ALTER TABLE messages ADD COLUMN checksum INTEGER;
+CREATE TABLE quarantine(row INTEGER PRIMARY KEY, id INTEGER, queue INTEGER, enqueued INTEGER,
+                        properties BLOB, body BLOB, checksum INTEGER, reason TEXT NOT NULL,
+                        quarantined INTEGER NOT NULL);
+)sql";
+
+// What a refusal of a damaged file tells the operator to do.
+constexpr const char* restore_advice =
+    "it was left untouched. Restore it from a copy, or start the broker on a new file";
 
 // The statements written in transactions, prepared once, by index.
 enum Prepared : int {
@@ -41,22 +63,26 @@ enum Prepared : int {
     mark_redelivered_sql,
     set_clean_sql,
     count_open_sql,
+    quarantine_sql,
     prepared_count
 };
 
 constexpr const char* prepared_sql[prepared_count] = {
-    "INSERT OR REPLACE INTO exchanges(name, kind, auto_delete, arguments) VALUES(?1, ?2, ?3, ?4)",
+    "INSERT OR REPLACE INTO exchanges(name, kind, auto_delete, arguments, checksum) VALUES(?1, ?2, ?3, ?4, ?5)",
     "DELETE FROM exchanges WHERE name = ?1",
-    "INSERT OR REPLACE INTO queues(id, name, type, auto_delete, arguments) VALUES(?1, ?2, ?3, ?4, ?5)",
+    "INSERT OR REPLACE INTO queues(id, name, type, auto_delete, arguments, checksum) VALUES(?1, ?2, ?3, ?4, ?5, ?6)",
     "DELETE FROM queues WHERE id = ?1",
     "DELETE FROM bindings WHERE queue = ?1",
     "DELETE FROM messages WHERE queue = ?1",
-    "INSERT OR IGNORE INTO bindings(exchange, queue, routing_key, arguments) VALUES(?1, ?2, ?3, ?4)",
-    "INSERT INTO messages(id, queue, enqueued, redelivered, properties, body) VALUES(?1, ?2, ?3, ?4, ?5, ?6)",
+    "INSERT OR IGNORE INTO bindings(exchange, queue, routing_key, arguments, checksum) VALUES(?1, ?2, ?3, ?4, ?5)",
+    "INSERT INTO messages(id, queue, enqueued, redelivered, properties, body, checksum) "
+    "VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7)",
     "DELETE FROM messages WHERE id = ?1",
     "UPDATE messages SET redelivered = 1 WHERE id = ?1",
     "UPDATE broker SET value = ?1 WHERE key = 'closed_cleanly'",
     "INSERT INTO broker(key, value) VALUES('opens', 1) ON CONFLICT(key) DO UPDATE SET value = value + 1",
+    "INSERT INTO quarantine(id, queue, enqueued, properties, body, checksum, reason, quarantined) "
+    "VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
 };
 
 std::vector<std::byte> pack_table(const FieldTable& table) {
@@ -87,6 +113,30 @@ Enum enum_named(const std::string& name, const Enum (&values)[N], std::string_vi
     for (Enum value : values)
         if (to_string(value) == name) return value;
     throw message_pack::Malformed("the " + std::string(what) + " \"" + name + "\" is unknown");
+}
+
+// What each row's checksum covers: every column but a message's redelivered flag, which the
+// clean close rewrites (and which, flipped, only marks a message redelivered).
+std::int64_t exchange_checksum(std::string_view name, std::string_view kind, std::int64_t auto_delete,
+                               std::span<const std::byte> arguments) {
+    return RowChecksum{}.add(name).add(kind).add(auto_delete).add(arguments).value();
+}
+std::int64_t queue_checksum(std::int64_t id, std::string_view name, std::string_view type, std::int64_t auto_delete,
+                            std::span<const std::byte> arguments) {
+    return RowChecksum{}.add(id).add(name).add(type).add(auto_delete).add(arguments).value();
+}
+std::int64_t binding_checksum(std::string_view exchange, std::int64_t queue, std::string_view routing_key,
+                              std::span<const std::byte> arguments) {
+    return RowChecksum{}.add(exchange).add(queue).add(routing_key).add(arguments).value();
+}
+std::int64_t message_checksum(std::int64_t id, std::int64_t queue, std::optional<std::int64_t> enqueued_ms,
+                              std::span<const std::byte> properties, std::span<const std::byte> body) {
+    return RowChecksum{}.add(id).add(queue).add(enqueued_ms).add(properties).add(body).value();
+}
+
+std::optional<std::int64_t> optional_integer(sqlite3_stmt* statement, int column) {
+    if (sqlite3_column_type(statement, column) == SQLITE_NULL) return std::nullopt;
+    return sqlite3_column_int64(statement, column);
 }
 
 constexpr ExchangeKind exchange_kinds[] = {ExchangeKind::direct, ExchangeKind::topic, ExchangeKind::fanout,
@@ -142,7 +192,10 @@ DataFile::DataFile(const std::string& path, const std::string& vfs, std::uint64_
         statements_.reserve(prepared_count);
         for (const char* sql : prepared_sql) {
             statements_.emplace_back(db_, sql);
-            if (statements_.back().get() == nullptr) fail("prepare its statements");
+            if (statements_.back().get() == nullptr)
+                throw DataFileError("acemq: the broker's data file " + detail::in_quotes(path_) +
+                                    " is damaged: its schema is not the one this acemq-cpp wrote (SQLite: " +
+                                    sqlite3_errmsg(db_) + "); " + restore_advice);
         }
     } catch (...) {
         statements_.clear();
@@ -189,14 +242,19 @@ void DataFile::check_ours() {
             refuse(
                 "another broker holds it (in this process or another); stop that broker, or give this one "
                 "its own file");
+        if (code == SQLITE_NOTADB && header_says_ours())
+            refuse(std::string("its header names it a broker's data file, but SQLite cannot read it: the header is "
+                               "damaged; ") +
+                   restore_advice);
         if (code == SQLITE_NOTADB)
             refuse(
                 "it is not an SQLite database, so not a file a broker wrote; it was left untouched. Give the "
                 "broker a new file name");
         if (code == SQLITE_CORRUPT)
-            refuse("it is corrupt (SQLite: " + std::string(sqlite3_errmsg(db_)) +
-                   "); it was left untouched. Restore it from a copy, or start the broker on a new file");
-        refuse(std::string("SQLite said \"") + sqlite3_errmsg(db_) + "\"");
+            refuse("it is corrupt (SQLite: " + std::string(sqlite3_errmsg(db_)) + "); " + restore_advice);
+        refuse(std::string("SQLite said \"") + sqlite3_errmsg(db_) + "\"" +
+               (header_says_ours() ? std::string("; if nothing else is wrong with it, it is damaged: ") + restore_advice
+                                   : std::string()));
     }
     auto integer = [&](const char* sql) {
         sqlite3_stmt* statement = nullptr;
@@ -210,14 +268,21 @@ void DataFile::check_ours() {
     const std::int64_t tables = integer("SELECT count(*) FROM sqlite_master");
     if (id == 0 && tables == 0) {
         make_schema();
+        migrate(1);
+    } else if (id != application_id && integer("SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name IN "
+                                               "('broker', 'exchanges', 'queues', 'bindings', 'messages')") == 5) {
+        refuse("it holds a broker's tables, but its header's application_id is " + std::to_string(id) +
+               ", not a broker's: the header is damaged; " + restore_advice);
     } else if (id != application_id) {
         refuse("it is another program's SQLite database (application_id " + std::to_string(id) + ", " +
                std::to_string(tables) +
                " schema entries), not a broker's; it was left untouched. Give the broker "
                "a file of its own");
-    } else if (const std::int64_t version = integer("PRAGMA user_version"); version != schema_version) {
-        refuse("it has schema version " + std::to_string(version) + ", and this acemq-cpp reads version " +
-               std::to_string(schema_version) + "; it was left untouched. Open it with the acemq-cpp that wrote it");
+    } else if (const std::int64_t version = integer("PRAGMA user_version"); version < 1 || version > schema_version) {
+        refuse("it has schema version " + std::to_string(version) + ", and this acemq-cpp reads versions 1 to " +
+               std::to_string(schema_version) +
+               "; it was left untouched. Open it with the acemq-cpp that wrote it; if none of a later version did, "
+               "its header is damaged: restore it from a copy, or start the broker on a new file");
     } else {
         sqlite3_stmt* check = nullptr;
         std::string verdict = "no answer";
@@ -227,82 +292,140 @@ void DataFile::check_ours() {
         else
             verdict = sqlite3_errmsg(db_);
         sqlite3_finalize(check);
-        if (verdict != "ok")
-            refuse("it is corrupt (SQLite's quick_check: " + verdict +
-                   "); it was left untouched. Restore it from a copy, or start the broker on a new file");
+        if (verdict != "ok") refuse("it is corrupt (SQLite's quick_check: " + verdict + "); " + restore_advice);
+        migrate(version);
     }
     if (sqlite3_exec(db_, "COMMIT", nullptr, nullptr, nullptr) != SQLITE_OK)
         refuse(std::string("its schema could not be written: ") + sqlite3_errmsg(db_));
 }
 
+// Whether the first bytes of the file, read past SQLite, carry a broker's application_id: so
+// a file SQLite cannot open is told apart as a broker's with a damaged header. False when
+// the file is not on the real disk (another VFS) or is too short.
+bool DataFile::header_says_ours() const {
+    std::ifstream in(path_, std::ios::binary);
+    unsigned char header[72] = {};
+    if (!in.read(reinterpret_cast<char*>(header), sizeof header)) return false;
+    const auto at = [&](int offset) { return static_cast<std::uint32_t>(header[offset]); };
+    return (at(68) << 24 | at(69) << 16 | at(70) << 8 | at(71)) == static_cast<std::uint32_t>(application_id);
+}
+
 void DataFile::make_schema() {
     exec(schema, "make its schema");
     exec(("PRAGMA application_id = " + std::to_string(application_id)).c_str(), "mark it as a broker's");
+}
+
+// From `version` to schema_version, inside the transaction that checked the file.
+void DataFile::migrate(std::int64_t version) {
+    if (version == schema_version) return;
+    if (version < 2) exec(to_version_2, "add checksums to its schema");
     exec(("PRAGMA user_version = " + std::to_string(schema_version)).c_str(), "record its schema version");
 }
 
 DataFileContents DataFile::read() {
     DataFileContents contents;
     auto each_row = [&](const char* sql, std::string_view what, auto&& read_row) {
-        sqlite3_stmt* statement = nullptr;
-        if (sqlite3_prepare_v2(db_, sql, -1, &statement, nullptr) != SQLITE_OK)
+        sqlite3_stmt* prepared = nullptr;
+        const int code = sqlite3_prepare_v2(db_, sql, -1, &prepared, nullptr);
+        // Finalized whatever read_row throws: an unfinalized statement keeps the file open,
+        // and held, after the broker gave up on it.
+        const std::unique_ptr<sqlite3_stmt, int (*)(sqlite3_stmt*)> statement(prepared, sqlite3_finalize);
+        if (code != SQLITE_OK)
             throw DataFileError("acemq: cannot read the " + std::string(what) + " of the broker's data file " +
-                                detail::in_quotes(path_) + ": " + sqlite3_errmsg(db_));
+                                detail::in_quotes(path_) + ": " + sqlite3_errmsg(db_) + "; " + restore_advice);
         int stepped = 0;
         try {
-            while ((stepped = sqlite3_step(statement)) == SQLITE_ROW) read_row(statement);
+            while ((stepped = sqlite3_step(statement.get())) == SQLITE_ROW) read_row(statement.get());
         } catch (const message_pack::Malformed& error) {
-            sqlite3_finalize(statement);
             throw DataFileError("acemq: the broker's data file " + detail::in_quotes(path_) + " holds a row of its " +
-                                std::string(what) + " it cannot read (" + error.what() +
-                                "); it was left untouched. Restore it from a copy, or start on a new file");
+                                std::string(what) + " it cannot read (" + error.what() + "); " + restore_advice);
         }
-        sqlite3_finalize(statement);
         if (stepped != SQLITE_DONE)
             throw DataFileError("acemq: cannot read the " + std::string(what) + " of the broker's data file " +
-                                detail::in_quotes(path_) + ": " + sqlite3_errmsg(db_) +
-                                "; it was left untouched. Restore it from a copy, or start on a new file");
+                                detail::in_quotes(path_) + ": " + sqlite3_errmsg(db_) + "; " + restore_advice);
     };
     each_row("SELECT key, value FROM broker", "state", [&](sqlite3_stmt* row) {
         const std::string key = text(row, 0);
         if (key == "closed_cleanly") contents.closed_cleanly = sqlite3_column_int64(row, 1) != 0;
         if (key == "opens") contents.opens = static_cast<std::uint64_t>(sqlite3_column_int64(row, 1));
     });
-    each_row("SELECT name, kind, auto_delete, arguments FROM exchanges", "exchanges", [&](sqlite3_stmt* row) {
-        contents.exchanges.push_back(
-            ExchangeDeclaration{.name = text(row, 0),
-                                .kind = enum_named(text(row, 1), exchange_kinds, "exchange kind"),
-                                .durable = true,
-                                .auto_delete = sqlite3_column_int64(row, 2) != 0,
-                                .arguments = unpack_table(blob(row, 3), "arguments")});
+    // A declaration that fails its checksum refuses the file: what it declared (a queue's
+    // name, its arguments) cannot be told, so neither can where its messages belong.
+    auto check_declaration = [&](sqlite3_stmt* row, int column, std::int64_t computed, const std::string& what) {
+        const std::optional<std::int64_t> stored = optional_integer(row, column);
+        if (stored && *stored != computed)
+            throw DataFileError("acemq: the broker's data file " + detail::in_quotes(path_) + " is damaged: " + what +
+                                " does not match its checksum (a byte changed on the disk); " + restore_advice);
+    };
+    each_row("SELECT name, kind, auto_delete, arguments, checksum FROM exchanges", "exchanges", [&](sqlite3_stmt* row) {
+        const std::string name = text(row, 0), kind = text(row, 1);
+        check_declaration(row, 4, exchange_checksum(name, kind, sqlite3_column_int64(row, 2), blob(row, 3)),
+                          "the declaration of exchange " + detail::in_quotes(name));
+        contents.exchanges.push_back(ExchangeDeclaration{.name = name,
+                                                         .kind = enum_named(kind, exchange_kinds, "exchange kind"),
+                                                         .durable = true,
+                                                         .auto_delete = sqlite3_column_int64(row, 2) != 0,
+                                                         .arguments = unpack_table(blob(row, 3), "arguments")});
     });
-    each_row("SELECT id, name, type, auto_delete, arguments FROM queues ORDER BY id", "queues", [&](sqlite3_stmt* row) {
-        contents.queues.push_back(
-            StoredQueue{.id = static_cast<std::uint64_t>(sqlite3_column_int64(row, 0)),
-                        .declaration = QueueDeclaration{.name = text(row, 1),
-                                                        .type = enum_named(text(row, 2), queue_types, "queue type"),
-                                                        .durable = true,
-                                                        .exclusive = false,
-                                                        .auto_delete = sqlite3_column_int64(row, 3) != 0,
-                                                        .arguments = unpack_table(blob(row, 4), "arguments")}});
-    });
-    each_row("SELECT exchange, queue, routing_key, arguments FROM bindings", "bindings", [&](sqlite3_stmt* row) {
-        contents.bindings.push_back(StoredBinding{.exchange = text(row, 0),
-                                                  .queue = static_cast<std::uint64_t>(sqlite3_column_int64(row, 1)),
-                                                  .routing_key = text(row, 2),
-                                                  .arguments = unpack_table(blob(row, 3), "arguments")});
-    });
-    each_row("SELECT id, queue, enqueued, redelivered, properties, body FROM messages ORDER BY id", "messages",
+    each_row("SELECT id, name, type, auto_delete, arguments, checksum FROM queues ORDER BY id", "queues",
              [&](sqlite3_stmt* row) {
-                 StoredRow stored{.id = static_cast<std::uint64_t>(sqlite3_column_int64(row, 0)),
-                                  .queue = static_cast<std::uint64_t>(sqlite3_column_int64(row, 1))};
-                 if (sqlite3_column_type(row, 2) != SQLITE_NULL) stored.enqueued_ms = sqlite3_column_int64(row, 2);
-                 stored.message.redelivered = sqlite3_column_int64(row, 3) != 0;
-                 unpack_properties(blob(row, 4), stored.message);
-                 const std::span<const std::byte> body = blob(row, 5);
-                 stored.message.body.assign(body.begin(), body.end());
-                 contents.messages.push_back(std::move(stored));
+                 const std::int64_t id = sqlite3_column_int64(row, 0);
+                 const std::string name = text(row, 1), type = text(row, 2);
+                 check_declaration(row, 5, queue_checksum(id, name, type, sqlite3_column_int64(row, 3), blob(row, 4)),
+                                   "the declaration of queue " + detail::in_quotes(name));
+                 contents.queues.push_back(StoredQueue{
+                     .id = static_cast<std::uint64_t>(id),
+                     .declaration = QueueDeclaration{.name = name,
+                                                     .type = enum_named(type, queue_types, "queue type"),
+                                                     .durable = true,
+                                                     .exclusive = false,
+                                                     .auto_delete = sqlite3_column_int64(row, 3) != 0,
+                                                     .arguments = unpack_table(blob(row, 4), "arguments")}});
              });
+    each_row("SELECT exchange, queue, routing_key, arguments, checksum FROM bindings", "bindings",
+             [&](sqlite3_stmt* row) {
+                 const std::string exchange = text(row, 0), routing_key = text(row, 2);
+                 const std::int64_t queue = sqlite3_column_int64(row, 1);
+                 check_declaration(row, 4, binding_checksum(exchange, queue, routing_key, blob(row, 3)),
+                                   "a binding of exchange " + detail::in_quotes(exchange));
+                 contents.bindings.push_back(StoredBinding{.exchange = exchange,
+                                                           .queue = static_cast<std::uint64_t>(queue),
+                                                           .routing_key = routing_key,
+                                                           .arguments = unpack_table(blob(row, 3), "arguments")});
+             });
+    // A message that fails its checksum, or whose properties cannot be read, is not delivered
+    // altered and does not stop the rest: the broker moves it to the quarantine at open.
+    each_row(
+        "SELECT id, queue, enqueued, redelivered, properties, body, checksum FROM messages ORDER BY id", "messages",
+        [&](sqlite3_stmt* row) {
+            DamagedRow raw{.id = sqlite3_column_int64(row, 0),
+                           .queue = sqlite3_column_int64(row, 1),
+                           .enqueued_ms = optional_integer(row, 2),
+                           .checksum = optional_integer(row, 6)};
+            const std::span<const std::byte> properties = blob(row, 4), body = blob(row, 5);
+            auto damaged = [&](std::string reason) {
+                raw.properties.assign(properties.begin(), properties.end());
+                raw.body.assign(body.begin(), body.end());
+                raw.reason = std::move(reason);
+                contents.damaged.push_back(std::move(raw));
+            };
+            if (raw.checksum && *raw.checksum != message_checksum(raw.id, raw.queue, raw.enqueued_ms, properties, body))
+                return damaged("its row does not match its checksum (a byte changed on the disk)");
+            StoredRow stored{.id = static_cast<std::uint64_t>(raw.id),
+                             .queue = static_cast<std::uint64_t>(raw.queue),
+                             .enqueued_ms = raw.enqueued_ms};
+            stored.message.redelivered = sqlite3_column_int64(row, 3) != 0;
+            try {
+                unpack_properties(properties, stored.message);
+            } catch (const message_pack::Malformed& error) {
+                return damaged(std::string("its properties cannot be read: ") + error.what());
+            }
+            stored.message.body.assign(body.begin(), body.end());
+            contents.messages.push_back(std::move(stored));
+        });
+    each_row("SELECT count(*) FROM quarantine", "quarantine", [&](sqlite3_stmt* row) {
+        contents.quarantined = static_cast<std::uint64_t>(sqlite3_column_int64(row, 0));
+    });
     return contents;
 }
 
@@ -372,8 +495,13 @@ private:
 
 void DataFile::put_exchange(const ExchangeDeclaration& exchange) {
     const std::vector<std::byte> arguments = pack_table(exchange.arguments);
+    const std::string kind(to_string(exchange.kind));
     Run run(statement(put_exchange_sql).get());
-    run.text(1, exchange.name).text(2, to_string(exchange.kind)).integer(3, exchange.auto_delete).blob(4, arguments);
+    run.text(1, exchange.name)
+        .text(2, kind)
+        .integer(3, exchange.auto_delete)
+        .blob(4, arguments)
+        .integer(5, exchange_checksum(exchange.name, kind, exchange.auto_delete, arguments));
     if (!run.step()) fail("write exchange " + detail::in_quotes(exchange.name));
 }
 
@@ -384,12 +512,14 @@ void DataFile::delete_exchange(const std::string& name) {
 
 void DataFile::put_queue(std::uint64_t id, const QueueDeclaration& queue) {
     const std::vector<std::byte> arguments = pack_table(queue.arguments);
+    const std::string type(to_string(queue.type));
     Run run(statement(put_queue_sql).get());
     run.integer(1, static_cast<std::int64_t>(id))
         .text(2, queue.name)
-        .text(3, to_string(queue.type))
+        .text(3, type)
         .integer(4, queue.auto_delete)
-        .blob(5, arguments);
+        .blob(5, arguments)
+        .integer(6, queue_checksum(static_cast<std::int64_t>(id), queue.name, type, queue.auto_delete, arguments));
     if (!run.step()) fail("write queue " + detail::in_quotes(queue.name));
 }
 
@@ -406,7 +536,9 @@ void DataFile::put_binding(const StoredBinding& binding) {
     run.text(1, binding.exchange)
         .integer(2, static_cast<std::int64_t>(binding.queue))
         .text(3, binding.routing_key)
-        .blob(4, arguments);
+        .blob(4, arguments)
+        .integer(5, binding_checksum(binding.exchange, static_cast<std::int64_t>(binding.queue), binding.routing_key,
+                                     arguments));
     if (!run.step()) fail("write a binding of exchange " + detail::in_quotes(binding.exchange));
 }
 
@@ -419,7 +551,11 @@ void DataFile::insert_message(std::uint64_t id, std::uint64_t queue, std::option
         run.integer(3, *enqueued_ms);
     else
         run.null(3);
-    run.integer(4, redelivered).blob(5, properties).blob(6, body);
+    run.integer(4, redelivered)
+        .blob(5, properties)
+        .blob(6, body)
+        .integer(7, message_checksum(static_cast<std::int64_t>(id), static_cast<std::int64_t>(queue), enqueued_ms,
+                                     properties, body));
     if (!run.step()) fail("write a message");
 }
 
@@ -436,6 +572,25 @@ void DataFile::mark_redelivered(std::uint64_t id) {
 void DataFile::set_closed_cleanly(bool clean) {
     Run run(statement(set_clean_sql).get());
     if (!run.integer(1, clean).step()) fail("record how the broker closed");
+}
+
+void DataFile::quarantine(const DamagedRow& row, std::int64_t now_ms) {
+    {
+        Run run(statement(quarantine_sql).get());
+        run.integer(1, row.id).integer(2, row.queue);
+        if (row.enqueued_ms)
+            run.integer(3, *row.enqueued_ms);
+        else
+            run.null(3);
+        run.blob(4, row.properties).blob(5, row.body);
+        if (row.checksum)
+            run.integer(6, *row.checksum);
+        else
+            run.null(6);
+        run.text(7, row.reason).integer(8, now_ms);
+        if (!run.step()) fail("quarantine a damaged message");
+    }
+    delete_message(static_cast<std::uint64_t>(row.id));
 }
 
 void DataFile::record_open() {

@@ -4,11 +4,12 @@
 // broker holds the file for as long as it is open, and the WAL index lives in this
 // process's memory (no -shm file).
 //
-// What is kept (schema version 1): durable exchanges; durable queues that are not
+// What is kept (schema version 2): durable exchanges; durable queues that are not
 // exclusive, by the id the broker gave them; the bindings between those; the persistent
 // messages in those queues (their id orders them), with the wall-clock time they entered a
 // queue with a TTL and whether they were redelivered; whether the broker closed cleanly, and
-// how many times it was opened.
+// how many times it was opened. Every row carries a checksum (row_checksum.hpp), checked when
+// it is read back; a message that fails it is moved to the quarantine table, never delivered.
 //
 // Internal to the inproc broker. Not thread-safe: one thread at a time (the journal's
 // writer, or the broker while it opens).
@@ -58,6 +59,18 @@ struct StoredRow {
     InboundMessage message{};                   // redelivered as it was written
 };
 
+// A stored message whose row failed its checksum or cannot be read: its columns as they are
+// on the disk, and why it is set aside.
+struct DamagedRow {
+    std::int64_t id = 0;
+    std::int64_t queue = 0;
+    std::optional<std::int64_t> enqueued_ms{};
+    std::vector<std::byte> properties{};
+    std::vector<std::byte> body{};
+    std::optional<std::int64_t> checksum{};
+    std::string reason{};
+};
+
 // What a data file holds, as read at open.
 struct DataFileContents {
     std::vector<ExchangeDeclaration> exchanges;
@@ -66,6 +79,8 @@ struct DataFileContents {
     std::vector<StoredRow> messages;  // by id, so each queue's in publish order
     bool closed_cleanly = true;       // false after a crash (or for a new file: nothing to tell)
     std::uint64_t opens = 0;          // how many times a broker opened it before
+    std::vector<DamagedRow> damaged;  // messages to quarantine, never to deliver
+    std::uint64_t quarantined = 0;    // messages quarantined at earlier opens
 };
 
 class DataFile {
@@ -81,7 +96,9 @@ public:
 
     const std::string& path() const noexcept { return path_; }
 
-    // Everything the file holds; DataFileError for a row it cannot read.
+    // Everything the file holds, with the messages that fail their checksum or cannot be read
+    // apart in `damaged`; DataFileError for a declaration that fails its checksum, a row it
+    // cannot read otherwise, or a file SQLite finds corrupt while reading.
     DataFileContents read();
 
     // One transaction around the writes between them; each write throws StorageFailure, as
@@ -110,6 +127,8 @@ public:
     // no frame at all), the WAL's checksum chain would run on into the stale ones behind it
     // and the next open would apply them: acks never made in this life, publishes refused.
     void record_open();
+    // Moves a damaged message from the messages to the quarantine, as it is on the disk.
+    void quarantine(const DamagedRow& row, std::int64_t now_ms);
 
     // Copies the WAL into the file and empties it; for a clean close.
     void checkpoint() noexcept;
@@ -120,7 +139,9 @@ private:
     [[noreturn]] void fail(const std::string& action) const;
     void exec(const char* sql, const std::string& action);
     void check_ours();
+    bool header_says_ours() const;
     void make_schema();
+    void migrate(std::int64_t version);
     Statement& statement(int which);
 
     std::string path_;

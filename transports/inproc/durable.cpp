@@ -4,6 +4,7 @@
 #include <chrono>
 
 #include <acemq/error.hpp>
+#include <acemq/log.hpp>
 #include "inproc/broker_impl.hpp"
 #include "inproc/quoted.hpp"
 
@@ -23,13 +24,31 @@ Broker::Impl::Impl(Broker& owner, std::string name, const BrokerOptions& options
         // Synced before anything else of this life is written: see record_open.
         file->begin();
         file->record_open();
+        const auto now_ms =
+            std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+                .count();
+        for (const detail::DamagedRow& damaged : contents.damaged) file->quarantine(damaged, now_ms);
         file->commit();
     } catch (const detail::StorageFailure& failure) {
         throw DataFileError(failure.what());
     }
+    quarantined_ = contents.quarantined + contents.damaged.size();
+    if (!contents.damaged.empty()) log_quarantined(contents.damaged);
     recover(std::move(contents));
     journal_ = std::make_unique<detail::Journal>(std::move(file),
                                                  [this](std::uint64_t through, bool ok) { on_committed(through, ok); });
+}
+
+void Broker::Impl::log_quarantined(const std::vector<detail::DamagedRow>& damaged) const {
+    std::string ids;
+    for (std::size_t i = 0; i < damaged.size() && i < 10; ++i)
+        ids += (i == 0 ? "" : ", ") + std::to_string(damaged[i].id);
+    if (damaged.size() > 10) ids += ", ...";
+    log(LogLevel::error, "acemq: " + std::to_string(damaged.size()) + " stored message(s) of the broker's data file " +
+                             detail::in_quotes(data_) + " were damaged on the disk (" + damaged.front().reason +
+                             "; message ids " + ids +
+                             "): moved to the file's quarantine table as found, not delivered; every other message "
+                             "is delivered as before. Check the disk, and restore them from a copy if they matter");
 }
 
 void Broker::Impl::recover(detail::DataFileContents&& contents) {
