@@ -48,10 +48,15 @@ Hosts one embedded acemq broker and serves it over ZeroMQ to acemq clients
   --ready-file FILE       once bound, write the endpoints (one a line) to FILE
   --generate-keys BASE    write a new key pair to BASE.pub and BASE.key (mode 0600)
                           and exit; never overwrites
+  --salvage FILE NEWFILE  copy every declaration and message of the damaged data
+                          file FILE that can be read and passes its checksum into
+                          the new data file NEWFILE, say what could not be saved,
+                          and exit (FILE is not changed; no broker may hold it)
   --help                  show this and exit
   --version               show the version and exit
 
-Exit status: 0 after a clean stop, 1 when the broker cannot start, 2 for a bad command line.
+Exit status: 0 after a clean stop, 1 when the broker cannot start (or --salvage could not
+save everything), 2 for a bad command line.
 )";
 
 // A bad command line: main prints it with "see --help" and exits 2.
@@ -68,6 +73,7 @@ struct Settings {
     std::vector<std::filesystem::path> curve_allow;
     std::optional<std::filesystem::path> ready_file;
     std::optional<std::filesystem::path> generate_keys;
+    std::optional<std::pair<std::string, std::string>> salvage;
     bool help = false;
     bool version = false;
 };
@@ -121,6 +127,10 @@ Settings parse(int argc, char* argv[]) {
             settings.ready_file = value();
         } else if (argument == "--generate-keys") {
             settings.generate_keys = value();
+        } else if (argument == "--salvage") {
+            if (inline_value || i + 2 >= argc) throw UsageProblem{"--salvage needs two files: FILE NEWFILE"};
+            settings.salvage.emplace(argv[i + 1], argv[i + 2]);
+            i += 2;
         } else if (argument == "--help") {
             flag(settings.help);
         } else if (argument == "--version") {
@@ -211,6 +221,17 @@ int run(const Settings& settings, const sigset_t& stop_signals) {
     return 0;
 }
 
+// Exit status 0 when everything was saved, 1 when something could not be.
+int salvage(const std::string& from, const std::string& to) {
+    const acemq::inproc::SalvageReport report = acemq::inproc::salvage(from, to);
+    std::cout << program << ": saved into " << to << ": " << report.exchanges << " exchange(s), " << report.queues
+              << " queue(s), " << report.bindings << " binding(s), " << report.messages << " message(s)\n";
+    for (const std::string& lost : report.lost) std::cout << program << ": not saved: " << lost << "\n";
+    if (!report.lost.empty())
+        std::cout << program << ": " << report.lost.size() << " thing(s) of " << from << " could not be saved\n";
+    return report.lost.empty() ? 0 : 1;
+}
+
 }  // namespace
 
 int main(int argc, char* argv[]) {
@@ -239,6 +260,7 @@ int main(int argc, char* argv[]) {
     }
     try {
         if (settings.generate_keys) return generate_keys(*settings.generate_keys);
+        if (settings.salvage) return salvage(settings.salvage->first, settings.salvage->second);
         return run(settings, stop_signals);
     } catch (const std::exception& error) {
         std::cerr << program << ": " << acemq::without_prefix(error.what()) << "\n";

@@ -131,6 +131,24 @@ std::shared_ptr<Broker> broker(std::string_view name, std::shared_ptr<Clock> clo
 // else InvalidArgument.
 std::shared_ptr<Broker> broker(std::string_view name, const BrokerOptions& options);
 
+// What salvage() copied, and what it could not.
+struct SalvageReport {
+    std::uint64_t exchanges = 0;
+    std::uint64_t queues = 0;
+    std::uint64_t bindings = 0;
+    std::uint64_t messages = 0;
+    // One sentence for each thing that could not be copied: a row that fails its checksum
+    // or cannot be read, a damaged stretch of a table, a message whose queue was not saved.
+    std::vector<std::string> lost{};
+};
+
+// Copies every declaration and message of the data file `from` that can be read and passes
+// its checksum into the new data file `to`, for a file a broker refuses as damaged. `from`
+// is read through a copy and never changed; no broker may hold it. Throws DataFileError when
+// `to` exists, or when nothing of `from` can be read (its header is damaged, say). What
+// `to` holds opens like any data file, every message in it marked as it was.
+SalvageReport salvage(const std::string& from, const std::string& to);
+
 // What a connection asks of the broker.
 struct ConnectionOptions {
     // On a durable broker, an ack returns once its deletion is committed. False applies it

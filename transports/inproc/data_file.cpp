@@ -2,8 +2,11 @@
 
 #include <sqlite3.h>
 
+#include <algorithm>
 #include <fstream>
+#include <limits>
 #include <memory>
+#include <set>
 
 #include <acemq/inproc.hpp>
 #include "inproc/quoted.hpp"
@@ -47,7 +50,8 @@ CREATE TABLE quarantine(row INTEGER PRIMARY KEY, id INTEGER, queue INTEGER, enqu
 
 // What a refusal of a damaged file tells the operator to do.
 constexpr const char* restore_advice =
-    "it was left untouched. Restore it from a copy, or start the broker on a new file";
+    "it was left untouched. Restore it from a copy, or copy what is readable into a new file with `acemq-broker "
+    "--salvage FILE NEWFILE`, or start the broker on a new file";
 
 // The statements written in transactions, prepared once, by index.
 enum Prepared : int {
@@ -115,25 +119,6 @@ Enum enum_named(const std::string& name, const Enum (&values)[N], std::string_vi
     throw message_pack::Malformed("the " + std::string(what) + " \"" + name + "\" is unknown");
 }
 
-// What each row's checksum covers: every column but a message's redelivered flag, which the
-// clean close rewrites (and which, flipped, only marks a message redelivered).
-std::int64_t exchange_checksum(std::string_view name, std::string_view kind, std::int64_t auto_delete,
-                               std::span<const std::byte> arguments) {
-    return RowChecksum{}.add(name).add(kind).add(auto_delete).add(arguments).value();
-}
-std::int64_t queue_checksum(std::int64_t id, std::string_view name, std::string_view type, std::int64_t auto_delete,
-                            std::span<const std::byte> arguments) {
-    return RowChecksum{}.add(id).add(name).add(type).add(auto_delete).add(arguments).value();
-}
-std::int64_t binding_checksum(std::string_view exchange, std::int64_t queue, std::string_view routing_key,
-                              std::span<const std::byte> arguments) {
-    return RowChecksum{}.add(exchange).add(queue).add(routing_key).add(arguments).value();
-}
-std::int64_t message_checksum(std::int64_t id, std::int64_t queue, std::optional<std::int64_t> enqueued_ms,
-                              std::span<const std::byte> properties, std::span<const std::byte> body) {
-    return RowChecksum{}.add(id).add(queue).add(enqueued_ms).add(properties).add(body).value();
-}
-
 std::optional<std::int64_t> optional_integer(sqlite3_stmt* statement, int column) {
     if (sqlite3_column_type(statement, column) == SQLITE_NULL) return std::nullopt;
     return sqlite3_column_int64(statement, column);
@@ -161,7 +146,8 @@ private:
     sqlite3_stmt* statement_ = nullptr;
 };
 
-DataFile::DataFile(const std::string& path, const std::string& vfs, std::uint64_t max_bytes) : path_(path) {
+DataFile::DataFile(const std::string& path, const std::string& vfs, std::uint64_t max_bytes, bool salvaging)
+    : path_(path), salvaging_(salvaging) {
     const int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX;
     const int opened = sqlite3_open_v2(path.c_str(), &db_, flags, vfs.empty() ? nullptr : vfs.c_str());
     if (opened != SQLITE_OK) {
@@ -292,7 +278,8 @@ void DataFile::check_ours() {
         else
             verdict = sqlite3_errmsg(db_);
         sqlite3_finalize(check);
-        if (verdict != "ok") refuse("it is corrupt (SQLite's quick_check: " + verdict + "); " + restore_advice);
+        if (verdict != "ok" && !salvaging_)
+            refuse("it is corrupt (SQLite's quick_check: " + verdict + "); " + restore_advice);
         migrate(version);
     }
     if (sqlite3_exec(db_, "COMMIT", nullptr, nullptr, nullptr) != SQLITE_OK)
@@ -426,6 +413,120 @@ DataFileContents DataFile::read() {
     each_row("SELECT count(*) FROM quarantine", "quarantine", [&](sqlite3_stmt* row) {
         contents.quarantined = static_cast<std::uint64_t>(sqlite3_column_int64(row, 0));
     });
+    return contents;
+}
+
+DataFileContents DataFile::read_readable(std::vector<std::string>& lost) {
+    DataFileContents contents;
+    // Each row of `sql` to `take` until one cannot be read; whether the scan reached the
+    // end, and SQLite's word when it did not.
+    auto scan = [&](const std::string& sql, auto&& take) -> std::pair<bool, std::string> {
+        sqlite3_stmt* prepared = nullptr;
+        const int code = sqlite3_prepare_v2(db_, sql.c_str(), -1, &prepared, nullptr);
+        const std::unique_ptr<sqlite3_stmt, int (*)(sqlite3_stmt*)> statement(prepared, sqlite3_finalize);
+        if (code != SQLITE_OK) return {false, sqlite3_errmsg(db_)};
+        int stepped = 0;
+        while ((stepped = sqlite3_step(statement.get())) == SQLITE_ROW) take(statement.get());
+        if (stepped == SQLITE_DONE) return {true, {}};
+        return {false, sqlite3_errmsg(db_)};
+    };
+    auto checked = [&](sqlite3_stmt* row, int column, std::int64_t computed, const std::string& what) {
+        const std::optional<std::int64_t> stored = optional_integer(row, column);
+        if (!stored || *stored == computed) return true;
+        lost.push_back(what + " fails its checksum");
+        return false;
+    };
+    auto readable = [&](auto&& unpack, const std::string& what) {
+        try {
+            unpack();
+            return true;
+        } catch (const message_pack::Malformed& error) {
+            lost.push_back(what + " cannot be read: " + error.what());
+            return false;
+        }
+    };
+    auto scan_all = [&](const std::string& sql, std::string_view table, auto&& take) {
+        if (auto [done, why] = scan(sql, take); !done)
+            lost.push_back("the " + std::string(table) + " after the last one copied (SQLite: " + why + ")");
+    };
+    scan_all("SELECT name, kind, auto_delete, arguments, checksum FROM exchanges", "exchanges", [&](sqlite3_stmt* row) {
+        const std::string name = text(row, 0), kind = text(row, 1);
+        const std::string what = "exchange " + detail::in_quotes(name);
+        if (!checked(row, 4, exchange_checksum(name, kind, sqlite3_column_int64(row, 2), blob(row, 3)), what)) return;
+        ExchangeDeclaration exchange{
+            .name = name, .durable = true, .auto_delete = sqlite3_column_int64(row, 2) != 0, .arguments = {}};
+        const bool ok = readable(
+            [&] {
+                exchange.kind = enum_named(kind, exchange_kinds, "exchange kind");
+                exchange.arguments = unpack_table(blob(row, 3), "arguments");
+            },
+            what);
+        if (ok) contents.exchanges.push_back(std::move(exchange));
+    });
+    scan_all("SELECT id, name, type, auto_delete, arguments, checksum FROM queues ORDER BY id", "queues",
+             [&](sqlite3_stmt* row) {
+                 const std::int64_t id = sqlite3_column_int64(row, 0);
+                 const std::string name = text(row, 1), type = text(row, 2);
+                 const std::string what = "queue " + detail::in_quotes(name);
+                 if (!checked(row, 5, queue_checksum(id, name, type, sqlite3_column_int64(row, 3), blob(row, 4)), what))
+                     return;
+                 StoredQueue queue{.id = static_cast<std::uint64_t>(id),
+                                   .declaration = QueueDeclaration{.name = name,
+                                                                   .durable = true,
+                                                                   .exclusive = false,
+                                                                   .auto_delete = sqlite3_column_int64(row, 3) != 0,
+                                                                   .arguments = {}}};
+                 const bool ok = readable(
+                     [&] {
+                         queue.declaration.type = enum_named(type, queue_types, "queue type");
+                         queue.declaration.arguments = unpack_table(blob(row, 4), "arguments");
+                     },
+                     what);
+                 if (ok) contents.queues.push_back(std::move(queue));
+             });
+    scan_all("SELECT exchange, queue, routing_key, arguments, checksum FROM bindings", "bindings",
+             [&](sqlite3_stmt* row) {
+                 const std::string exchange = text(row, 0), routing_key = text(row, 2);
+                 const std::int64_t queue = sqlite3_column_int64(row, 1);
+                 const std::string what = "a binding of exchange " + detail::in_quotes(exchange);
+                 if (!checked(row, 4, binding_checksum(exchange, queue, routing_key, blob(row, 3)), what)) return;
+                 StoredBinding binding{
+                     .exchange = exchange, .queue = static_cast<std::uint64_t>(queue), .routing_key = routing_key};
+                 if (readable([&] { binding.arguments = unpack_table(blob(row, 3), "arguments"); }, what))
+                     contents.bindings.push_back(std::move(binding));
+             });
+
+    // Messages from both ends: a damaged page in the middle of the table stops a scan, and
+    // what lies beyond it is read from the other end.
+    std::set<std::int64_t> seen;
+    auto take_message = [&](sqlite3_stmt* row) {
+        const std::int64_t id = sqlite3_column_int64(row, 0);
+        if (!seen.insert(id).second) return;
+        const std::optional<std::int64_t> enqueued = optional_integer(row, 2);
+        const std::span<const std::byte> properties = blob(row, 4), body = blob(row, 5);
+        const std::string what = "message " + std::to_string(id);
+        if (!checked(row, 6, message_checksum(id, sqlite3_column_int64(row, 1), enqueued, properties, body), what))
+            return;
+        StoredRow stored{.id = static_cast<std::uint64_t>(id),
+                         .queue = static_cast<std::uint64_t>(sqlite3_column_int64(row, 1)),
+                         .enqueued_ms = enqueued};
+        stored.message.redelivered = sqlite3_column_int64(row, 3) != 0;
+        if (!readable([&] { unpack_properties(properties, stored.message); }, what)) return;
+        stored.message.body.assign(body.begin(), body.end());
+        contents.messages.push_back(std::move(stored));
+    };
+    const std::string columns = "SELECT id, queue, enqueued, redelivered, properties, body, checksum FROM messages ";
+    if (auto [done, why] = scan(columns + "ORDER BY id", take_message); !done) {
+        const std::string after = seen.empty() ? "the first" : "id " + std::to_string(*seen.rbegin());
+        const std::int64_t from = seen.empty() ? std::numeric_limits<std::int64_t>::min() : *seen.rbegin();
+        scan(columns + "WHERE id > " + std::to_string(from) + " ORDER BY id DESC", take_message);
+        const auto resumed = seen.upper_bound(from);
+        lost.push_back("the messages after " + after +
+                       (resumed != seen.end() ? " and before id " + std::to_string(*resumed) : std::string()) +
+                       ", in a damaged stretch of the table (SQLite: " + why + ")");
+        std::sort(contents.messages.begin(), contents.messages.end(),
+                  [](const StoredRow& a, const StoredRow& b) { return a.id < b.id; });
+    }
     return contents;
 }
 

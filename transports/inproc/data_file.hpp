@@ -89,7 +89,9 @@ public:
     // caps the file (0 = no cap). Throws DataFileError, leaving the file as it was, when it
     // is held by another broker, is not SQLite, is another program's database, is of a later
     // schema version, or fails SQLite's quick_check.
-    DataFile(const std::string& path, const std::string& vfs, std::uint64_t max_bytes);
+    // `salvaging`: a copy of a damaged file, opened to read what can be read, even when
+    // SQLite's quick_check fails (read_readable).
+    DataFile(const std::string& path, const std::string& vfs, std::uint64_t max_bytes, bool salvaging = false);
     ~DataFile();
     DataFile(const DataFile&) = delete;
     DataFile& operator=(const DataFile&) = delete;
@@ -100,6 +102,10 @@ public:
     // apart in `damaged`; DataFileError for a declaration that fails its checksum, a row it
     // cannot read otherwise, or a file SQLite finds corrupt while reading.
     DataFileContents read();
+    // For salvage: every declaration and message that can be read and passes its checksum;
+    // each thing that cannot, told in a sentence appended to `lost`. Never throws for a
+    // damaged row or page.
+    DataFileContents read_readable(std::vector<std::string>& lost);
 
     // One transaction around the writes between them; each write throws StorageFailure, as
     // does commit, after which the transaction is rolled back. A transaction that is not
@@ -146,6 +152,7 @@ private:
 
     std::string path_;
     sqlite3* db_ = nullptr;
+    bool salvaging_ = false;
     bool synchronous_full_ = true;  // the connection's PRAGMA synchronous: FULL, else NORMAL
     std::vector<Statement> statements_;
 };

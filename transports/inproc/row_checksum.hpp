@@ -5,7 +5,8 @@
 // while the file's structure stays sound. Not a defence against someone who rewrites a row
 // and its checksum on purpose.
 //
-// Internal to the inproc broker. A value type; not thread-safe (one per row).
+// Internal to the inproc broker. RowChecksum is a value type (one per row); the functions
+// below it say what each table's checksum covers, for the broker and for salvage alike.
 #pragma once
 
 #include <cstddef>
@@ -29,5 +30,24 @@ public:
 private:
     std::uint64_t hash_ = 0;
 };
+
+// What each row's checksum covers: every column but a message's redelivered flag, which the
+// clean close rewrites (and which, flipped, only marks a message redelivered).
+inline std::int64_t exchange_checksum(std::string_view name, std::string_view kind, std::int64_t auto_delete,
+                                      std::span<const std::byte> arguments) {
+    return RowChecksum{}.add(name).add(kind).add(auto_delete).add(arguments).value();
+}
+inline std::int64_t queue_checksum(std::int64_t id, std::string_view name, std::string_view type,
+                                   std::int64_t auto_delete, std::span<const std::byte> arguments) {
+    return RowChecksum{}.add(id).add(name).add(type).add(auto_delete).add(arguments).value();
+}
+inline std::int64_t binding_checksum(std::string_view exchange, std::int64_t queue, std::string_view routing_key,
+                                     std::span<const std::byte> arguments) {
+    return RowChecksum{}.add(exchange).add(queue).add(routing_key).add(arguments).value();
+}
+inline std::int64_t message_checksum(std::int64_t id, std::int64_t queue, std::optional<std::int64_t> enqueued_ms,
+                                     std::span<const std::byte> properties, std::span<const std::byte> body) {
+    return RowChecksum{}.add(id).add(queue).add(enqueued_ms).add(properties).add(body).value();
+}
 
 }  // namespace acemq::inproc::detail
