@@ -10,9 +10,9 @@
 // the receipts queue is drained and counted (every charged payment announced at least
 // once; after a kill in the relay, twice).
 //
-// Forms (drill.hpp): the kill after the claim runs through idempotent() with a 1 s lease,
+// Forms (drill.hpp): the kill after the claim runs through idempotent() with a 2 s lease,
 // where the claim is committed on its own and the redelivery meets it in progress until
-// the lease runs out. The kills around the commit run the step-6 form (claim, charge,
+// the lease runs out (checked: every trial). The kills around the commit run the step-6 form (claim, charge,
 // receipt and confirm in one transaction): idempotent() cannot give exactly-once after
 // the commit and before its confirm, as its header says.
 #pragma once
@@ -206,9 +206,11 @@ inline void run_every_point(BrokerDrill& shop, const char* name, int trials,
         std::printf("%s %-24s %d trials: killed %d, charged exactly once %d, announced %d (twice: %d)\n", name,
                     std::string(point.where).c_str(), trials, killed[point.where], charged_once, announced,
                     announced_twice);
-        if (point.form == drill::guard_form)
+        if (point.form == drill::guard_form) {
             std::printf("%s %-24s the redelivery met the dead worker's lease (in_progress) in %d trials\n", name,
                         std::string(point.where).c_str(), leased);
+            CHECK(leased == trials);  // the point reached its case: a live lease, not a fresh claim
+        }
         if (point.in_relay) CHECK(announced_twice == trials);  // at-least-once, seen
     }
     CHECK(announced_payments == receipts.size());  // no receipt for a payment nobody took

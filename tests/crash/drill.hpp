@@ -43,7 +43,7 @@ inline constexpr std::string_view relay_after_publish = "relay-after-publish";  
 
 // How the worker's handler keeps a payment from being charged twice.
 //   guard:       idempotent(seen, take_payment): the wrapper claims the key in a transaction
-//                of its own (committed, a 1 s lease), the handler charges and records the
+//                of its own (committed, a 2 s lease), the handler charges and records the
 //                receipt in another, the wrapper confirms after it returns. A kill after the
 //                claim leaves the lease to run out; a kill after the commit and before the
 //                confirm would charge twice (idempotency.hpp: "a guard, not exactly-once").

@@ -1,6 +1,7 @@
 // kill -9 drills of the durable broker. A worker process publishes numbered persistent
-// messages with confirms and consumes and acks them; at a random moment it (on inproc://,
-// where it is the broker) or its acemq-broker process is killed with SIGKILL, 50 times (or
+// messages with confirms and consumes and acks them; at a random moment once it logged its
+// first confirm (so every round has something new to check) it (on inproc://, where it is
+// the broker) or its acemq-broker process is killed with SIGKILL, 50 times (or
 // ACEMQ_KILL9_ROUNDS) over one data file. After each kill the file is opened and its queue read: every confirmed
 // message is there or was acked, no message is there twice or out of publish order, nothing
 // is there that was never confirmed-or-in-flight; in process, where an ack waits for its
@@ -21,6 +22,7 @@
 #include <acemq/inproc.hpp>
 #include "../support/rounds.hpp"
 #include "../support/temp_dir.hpp"
+#include "../support/wait.hpp"
 #include "../zmq/broker_process.hpp"
 
 using namespace std::chrono_literals;
@@ -103,6 +105,19 @@ Log read_log(const std::string& path) {
     return log;
 }
 
+// Waits (bounded) until the worker of `round` has logged a confirm: a round killed before
+// any publish of its own was confirmed checks nothing new. The log is read while the
+// worker appends to it; a line read half-written holds a smaller id, never one of the round.
+bool wait_confirmed(const std::string& log_path, int round) {
+    const std::uint64_t first = round * ids_per_round + 1;
+    return testing_support::eventually(
+        [&] {
+            const Log log = read_log(log_path);
+            return log.confirmed.lower_bound(first) != log.confirmed.end();
+        },
+        std::chrono::seconds(60));
+}
+
 struct Queued {
     std::vector<std::uint64_t> ids;
     std::size_t redelivered = 0;
@@ -183,6 +198,7 @@ TEST_CASE("kill -9 of a process that is its own durable broker loses nothing con
         {
             Worker worker("inproc://drill?data=" + file, log, round * ids_per_round + 1);
             REQUIRE(worker.wait_ready());
+            REQUIRE(wait_confirmed(log, round));
             std::this_thread::sleep_for(std::chrono::milliseconds(std::uniform_int_distribution<int>(20, 300)(random)));
         }
         check_round(file, log, round, true, totals);
@@ -207,6 +223,7 @@ TEST_CASE("kill -9 of a durable acemq-broker loses nothing confirmed") {
             endpoint = broker.endpoint();
             Worker worker(broker.url(), log, round * ids_per_round + 1);
             REQUIRE(worker.wait_ready());
+            REQUIRE(wait_confirmed(log, round));
             std::this_thread::sleep_for(std::chrono::milliseconds(std::uniform_int_distribution<int>(20, 300)(random)));
             broker.stop(SIGKILL);
             worker.kill();  // what it logged is all it was told before the broker died

@@ -17,6 +17,8 @@
 #include <thread>
 #include <vector>
 
+#include "../support/wait.hpp"
+
 namespace {
 
 using acemq::testing::PowerCutDisk;
@@ -311,10 +313,12 @@ TEST_CASE("a cut from another thread stops a writer thread and keeps what it con
     auto writer = std::make_unique<Connection>(disk);
     REQUIRE(configure(*writer, "FULL"));
     std::thread writing([&] { run_transactions(*writer, ledger, 1'000'000); });
-    while (disk.operations() < 200) std::this_thread::yield();
+    const bool wrote = testing_support::eventually([&] { return disk.operations() >= 200; }, std::chrono::seconds(20),
+                                                   std::chrono::milliseconds(1));
     disk.cut(PowerCutDisk::Mode::keep_random_sectors(11));
     writing.join();
     writer.reset();
+    REQUIRE(wrote);
     REQUIRE(ledger.confirmed > 0);
     Connection db(disk);
     const auto last = last_surviving(db);

@@ -8,6 +8,7 @@
 #include <thread>
 #include <vector>
 
+#include "../support/wait.hpp"
 #include "inbox.hpp"
 
 using namespace acemq;
@@ -131,12 +132,20 @@ TEST_CASE("timers firing on the clock's thread race publishers and consumers saf
     auto subscription = transport->consume("home", with_prefetch(0), inbox.deliver());
     constexpr int total = 2000;
     std::atomic<bool> published{false};
+    bool advanced_while_publishing = false;
     std::thread publisher([&] {
         for (int i = 0; i < total; ++i) transport->publish(message("", "wait", std::to_string(i)));
         published = true;
     });
     std::thread advancer([&] {
-        while (!published.load()) clock->advance(std::chrono::milliseconds(100));
+        // Bounded: should the publisher hang, the clock stops after a minute and the check
+        // below says so.
+        advanced_while_publishing = testing_support::eventually(
+            [&] {
+                clock->advance(std::chrono::milliseconds(100));
+                return published.load();
+            },
+            std::chrono::seconds(60), std::chrono::milliseconds(0));
         clock->advance(std::chrono::seconds(2));
     });
     int got = 0;
@@ -148,6 +157,7 @@ TEST_CASE("timers firing on the clock's thread race publishers and consumers saf
     }
     publisher.join();
     advancer.join();
+    CHECK(advanced_while_publishing);
     CHECK(got == total);
     CHECK(transport->queue_depth("wait") == 0);
 }

@@ -5,6 +5,14 @@
 
 #include <acemq/error.hpp>
 #include <acemq/naming.hpp>
+
+#include <algorithm>
+#include <atomic>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+
 #include "inbox.hpp"
 
 using namespace acemq;
@@ -30,6 +38,55 @@ struct Fixture {
                                .queue(rung_queue("orders", delay), classic(rung_args("orders", delay)))
                                .bind("orders", retry_exchange, "orders"));
     }
+};
+
+// A ManualClock that keeps the books of its timers: each one armed is later fired,
+// cancelled, or still armed.
+class BookedClock final : public Clock {
+public:
+    time_point now() const override { return inner_.now(); }
+    bool wait_until(time_point deadline, std::stop_token stop) override {
+        return inner_.wait_until(deadline, std::move(stop));
+    }
+    TimerId call_at(time_point deadline, std::function<void()> action) override {
+        auto fired = std::make_shared<std::atomic<bool>>(false);
+        const TimerId timer = inner_.call_at(deadline, [fired, action = std::move(action)] {
+            *fired = true;
+            action();
+        });
+        std::lock_guard guard(lock_);
+        timers_.emplace(timer, Timer{std::move(fired)});
+        return timer;
+    }
+    void cancel(TimerId timer) override {
+        inner_.cancel(timer);
+        std::lock_guard guard(lock_);
+        if (auto found = timers_.find(timer); found != timers_.end()) found->second.cancelled = true;
+    }
+    void advance(duration step) { inner_.advance(step); }
+
+    std::size_t armed() const {
+        return count([](const Timer& timer) { return !*timer.fired && !timer.cancelled; });
+    }
+    std::size_t fired() const {
+        return count([](const Timer& timer) { return timer.fired->load(); });
+    }
+
+private:
+    struct Timer {
+        std::shared_ptr<std::atomic<bool>> fired;
+        bool cancelled = false;
+    };
+    template <class Predicate>
+    std::size_t count(Predicate predicate) const {
+        std::lock_guard guard(lock_);
+        return static_cast<std::size_t>(
+            std::count_if(timers_.begin(), timers_.end(), [&](const auto& entry) { return predicate(entry.second); }));
+    }
+
+    ManualClock inner_;
+    mutable std::mutex lock_;
+    std::map<TimerId, Timer> timers_;
 };
 
 const FieldTable& death_entry(const InboundMessage& message, std::size_t index) {
@@ -270,15 +327,18 @@ TEST_CASE("deleting a queue cancels its expiry timer; a later advance finds noth
 }
 
 TEST_CASE("a broker released with armed timers cancels them", "[inproc][ttl]") {
-    auto clock = std::make_shared<ManualClock>();
+    auto clock = std::make_shared<BookedClock>();
     {
         const std::string name = unique_name("released");
         auto broker = inproc::broker(name, clock);
         auto transport = open_transport("inproc://" + name);
         transport->declare(Topology{}.queue("q", classic({{"x-message-ttl", FieldValue(std::int64_t{1000})}})));
         transport->publish(message("", "q"));
+        REQUIRE(clock->armed() == 1);  // the message's expiry
     }
+    CHECK(clock->armed() == 0);
     CHECK_NOTHROW(clock->advance(seconds(5)));
+    CHECK(clock->fired() == 0);
 }
 
 TEST_CASE("expiry runs on the system clock's timer thread too", "[inproc][ttl]") {

@@ -1,13 +1,15 @@
 #!/bin/sh
-# Hands SAMPLE-PROGRAM's exposition to `promtool check metrics` (Debian's prometheus package)
-# and fails on any parse error. Lint findings pass only when they are about the family's own
-# metric names (fixed by the contract, so they cannot take Prometheus' suffixes).
-#   promtool_check.sh SAMPLE-PROGRAM
+# Hands the exposition SAMPLE-PROGRAM prints (given ARGUMENTS) to `promtool check metrics`
+# (Debian's prometheus package) and fails on any parse error and on any lint finding but the
+# two the family's own names cause: two counters whose names the contract fixes without
+# Prometheus' `_total` (lib/acemq/metrics.hpp: set_aside_failed, rung_missing). Those are
+# allowed by their whole line, so a finding about any other metric, of any kind, fails.
+#   promtool_check.sh SAMPLE-PROGRAM [ARGUMENTS...]
 if ! command -v promtool >/dev/null 2>&1; then
   echo "promtool not found: install Debian's prometheus package (scripts/setup --servers does)" >&2
   exit 1
 fi
-exposition=$("$1") || { echo "$1 failed" >&2; exit 1; }
+exposition=$("$@") || { echo "$* failed" >&2; exit 1; }
 printf '%s\n' "$exposition"
 findings=$(printf '%s\n' "$exposition" | promtool check metrics 2>&1)
 status=$?
@@ -17,10 +19,12 @@ case $status in
   3) ;;
   *) echo "promtool check metrics refused the exposition (status $status)" >&2; exit 1 ;;
 esac
-unexpected=$(printf '%s\n' "$findings" | grep -v -e 'counter metrics should have "_total" suffix' \
-  -e 'use base unit' -e 'metric names should be written in .snake_case.' -e '^$')
+unexpected=$(printf '%s\n' "$findings" | grep -v -x \
+  -e 'acemq_messages_set_aside_failed counter metrics should have "_total" suffix' \
+  -e 'acemq_retry_rung_missing counter metrics should have "_total" suffix' \
+  -e '')
 if [ -n "$unexpected" ]; then
-  echo "promtool check metrics found problems beyond the contract's names:" >&2
+  echo "promtool check metrics found problems beyond the two fixed names of the contract:" >&2
   printf '%s\n' "$unexpected" >&2
   exit 1
 fi

@@ -1,6 +1,8 @@
 // Prints an exposition with every family name of the contract, as an engine writes them
 // (bound instruments and the three calls), plus hostile names and label values, for
-// promtool_check.sh to hand to `promtool check metrics`.
+// promtool_check.sh to hand to `promtool check metrics`. An argument adds a counter of that
+// name, to show the check refuses one named against Prometheus' conventions.
+//   sample_exposition [COUNTER-NAME]
 #include <acemq/metrics.hpp>
 
 #include <iostream>
@@ -8,7 +10,7 @@
 
 using namespace acemq;
 
-int main() {
+int main(int argc, char** argv) {
     InMemoryMetrics metrics;
     const Labels destination{{"exchange", "orders-events"}, {"routing.key", "order.placed"}};
     for (const char* outcome : {"confirmed", "unroutable", "refused"}) {
@@ -40,5 +42,6 @@ int main() {
     metrics.count("my-app.9lives/total", 1, {{"weird label", "quote \" backslash \\ newline \n end"}});
     metrics.gauge("my.app.temperature", -std::numeric_limits<double>::infinity(), {{"sensor", "a"}});
     metrics.gauge("my.app.temperature", std::numeric_limits<double>::quiet_NaN(), {{"sensor", "b"}});
+    if (argc > 1) metrics.count(argv[1], 1, {{"queue", "shipping.orders"}});
     std::cout << metrics.prometheus_text();
 }

@@ -17,6 +17,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <utility>
 
 namespace {
 
@@ -92,9 +93,20 @@ TEST_CASE("redacted_url hides everything before the last '@' of the authority") 
 }
 
 TEST_CASE("an inproc URL that cannot be used is refused without echoing a password") {
-    // The inproc transport is registered by name, so this reaches its own refusal.
-    const std::string text = refusal_of_connect("inproc://");
-    CHECK_THAT(text, Catch::Contains("write inproc://NAME"));
+    // The inproc transport is registered by name, so these reach its own refusals: one for
+    // each way an inproc URL can be wrong, each with a password in it.
+    const std::string password = secret;
+    const std::pair<std::string, std::string> refused[] = {
+        {"inproc://?user=guest&password=" + password, "it names no broker; write inproc://NAME"},
+        {"inproc://orders?password=" + password, "the only parameter it takes is data=FILE"},
+        {"inproc://guest:" + password + "@orders?x=1", "the only parameter it takes is data=FILE"},
+    };
+    for (const auto& [url, why] : refused) {
+        const std::string text = refusal_of_connect(url);
+        INFO(text);
+        CHECK_THAT(text, Catch::StartsWith("acemq: cannot open \"inproc://") && Catch::Contains(why));
+        CHECK_THAT(text, !Catch::Contains(secret) && !Catch::Contains("Sup3r"));
+    }
 }
 
 TEST_CASE("a thrown value that is not a std::exception is named by its type") {

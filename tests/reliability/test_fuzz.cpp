@@ -96,7 +96,7 @@ TEST_CASE("fuzz: the JSON reader ends every body in a value or a DecodeError") {
     fuzz_codec("json", fuzz::json_codec(), fuzz::json_input);
 }
 
-TEST_CASE("fuzz: the envelope reader reads any header table without throwing, and it renders back") {
+TEST_CASE("fuzz: the envelope reader reads any header table without throwing, and it renders back the same") {
     const auto document = fixtures::load("envelope-fixtures.json");
     std::vector<acemq::FieldTable> tables;
     for (const auto& fixture_case : document.at("cases").as_array())

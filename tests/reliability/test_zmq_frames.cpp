@@ -448,6 +448,27 @@ TEST_CASE("zmq frames: a valid frame cut short anywhere is refused as malformed"
                 FAIL("cut at " << cut << " of " << testing_support::hex(frame) << ": " << text);
         }
     }
+    // Then frames of fresh values, each cut at a random length, until the loop's time is up.
+    std::vector<Bytes> batch;
+    loop.run(
+        [&] {
+            if (batch.empty()) batch = round_trips(values);
+            Bytes frame = std::move(batch.back());
+            batch.pop_back();
+            frame.resize(loop.below(frame.size()));
+            return frame;
+        },
+        [](const Bytes& cut) {
+            try {
+                (void)wire::Frame::parse(cut);
+            } catch (const wire::ProtocolError& error) {
+                const std::string text = error.what();
+                if (!text.starts_with("acemq: malformed zmq protocol frame: "))
+                    throw std::runtime_error("refused, but not as malformed: " + text);
+                return;
+            }
+            throw std::runtime_error("a frame cut short was read as whole");
+        });
 }
 
 TEST_CASE("zmq frames: huge length headers are refused before anything is reserved") {
