@@ -6,6 +6,7 @@
 
 #include <sqlite3.h>
 
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 
@@ -14,6 +15,7 @@
 #include <acemq/naming.hpp>
 #include "../inproc/inbox.hpp"
 #include "../support/temp_dir.hpp"
+#include "../support/wait.hpp"
 
 using namespace acemq;
 using namespace inproc_test;
@@ -419,4 +421,57 @@ TEST_CASE("a data file of schema version 1 opens, keeps its messages, and gains 
     CHECK(sqlite3_column_int(row, 2) == 2);
     sqlite3_finalize(row);
     sqlite3_close(db);
+}
+
+TEST_CASE("the data file gives back the space of acked messages once the broker is idle, and stays open to a restart") {
+    Restartable data;
+    auto on_disk = [&] {
+        std::error_code none;
+        const auto wal = std::filesystem::file_size(data.file + "-wal", none);
+        return std::filesystem::file_size(data.file) + (none ? 0 : wal);
+    };
+    auto broker = data.open();
+    declare_queue(*broker, "big");
+    REQUIRE(broker->publish(persistent("big", std::string(8 * 1024 * 1024, 'b'))).confirmed);
+    REQUIRE(broker->publish(persistent("big", "small, stays")).confirmed);
+    CHECK(on_disk() > 8u * 1024 * 1024);
+    const auto connection = broker->open_connection();
+    auto delivery = broker->pull(connection, "big");
+    REQUIRE(delivery);
+    delivery->ack();
+    // Idle now: the writer gives the freed pages back and empties the WAL.
+    CHECK(testing_support::eventually([&] { return on_disk() < 256u * 1024; }));
+    broker->close_connection(connection);
+    broker.reset();
+    broker = data.open();
+    CHECK(bodies(contents(*broker, "big")) == std::vector<std::string>{"small, stays"});
+}
+
+TEST_CASE("a data file made without auto_vacuum is rewritten once at open so that it gives space back") {
+    Restartable data;
+    sqlite3* db = nullptr;
+    {
+        auto broker = data.open();
+        declare_queue(*broker, "q");
+        REQUIRE(broker->publish(persistent("q", "kept")).confirmed);
+    }
+    REQUIRE(sqlite3_open(data.file.c_str(), &db) == SQLITE_OK);
+    REQUIRE(sqlite3_exec(db, "PRAGMA auto_vacuum = NONE; VACUUM", nullptr, nullptr, nullptr) == SQLITE_OK);
+    sqlite3_close(db);
+    auto auto_vacuum = [&] {
+        REQUIRE(sqlite3_open_v2(data.file.c_str(), &db, SQLITE_OPEN_READONLY, nullptr) == SQLITE_OK);
+        sqlite3_stmt* row = nullptr;
+        REQUIRE(sqlite3_prepare_v2(db, "PRAGMA auto_vacuum", -1, &row, nullptr) == SQLITE_OK);
+        REQUIRE(sqlite3_step(row) == SQLITE_ROW);
+        const int mode = sqlite3_column_int(row, 0);
+        sqlite3_finalize(row);
+        sqlite3_close(db);
+        return mode;
+    };
+    REQUIRE(auto_vacuum() == 0);
+    {
+        auto broker = data.open();
+        CHECK(bodies(contents(*broker, "q")) == std::vector<std::string>{"kept"});
+    }
+    CHECK(auto_vacuum() == 2);  // incremental
 }

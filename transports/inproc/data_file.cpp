@@ -9,6 +9,7 @@
 #include <set>
 
 #include <acemq/inproc.hpp>
+#include <acemq/log.hpp>
 #include "inproc/quoted.hpp"
 #include "inproc/row_checksum.hpp"
 #include "msgpack/message_pack.hpp"
@@ -164,6 +165,7 @@ DataFile::DataFile(const std::string& path, const std::string& vfs, std::uint64_
         // kept until the file is closed, which is what makes it one broker's file.
         exec("PRAGMA locking_mode = EXCLUSIVE", "set its locking mode");
         check_ours();
+        if (!salvaging_) give_space_back_from_now_on();
         exec("PRAGMA journal_mode = WAL", "switch it to WAL");
         exec("PRAGMA synchronous = FULL", "make its commits synchronous");
         exec("PRAGMA journal_size_limit = 16777216", "limit its WAL");
@@ -298,6 +300,8 @@ bool DataFile::header_says_ours() const {
 }
 
 void DataFile::make_schema() {
+    // Before the first table: afterwards only a VACUUM can change it (see the constructor).
+    exec("PRAGMA auto_vacuum = INCREMENTAL", "let it give space back");
     exec(schema, "make its schema");
     exec(("PRAGMA application_id = " + std::to_string(application_id)).c_str(), "mark it as a broker's");
 }
@@ -698,6 +702,38 @@ void DataFile::record_open() {
     set_closed_cleanly(false);
     Run run(statement(count_open_sql).get());
     if (!run.step()) fail("count the broker's opens");
+}
+
+// A file made before the broker gave space back (auto_vacuum NONE) is rewritten once, so it
+// can from now on. Not fatal when it fails (a disk too full to hold the copy VACUUM makes):
+// the file works as before, only keeps its size.
+void DataFile::give_space_back_from_now_on() {
+    sqlite3_stmt* mode = nullptr;
+    std::int64_t auto_vacuum = 0;
+    if (sqlite3_prepare_v2(db_, "PRAGMA auto_vacuum", -1, &mode, nullptr) == SQLITE_OK &&
+        sqlite3_step(mode) == SQLITE_ROW)
+        auto_vacuum = sqlite3_column_int64(mode, 0);
+    sqlite3_finalize(mode);
+    constexpr std::int64_t incremental = 2;
+    if (auto_vacuum == incremental) return;
+    if (sqlite3_exec(db_, "PRAGMA auto_vacuum = INCREMENTAL; VACUUM", nullptr, nullptr, nullptr) != SQLITE_OK)
+        log(LogLevel::warning, "acemq: the broker's data file " + detail::in_quotes(path_) +
+                                   " could not be rewritten to give space back when messages are acked (SQLite: " +
+                                   sqlite3_errmsg(db_) + "); it works as before, and keeps its size");
+}
+
+void DataFile::give_space_back() noexcept {
+    try {
+        begin(true);
+        exec("PRAGMA incremental_vacuum", "give free pages back");
+        commit();
+    } catch (const StorageFailure&) {
+        // Nothing is lost: the free pages stay for the next writes, and a disk that refuses
+        // this refuses the next commit too, which reports it.
+        rollback();
+        return;
+    }
+    checkpoint();
 }
 
 void DataFile::checkpoint() noexcept {

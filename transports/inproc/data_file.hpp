@@ -138,6 +138,9 @@ public:
 
     // Copies the WAL into the file and empties it; for a clean close.
     void checkpoint() noexcept;
+    // Gives the disk back the pages acked messages freed, and empties the WAL: for a broker
+    // that has been idle a while. Failures change nothing (the next commit reports them).
+    void give_space_back() noexcept;
 
 private:
     class Statement;
@@ -148,6 +151,7 @@ private:
     bool header_says_ours() const;
     void make_schema();
     void migrate(std::int64_t version);
+    void give_space_back_from_now_on();
     Statement& statement(int which);
 
     std::string path_;

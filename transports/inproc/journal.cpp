@@ -32,6 +32,9 @@ bool published(const journal::Change& change) {
 
 // A change kept after a failed transaction is tried again this often when nothing new comes.
 constexpr auto retry_every = std::chrono::seconds(1);
+// After this long with nothing to write, the file gives back the space acked messages freed:
+// not after every commit, which would cost a busy broker a checkpoint each time.
+constexpr auto give_space_back_after = std::chrono::seconds(1);
 
 }  // namespace
 
@@ -81,10 +84,19 @@ void Journal::run() {
     writing = true;
     std::vector<Entry> kept;  // after a failed transaction: written first in the next one
     bool failing = false;
+    bool written_since_tidy = false;
     std::unique_lock lock(mutex_);
     for (;;) {
         if (pending_.empty()) {
             if (stopping_ && kept.empty()) break;
+            const auto work = [&] { return !pending_.empty() || stopping_; };
+            if (kept.empty() && written_since_tidy && !wake_.wait_for(lock, give_space_back_after, work)) {
+                lock.unlock();
+                file_->give_space_back();
+                written_since_tidy = false;
+                lock.lock();
+                continue;
+            }
             if (kept.empty())
                 wake_.wait(lock, [&] { return !pending_.empty() || stopping_; });
             else if (!stopping_)
@@ -111,6 +123,7 @@ void Journal::run() {
             log(LogLevel::warning,
                 "acemq: the durable inproc broker's commits succeed again; what was kept is written");
         failing = failure.has_value();
+        written_since_tidy = written_since_tidy || !failure;
         committed_(through, !failure);
 
         std::vector<Confirm> due;
