@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <limits>
 #include <mutex>
 #include <thread>
 #include <unordered_map>
@@ -106,6 +107,9 @@ private:
     void send_to(const std::string& routing_id, msgpack::sbuffer frame);
     void refuse_frame(const std::string& routing_id, std::uint64_t request, wire::ErrorCode code,
                       std::string_view text);
+    // A frame past max_frame_bytes: logged naming its sender and size, and refused (a publish
+    // with a confirm, too_large; anything else with an error frame). Its session goes on.
+    void refuse_oversized(const std::string& routing_id, ::zmq::message_t& frame);
     DeliverFn deliver_to(std::uint64_t session, std::uint64_t consumer);
     inproc::ConfirmFn confirm_to(std::uint64_t session, std::uint64_t sequence);
     // Queues `item` for the I/O thread, waking it for the first of a burst from another thread.
@@ -156,7 +160,12 @@ ServerImpl::ServerImpl(std::shared_ptr<inproc::Broker> broker, std::vector<std::
     // for deliveries, the client's window for confirms).
     router_.set(::zmq::sockopt::router_mandatory, true);
     router_.set(::zmq::sockopt::sndhwm, 0);
-    router_.set(::zmq::sockopt::maxmsgsize, static_cast<std::int64_t>(options_.max_frame_bytes));
+    // libzmq takes frames up to twice the limit, so that one past it is read, logged with its
+    // size and its sender, and refused with the session kept; a larger one ends the connection
+    // before it is allocated (and its client's session times out).
+    router_.set(::zmq::sockopt::maxmsgsize, options_.max_frame_bytes > std::numeric_limits<std::int64_t>::max() / 2
+                                                ? std::int64_t{-1}
+                                                : static_cast<std::int64_t>(2 * options_.max_frame_bytes));
     if (options_.curve) {
         if (options_.curve->allowed_client_keys.empty())
             throw InvalidArgument(
@@ -263,6 +272,10 @@ void ServerImpl::receive_all() {
             (void)router_.recv(parts.back());
         }
         const std::string routing_id = identity.to_string();
+        if (parts.size() == 1 && parts[0].size() > options_.max_frame_bytes) {
+            refuse_oversized(routing_id, parts[0]);
+            continue;
+        }
         if (parts.size() != 1) {
             refuse_frame(routing_id, 0, wire::ErrorCode::malformed,
                          "acemq: malformed zmq protocol frame: a message must be one frame, this one has " +
@@ -540,6 +553,39 @@ void ServerImpl::refuse_frame(const std::string& routing_id, std::uint64_t reque
                               std::string_view text) {
     ++frames_refused_;
     send_to(routing_id, wire::encode_error(request, code, text));
+}
+
+void ServerImpl::refuse_oversized(const std::string& routing_id, ::zmq::message_t& frame) {
+    std::string peer = "a peer";
+    try {
+        if (const std::string address = frame.gets("Peer-Address"); !address.empty()) peer = "the peer at " + address;
+    } catch (const ::zmq::error_t&) {
+        // An ipc peer may have no address to give.
+    }
+    const auto known = session_of_peer_.find(routing_id);
+    if (known != session_of_peer_.end()) peer += " (client \"" + sessions_.at(known->second).client_name + "\")";
+    const std::string why = "a frame of " + std::to_string(frame.size()) + " bytes is over this broker's limit of " +
+                            std::to_string(options_.max_frame_bytes) +
+                            " bytes (acemq-broker --max-frame-bytes, zmq::ServerOptions::max_frame_bytes)";
+    log(LogLevel::warning, "zmq broker: refused what " + peer + " sent: " + why + "; nothing of it was taken");
+    const std::span bytes(static_cast<const std::byte*>(frame.data()), frame.size());
+    std::optional<std::uint64_t> sequence;
+    try {
+        const wire::Frame parsed = wire::Frame::parse(bytes);
+        if (parsed.command() == Command::publish) sequence = parsed.unsigned_at(0, "sequence");
+    } catch (const wire::ProtocolError&) {
+        // Not a publish anyone can match a confirm to: the error frame below answers it.
+    }
+    // A publish in a session waits for its confirm: it gets a refusal that says the same
+    // publish fails the same way every time.
+    if (sequence && known != session_of_peer_.end()) {
+        ++frames_refused_;
+        send(sessions_.at(known->second),
+             wire::encode_confirm(*sequence, PublishResult{.return_reason = "acemq: " + why,
+                                                           .why = PublishResult::Unconfirmed::too_large}));
+        return;
+    }
+    refuse_frame(routing_id, wire::request_of(bytes), wire::ErrorCode::malformed, "acemq: " + why);
 }
 
 void ServerImpl::end_session(std::uint64_t session_id, std::string_view why) {
