@@ -16,6 +16,7 @@
 #include <acemq/zmq.hpp>
 
 #include "../support/handmade.hpp"
+#include "../support/wait.hpp"
 #include "broker_process.hpp"
 #include "zmq/protocol.hpp"
 
@@ -48,6 +49,30 @@ std::optional<std::vector<std::byte>> next_answer(::zmq::socket_t& dealer) {
 
 void send_frame(::zmq::socket_t& dealer, const msgpack::sbuffer& frame) {
     dealer.send(::zmq::buffer(frame.data(), frame.size()), ::zmq::send_flags::none);
+}
+
+// A DEALER of the test's own, as another client would be, with a session started as `name`.
+class RawPeer {
+public:
+    RawPeer(const std::string& endpoint, std::string_view name) {
+        dealer.set(::zmq::sockopt::linger, 0);
+        dealer.connect(endpoint);
+        send_frame(dealer, acemq::zmq::wire::encode_hello(1, name, 1000));
+        const auto answer = next_answer(dealer);
+        REQUIRE(answer);
+        welcome = acemq::zmq::wire::read_welcome(acemq::zmq::wire::Frame::parse(*answer));
+    }
+
+    ::zmq::context_t context;
+    ::zmq::socket_t dealer{context, ::zmq::socket_type::dealer};
+    acemq::zmq::wire::Welcome welcome{};
+};
+
+// `size` bytes of zeros: no frame of the protocol.
+msgpack::sbuffer zeros(std::size_t size) {
+    msgpack::sbuffer buffer;
+    buffer.write(std::string(size, '\0').data(), size);
+    return buffer;
 }
 
 }  // namespace zmq_limits
@@ -101,14 +126,9 @@ TEST_CASE("zmq: a frame past the limit from a raw peer is logged with its sender
     using acemq::zmq::wire::Command;
     const handmade::CapturedLog log;
     zmq_test::ThreadBroker broker("tcp://127.0.0.1:0", {.max_frame_bytes = limit});
-    ::zmq::context_t context;
-    ::zmq::socket_t dealer(context, ::zmq::socket_type::dealer);
-    dealer.set(::zmq::sockopt::linger, 0);
-    dealer.connect(broker.endpoint());
-    send_frame(dealer, acemq::zmq::wire::encode_hello(1, "raw-peer", 1000));
-    const auto welcome = next_answer(dealer);
-    REQUIRE(welcome);
-    CHECK(acemq::zmq::wire::read_welcome(acemq::zmq::wire::Frame::parse(*welcome)).max_frame_bytes == limit);
+    RawPeer raw(broker.endpoint(), "raw-peer");
+    ::zmq::socket_t& dealer = raw.dealer;
+    CHECK(raw.welcome.max_frame_bytes == limit);
 
     // A publish: its confirm refuses it as too large, naming the size and the limit.
     const msgpack::sbuffer publish = acemq::zmq::wire::encode_publish(7, sized_message("nowhere", limit + 1000));
@@ -125,9 +145,7 @@ TEST_CASE("zmq: a frame past the limit from a raw peer is logged with its sender
           std::string::npos);
 
     // Anything else past the limit: an error frame.
-    msgpack::sbuffer noise;
-    noise.write(std::string(limit + 1, '\0').data(), limit + 1);
-    send_frame(dealer, noise);
+    send_frame(dealer, zeros(limit + 1));
     const auto error = next_answer(dealer);
     REQUIRE(error);
     const acemq::zmq::wire::Frame error_frame = acemq::zmq::wire::Frame::parse(*error);
@@ -150,6 +168,26 @@ TEST_CASE("zmq: a frame past the limit from a raw peer is logged with its sender
     CHECK(handmade::contains(warnings[0], "limit of " + std::to_string(limit) + " bytes"));
     CHECK(handmade::contains(warnings[1], "a frame of " + std::to_string(limit + 1) + " bytes"));
     CHECK(broker.server().stats().sessions_ended == 0);
+}
+
+TEST_CASE("zmq: a frame past what the broker's socket takes costs that connection, and the broker logs whose") {
+    using namespace zmq_limits;
+    const handmade::CapturedLog log;
+    zmq_test::ThreadBroker broker("tcp://127.0.0.1:0", {.max_frame_bytes = limit});
+    RawPeer raw(broker.endpoint(), "raw-drop");
+    // Three times the limit: libzmq refuses it unread, past the twice the limit it takes.
+    send_frame(raw.dealer, zeros(3 * limit));
+    const auto dropped = [&] {
+        for (const auto& [level, line] : log.lines())
+            if (level == acemq::LogLevel::warning && handmade::contains(line, "dropped while its session was open"))
+                return line;
+        return std::string();
+    };
+    REQUIRE(testing_support::eventually([&] { return !dropped().empty(); }, 10s));
+    INFO(dropped());
+    CHECK(handmade::contains(dropped(), "the peer at 127.0.0.1"));
+    CHECK(handmade::contains(dropped(), "(client \"raw-drop\""));
+    CHECK(handmade::contains(dropped(), "past the " + std::to_string(2 * limit) + " bytes the socket takes"));
 }
 
 TEST_CASE("zmq: errors the broker sends name the zmq broker at the client's URL, not an inproc broker") {

@@ -95,7 +95,8 @@ struct ServerOptions {
     // arrives anyway, up to twice this size, is read, logged (a warning naming its sender and
     // its size) and answered (a publish with a confirm not confirmed, too_large; anything else
     // with an error frame), and the session goes on; libzmq drops the connection of a peer
-    // that sends a larger one without allocating it.
+    // that sends a larger one without allocating it, which the broker logs (as it logs every
+    // connection that drops while its session is open).
     std::size_t max_frame_bytes = 64 * 1024 * 1024;
     std::optional<ServerCurve> curve{};
     // tcp:// endpoints must name a loopback address (127.0.0.0/8, ::1, localhost) unless
