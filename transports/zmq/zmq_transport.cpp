@@ -95,11 +95,10 @@ ZmqTransport::~ZmqTransport() {
 std::string ZmqTransport::where() const { return "the zmq broker at " + redacted_url(url_); }
 
 std::string ZmqTransport::as_named_here(std::string text) const {
-    if (broker_name_.empty()) return text;
-    const std::string in_process = inproc::detail::broker_in_errors(broker_name_);
-    const std::string here = "the zmq broker " + inproc::detail::in_quotes(broker_name_) + " at " + redacted_url(url_);
-    for (std::size_t at = text.find(in_process); at != std::string::npos; at = text.find(in_process, at + here.size()))
-        text.replace(at, in_process.size(), here);
+    if (named_in_process_.empty()) return text;
+    for (std::size_t at = text.find(named_in_process_); at != std::string::npos;
+         at = text.find(named_in_process_, at + named_here_.size()))
+        text.replace(at, named_in_process_.size(), named_here_);
     return text;
 }
 
@@ -530,7 +529,9 @@ bool ZmqTransport::start_session(Clock::time_point deadline, bool first) {
                     if (welcome.request != hello_number_) continue;
                     broker_heartbeat_ = std::chrono::milliseconds(std::max<std::uint32_t>(welcome.heartbeat_millis, 1));
                     max_frame_bytes_.store(welcome.max_frame_bytes);
-                    broker_name_ = welcome.broker_name;
+                    named_in_process_ = inproc::detail::broker_in_errors(welcome.broker_name);
+                    named_here_ = "the zmq broker " + inproc::detail::in_quotes(welcome.broker_name) + " at " +
+                                  redacted_url(url_);
                     // 1 to 65535, never 0 (no session), so that tags of one session are not taken for the next's.
                     generation_.store(++sessions_started_ % 0xffff + 1);
                     last_heard_ = last_sent_ = Clock::now();
@@ -697,7 +698,7 @@ void ZmqTransport::dispatch(const wire::Frame& frame, std::span<const std::byte>
         confirms_.erase(found);
         try {
             PublishResult result = wire::read_confirm(frame).result;
-            result.return_reason = as_named_here(std::move(result.return_reason));
+            if (!result.return_reason.empty()) result.return_reason = as_named_here(std::move(result.return_reason));
             call->confirm(std::move(result));
         } catch (const wire::ProtocolError& error) {
             call->fail(Call::Outcome::connection, std::string("the confirm could not be read: ") + error.what());

@@ -144,7 +144,9 @@ private:
     std::unordered_map<std::uint64_t, std::shared_ptr<Call>> confirms_;
     std::unordered_map<std::uint64_t, std::shared_ptr<LocalConsumer>> by_server_id_;
     std::chrono::milliseconds broker_heartbeat_{1000};
-    std::string broker_name_;  // from the welcome
+    // How the broker's texts name it (`inproc broker "NAME"`, NAME from the welcome) and what
+    // as_named_here puts in its place.
+    std::string named_in_process_, named_here_;
     Call::Clock::time_point last_heard_{}, last_sent_{};
     std::uint64_t hello_number_ = 0;
     std::uint64_t sessions_started_ = 0;
