@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <numeric>
 #include <random>
 #include <system_error>
 
@@ -9,6 +10,7 @@
 #include <acemq/naming.hpp>
 #include "consumer_core.hpp"
 #include "interceptor_chain.hpp"
+#include "publish_failure.hpp"
 
 namespace acemq {
 
@@ -35,21 +37,102 @@ bool too_large(const PublishResult& result) {
     return !result.confirmed && result.why == PublishResult::Unconfirmed::too_large;
 }
 
+// Cuts `text` to at most `size` bytes, at a UTF-8 character boundary.
+void cut_at_character(std::string& text, std::size_t size) {
+    if (text.size() <= size) return;
+    while (size > 0 && (static_cast<unsigned char>(text[size]) & 0xC0) == 0x80) --size;
+    text.resize(size);
+}
+
+// What a copy's properties take at most on any transport's wire, as TransportInfo::
+// max_properties_bytes says the engine counts: each header's name and value plus 16 bytes,
+// the content type and reply-to plus 16 each. A trimmed copy holds only the reserved
+// headers, each a string or an integer (counted as 8).
+std::size_t wire_bound(const Headers& headers, const InboundMessage& original) {
+    std::size_t total = 32 + original.content_type.size() + original.reply_to.size();
+    for (const auto& [name, value] : headers) {
+        const auto* text = std::get_if<std::string>(&value.get());
+        total += 16 + name.size() + (text != nullptr ? text->size() : 8);
+    }
+    return total;
+}
+
+// Cuts the envelope's own text fields (the id, correlation, type...), the longest ones to one
+// common length, until the copy fits `room` bytes of properties (0: no limit), and says in
+// the error what was cut. A hostile sender's 100 KB id travels twice (x-acemq-id, and
+// x-acemq-correlation, which defaults to it): a copy cut only of its application headers
+// would still be refused, every time. A route too long for the common length is dropped
+// with its id and position, since a cut one would name steps that do not exist.
+void fit(Envelope& envelope, const InboundMessage& original, std::size_t room) {
+    // Room kept for the note saying what was cut (some 70 bytes a field), and the least a
+    // field is cut to.
+    constexpr std::size_t note_room = 640;
+    constexpr std::size_t shortest_cut = 64;
+    if (room == 0) return;
+    if (envelope.correlation.empty()) envelope.correlation = envelope.id;  // what the copy carries anyway
+    const std::size_t needed = wire_bound(render_headers(envelope), original) + note_room;
+    if (needed <= room) return;
+    std::string route;
+    for (const std::string& step : envelope.route) route += (route.empty() ? "" : ",") + step;
+    const std::pair<std::string_view, std::string*> fields[] = {
+        {header::id, &envelope.id},
+        {header::correlation, &envelope.correlation},
+        {header::type, &envelope.type},
+        {header::causation, &envelope.causation},
+        {header::origin, &envelope.origin},
+        {header::claim, &envelope.claim},
+        {header::route_id, &envelope.route_id},
+        {header::route, &route},
+    };
+    std::vector<std::size_t> sizes;
+    for (const auto& [name, text] : fields) sizes.push_back(text->size());
+    std::sort(sizes.begin(), sizes.end());
+    const std::size_t texts = std::accumulate(sizes.begin(), sizes.end(), std::size_t{0});
+    // The longest length every field can keep with all of them within what is left.
+    std::size_t left = texts > needed - room ? texts - (needed - room) : 0;
+    std::size_t cut_to = sizes.back();
+    for (std::size_t i = 0; i < sizes.size(); ++i) {
+        const std::size_t sharing = sizes.size() - i;
+        if (sizes[i] * sharing > left) {
+            cut_to = left / sharing;
+            break;
+        }
+        left -= sizes[i];
+    }
+    cut_to = std::max(cut_to, shortest_cut);
+    std::string note;
+    for (const auto& [name, text] : fields) {
+        if (text->size() <= cut_to) continue;
+        const std::size_t was = text->size();
+        if (text == &route) {
+            envelope.route.clear();
+            envelope.route_id.clear();
+            envelope.route_position = 0;
+            note += std::string(note.empty() ? "" : ", ") + std::string(name) + " (" + std::to_string(was) +
+                    " bytes) dropped with its id and position";
+            continue;
+        }
+        cut_at_character(*text, cut_to);
+        note += std::string(note.empty() ? "" : ", ") + std::string(name) + " cut from " + std::to_string(was) +
+                " to " + std::to_string(text->size()) + " bytes";
+    }
+    envelope.error += " [" + note + ", so that the copy fits the " + std::to_string(room) +
+                      " bytes of properties the transport carries in one message]";
+}
+
 // What is left of a set-aside copy the transport refused as too large: no application
-// headers, and the error cut to a size any transport carries (at a UTF-8 boundary), saying
-// what was dropped and why.
-Envelope trimmed(Envelope envelope, const std::string& refusal) {
+// headers, the error cut to a size any transport carries (at a UTF-8 boundary), and the
+// envelope's own fields cut to fit `room` (see fit), saying what was dropped and why.
+Envelope trimmed(Envelope envelope, const std::string& refusal, const InboundMessage& original, std::size_t room) {
     constexpr std::size_t kept_error = 1024;
     envelope.headers.clear();
     std::string error = std::move(envelope.error);
-    if (error.size() > kept_error) {
-        std::size_t cut = kept_error;
-        while (cut > 0 && (static_cast<unsigned char>(error[cut]) & 0xC0) == 0x80) --cut;
-        error.resize(cut);
-    }
+    cut_at_character(error, kept_error);
+    std::string why = refusal;
+    cut_at_character(why, kept_error);
     envelope.error = error + " [set aside without its application headers and with this text cut to at most " +
-                     std::to_string(kept_error) +
-                     " bytes, because the whole copy was refused: " + refusal.substr(0, kept_error) + "]";
+                     std::to_string(kept_error) + " bytes, because the whole copy was refused: " + why + "]";
+    fit(envelope, original, room);
     return envelope;
 }
 
@@ -260,10 +343,12 @@ bool ConsumerCore::set_aside(Delivery& delivery, const ConsumeContext& context, 
     if (too_large(result)) {
         log(LogLevel::warning, "message " + copy.id + " from " + queue_ + " is too large to set aside to " + target +
                                    " as it is (" + result.return_reason +
-                                   "); it goes without its application "
-                                   "headers and with its error cut short");
+                                   "); it goes without its application headers, with its error cut short and, "
+                                   "where they do not fit, its own fields cut (its x-acemq-error says which)");
         // The id still travels in x-acemq-id; the message-id property may be what was too long.
-        result = republish(delivery.message(), trimmed(copy, result.return_reason), target, false);
+        const std::size_t room = bus_->transport().describe().max_properties_bytes;
+        result =
+            republish(delivery.message(), trimmed(copy, result.return_reason, delivery.message(), room), target, false);
     }
     if (taken(result)) {
         {
@@ -281,10 +366,16 @@ bool ConsumerCore::set_aside(Delivery& delivery, const ConsumeContext& context, 
                                                          : std::min(2 * set_aside_pause_, longest_set_aside_pause);
         pause = set_aside_pause_;
     }
-    log(LogLevel::warning, "message " + copy.id + " from " + queue_ + " could not be set aside to " + target +
-                               " (unroutable or unconfirmed): it goes back to " + queue_ + " and this worker waits " +
-                               std::to_string(pause.count()) + " ms before its next delivery; declare " + target +
-                               " (or let the consumer declare it) so that it can leave the queue");
+    // The cause as a publish of it would be told (reached no queue, refused, lost, too large),
+    // and the advice to declare the target only when it is missing. Not taken, so there is one.
+    const PublishError failure = detail::publish_failure(result, {copy.id, "", target, true}).value();
+    log(LogLevel::warning, "message " + copy.id + " from " + queue_ + " could not be set aside to " + target + " (" +
+                               failure.what() + "): it goes back to " + queue_ + " and this worker waits " +
+                               std::to_string(pause.count()) + " ms before its next delivery" +
+                               (failure.unroutable() ? "; declare " + target +
+                                                           " (or let the consumer declare it) so that it can leave "
+                                                           "the queue"
+                                                     : ""));
     if (instruments_) instruments_->set_aside_failed(target == parked_queue(queue_));
     bus_->notify_set_aside_failed(queue_, target);
     settle(delivery, false, true);

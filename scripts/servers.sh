@@ -27,7 +27,8 @@ start_rabbitmq() {
   echo "[]." > "$RABBITMQ_ENABLED_PLUGINS_FILE"
   make_test_certificates "$servers_dir/tls" || return 1
   # RABBITMQ_NODE_IP_ADDRESS binds only the plain listener; the TLS one names its address
-  # itself. verify_peer checks a certificate when the client sends one, and
+  # itself. max_message_size is 16 MiB (RabbitMQ's default is 128 MiB), so that a test of
+  # the broker's 406 for a body past it moves 16 MiB, not 128. verify_peer checks a certificate when the client sends one, and
   # fail_if_no_peer_cert = false still lets clients without one in.
   cat > "$dir/rabbitmq.conf" <<EOF
 loopback_users.guest = true
@@ -39,6 +40,7 @@ ssl_options.verify = verify_peer
 ssl_options.fail_if_no_peer_cert = false
 ssl_options.versions.1 = tlsv1.3
 ssl_options.versions.2 = tlsv1.2
+max_message_size = 16777216
 EOF
   if ! (exec 3<>/dev/tcp/127.0.0.1/4369) 2>/dev/null; then
     epmd -address 127.0.0.1 >/dev/null 2>&1 </dev/null &

@@ -15,6 +15,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -144,6 +145,13 @@ struct TransportInfo {
     std::string messaging_system = "acemq";   // "rabbitmq" for amqp
     std::string address{};                    // where it is connected, never with credentials
     std::vector<std::string> capabilities{};  // e.g. "confirms", "durable", "quorum-queues"
+    // The most bytes one message's properties (content type, message id, reply-to and the
+    // header table) can take on the wire as the connection stands now, e.g. amqp's content
+    // header frame within the negotiated frame_max; 0 when the transport has no such limit.
+    // The engine cuts a dead-letter or park copy that the transport refused as too_large to
+    // fit it, counting each header as its name and value plus 16 bytes (more than any
+    // transport's encoding adds around them) and the content type and reply-to likewise.
+    std::size_t max_properties_bytes = 0;
 };
 
 class Transport {

@@ -16,6 +16,7 @@
 #include <amqp.h>
 #include <amqp_tcp_socket.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
@@ -379,6 +380,93 @@ TEST_CASE("AMQP hostile: a set-aside copy past the frame goes without its applic
           std::string::npos);
     CHECK(error.find("the headers take") != std::string::npos);
     CHECK(error.size() < 3000);
+}
+
+TEST_CASE("AMQP: a publish RabbitMQ refuses (404, 406) is reported refused with its reply, not as in doubt") {
+    Broker broker;
+    const std::string queue = broker.queue("refused");
+    const std::string missing = hostile_name("no-such-exchange");
+    acemq::OutboundMessage to_missing = raw_message("orders", "x");
+    to_missing.exchange = missing;
+    const acemq::PublishResult not_found = broker.transport().publish(std::move(to_missing));
+    INFO(not_found.return_reason);
+    CHECK_FALSE(not_found.confirmed);
+    CHECK(not_found.why == acemq::PublishResult::Unconfirmed::refused);
+    CHECK(not_found.return_reason.find("404 NOT_FOUND - no exchange '" + missing + "'") != std::string::npos);
+    try {
+        broker.bus().publisher(missing, "orders").send_raw(acemq::Encoded{bytes("x"), "text/plain"});
+        FAIL("a publish to a missing exchange returned normally");
+    } catch (const acemq::PublishError& error) {
+        INFO(error.what());
+        CHECK(std::string_view(error.what()).find("the broker refused") != std::string_view::npos);
+        CHECK(std::string_view(error.what()).find("404 NOT_FOUND") != std::string_view::npos);
+        CHECK(std::string_view(error.what()).find("unknown whether") == std::string_view::npos);
+    }
+    // scripts/servers.sh sets the test broker's max_message_size to 16 MiB.
+    constexpr std::size_t max_message_size = 16 * 1024 * 1024;
+    const acemq::PublishResult too_big =
+        broker.transport().publish(raw_message(queue, std::string(max_message_size + 1, 'b')));
+    INFO(too_big.return_reason);
+    CHECK_FALSE(too_big.confirmed);
+    CHECK(too_big.why == acemq::PublishResult::Unconfirmed::refused);
+    CHECK(too_big.return_reason.find("406 PRECONDITION_FAILED - message size " + std::to_string(max_message_size + 1) +
+                                     " is larger than") != std::string::npos);
+    // The channel was closed and reopened, never the connection.
+    CHECK(broker.lost() == 0);
+    CHECK(broker.transport().publish(raw_message(queue, "after")).confirmed);
+    CHECK(text(broker.take(queue).body) == "after");
+}
+
+TEST_CASE("AMQP: in a batch, the publish RabbitMQ refuses and those after it are refused; none after it arrives") {
+    Broker broker;
+    const std::string queue = broker.queue("refused-batch");
+    const std::string missing = hostile_name("no-such-exchange");
+    std::vector<acemq::OutboundMessage> batch;
+    batch.push_back(raw_message(queue, "first"));
+    batch.push_back(raw_message("orders", "refused"));
+    batch.back().exchange = missing;
+    batch.push_back(raw_message(queue, "third"));
+    const std::vector<acemq::PublishResult> results = broker.transport().publish_batch(std::move(batch));
+    REQUIRE(results.size() == 3);
+    // The first went before the refused one: taken, or, when the close overtook its confirm, in doubt.
+    CHECK((results[0].confirmed || results[0].why == acemq::PublishResult::Unconfirmed::lost));
+    CHECK_FALSE(results[1].confirmed);
+    CHECK(results[1].why == acemq::PublishResult::Unconfirmed::refused);
+    CHECK(results[1].return_reason.find("404 NOT_FOUND - no exchange '" + missing + "'") != std::string::npos);
+    CHECK_FALSE(results[2].confirmed);
+    CHECK(results[2].why == acemq::PublishResult::Unconfirmed::refused);
+    CHECK(results[2].return_reason.find("dropped this one") != std::string::npos);
+    CHECK(broker.lost() == 0);
+    REQUIRE(broker.transport().publish(raw_message(queue, "after")).confirmed);
+    std::vector<std::string> arrived;
+    for (;;) {
+        arrived.push_back(text(broker.take(queue).body));
+        if (arrived.back() == "after") break;
+    }
+    CHECK(std::find(arrived.begin(), arrived.end(), "third") == arrived.end());
+}
+
+TEST_CASE("AMQP hostile: a 100 KB id is dead-lettered once, cut to fit with a note, and the next message is handled") {
+    Broker broker;
+    const std::string queue = broker.queue("huge-id");
+    // Fits on the way in, once; the copy carries it twice (x-acemq-id and x-acemq-correlation,
+    // which defaults to it), past the frame even without application headers.
+    const std::string huge_id(100'000, 'h');
+    const acemq::InboundMessage dead = set_aside_once(
+        broker, queue, raw_message(queue, "hostile", {{"x-acemq-id", huge_id}}),
+        []() -> acemq::Ack { throw std::runtime_error("the receipt service is down"); }, acemq::no_retry(),
+        acemq::dead_letter_queue(queue));
+    CHECK(broker.transport().queue_depth(acemq::dead_letter_queue(queue)) == 0);  // it was there once
+    const std::string id = header_text(dead.headers, "x-acemq-id");
+    CHECK_FALSE(id.empty());
+    CHECK(id.size() < huge_id.size());
+    CHECK(huge_id.starts_with(id));
+    const std::string error = header_text(dead.headers, "x-acemq-error");
+    INFO(error.substr(0, 3000));
+    CHECK(error.find("the receipt service is down") != std::string::npos);
+    CHECK(error.find("x-acemq-id cut from 100000 to " + std::to_string(id.size()) + " bytes") != std::string::npos);
+    CHECK(error.find("x-acemq-correlation cut from 100000 to") != std::string::npos);
+    CHECK(error.find("so that the copy fits the 131052 bytes of properties") != std::string::npos);
 }
 
 TEST_CASE(

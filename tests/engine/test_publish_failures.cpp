@@ -9,6 +9,7 @@
 
 #include <thread>
 #include "../support/forwarding_transport.hpp"
+#include "../support/handmade.hpp"
 #include "../support/messages.hpp"
 
 using namespace std::chrono_literals;
@@ -127,6 +128,7 @@ TEST_CASE("a set-aside the broker refuses hands the message back, counted, inste
     // nacked, so the original goes back to its queue (docs/wire-contract.md §6.3).
     bus.declare(acemq::Topology{}.queue("orders.refused", {.dead_letter = true}));
     const acemq::Labels labels{{"queue", "orders.refused"}, {"target", "orders.refused.dlq"}};
+    const handmade::CapturedLog log;
     auto consumer = bus.consume<Order>(
         "orders.refused", [](const acemq::Message<Order>&) { return acemq::reject(std::runtime_error("bad order")); });
     seed(name, "orders.refused");
@@ -137,4 +139,13 @@ TEST_CASE("a set-aside the broker refuses hands the message back, counted, inste
     consumer.close();
     CHECK(bus.transport().queue_depth("orders.refused") == 1);  // still there, never lost
     CHECK(bus.transport().queue_depth("orders.refused.dlq") == 0);
+    // The warning names the cause, the broker's refusal, and does not send the reader to
+    // declare a queue that exists.
+    std::string warning;
+    for (const auto& [level, line] : log.lines())
+        if (handmade::contains(line, "could not be set aside to orders.refused.dlq")) warning = line;
+    INFO(warning);
+    CHECK(handmade::contains(warning, "the broker refused to confirm it"));
+    CHECK(handmade::contains(warning, "(the broker said no)"));
+    CHECK_FALSE(handmade::contains(warning, "declare orders.refused.dlq"));
 }

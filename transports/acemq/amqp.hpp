@@ -186,7 +186,8 @@ public:
     // closed ("the connection has been closed").
     Health check_health(std::chrono::milliseconds timeout = std::chrono::seconds(3)) override;
     // "amqp", "rabbitmq", the URL without user or password; capabilities "confirms",
-    // "quorum-queues", "blocked-connections", and "tls" for amqps://.
+    // "quorum-queues", "blocked-connections", and "tls" for amqps://; max_properties_bytes
+    // from the negotiated frame_max (less 20 bytes of framing).
     TransportInfo describe() const override;
     BlockedState blocked() const;
     bool connected() const;

@@ -13,6 +13,9 @@
 //  - every publish is confirmed by the broker (routed, unroutable or refused); one that
 //    reaches no confirm — the broker went away, the session was lost — is reported not
 //    confirmed (Unconfirmed::lost: it may or may not have arrived), never as sent;
+//  - a publish whose frame is larger than the broker's limit (ServerOptions::max_frame_bytes,
+//    learnt at the handshake) is refused before it is sent (Unconfirmed::too_large): nothing
+//    is written, and the session and the other publishes go on;
 //  - consume credit is the prefetch: the broker hands a consumer at most `prefetch`
 //    unsettled deliveries, as RabbitMQ does;
 //  - heartbeats both ways (a beat a second, three missed and the peer is dead): a client
@@ -87,8 +90,13 @@ struct ServerOptions {
     // `missed_heartbeats` times its own interval is taken as gone.
     std::chrono::milliseconds heartbeat{1'000};
     int missed_heartbeats = 3;
-    // A frame larger than this is refused: libzmq drops the connection of a peer that sends
-    // one (its message buffer is never allocated), so a publish that large fails as lost.
+    // A frame larger than this is refused. Clients learn it from the welcome and refuse a
+    // publish whose frame is larger before sending it (too_large: nothing written). One that
+    // arrives anyway, up to twice this size, is read, logged (a warning naming its sender and
+    // its size) and answered (a publish with a confirm not confirmed, too_large; anything else
+    // with an error frame), and the session goes on; libzmq drops the connection of a peer
+    // that sends a larger one without allocating it, which the broker logs (as it logs every
+    // connection that drops while its session is open).
     std::size_t max_frame_bytes = 64 * 1024 * 1024;
     std::optional<ServerCurve> curve{};
     // tcp:// endpoints must name a loopback address (127.0.0.0/8, ::1, localhost) unless

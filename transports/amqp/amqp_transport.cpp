@@ -160,7 +160,8 @@ TransportInfo AmqpTransport::describe() const {
     TransportInfo info{.name = "amqp",
                        .messaging_system = "rabbitmq",
                        .address = address.printable(),
-                       .capabilities = {"confirms", "quorum-queues", "blocked-connections"}};
+                       .capabilities = {"confirms", "quorum-queues", "blocked-connections"},
+                       .max_properties_bytes = property_room(impl_->frame_max())};
     if (address.tls) info.capabilities.push_back("tls");
     return info;
 }

@@ -1,5 +1,6 @@
 #include "amqp/confirms.hpp"
 
+#include <algorithm>
 #include <iterator>
 
 namespace acemq::amqp {
@@ -41,6 +42,27 @@ void Confirms::file_return(const std::string& message_id, const std::string& rea
 void Confirms::fail_all(const std::string& why) {
     for (auto& [sequence, pending] : unconfirmed_)
         pending->answer.set(PublishResult{.return_reason = why, .why = PublishResult::Unconfirmed::lost});
+    window_.give_back(unconfirmed_.size());
+    unconfirmed_.clear();
+}
+
+void Confirms::refuse_from(const std::string& why, const std::function<bool(const OutboundMessage&)>& caused) {
+    auto cause = std::find_if(unconfirmed_.begin(), unconfirmed_.end(),
+                              [&](const auto& entry) { return caused(entry.second->message); });
+    if (cause == unconfirmed_.end() && unconfirmed_.size() == 1) cause = unconfirmed_.begin();
+    if (cause == unconfirmed_.end()) return fail_all(why);
+    const std::string lost =
+        "the broker closed the channel over a later publish (" + why + ") before it confirmed this one";
+    const std::string dropped =
+        "the broker closed the channel over an earlier publish (" + why + ") and dropped this one";
+    for (auto it = unconfirmed_.begin(); it != unconfirmed_.end(); ++it) {
+        if (it == cause)
+            it->second->answer.set(PublishResult{.return_reason = why, .why = PublishResult::Unconfirmed::refused});
+        else if (it->first < cause->first)
+            it->second->answer.set(PublishResult{.return_reason = lost, .why = PublishResult::Unconfirmed::lost});
+        else
+            it->second->answer.set(PublishResult{.return_reason = dropped, .why = PublishResult::Unconfirmed::refused});
+    }
     window_.give_back(unconfirmed_.size());
     unconfirmed_.clear();
 }

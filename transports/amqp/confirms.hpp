@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -42,6 +43,12 @@ public:
     void file_return(const std::string& message_id, const std::string& reason);
     // No confirm will come for any of them: whether each arrived is unknown.
     void fail_all(const std::string& why);
+    // The broker closed the publish channel because of one publish, the oldest unconfirmed
+    // one `caused` picks, or else the only one unconfirmed: it was refused, as `why` (the
+    // broker's reply) says, and so was every one after it, since a broker drops what arrives
+    // on a channel it is closing. Whether each one before it arrived is unknown. With no
+    // such publish, as fail_all.
+    void refuse_from(const std::string& why, const std::function<bool(const OutboundMessage&)>& caused);
 
 private:
     PublishWindow& window_;

@@ -2,6 +2,10 @@
 // confirms, cancellations, closes and flow control. Read by the I/O thread, or by a
 // publisher waiting for its own confirm (both under the I/O lock).
 
+#include <charconv>
+#include <functional>
+#include <optional>
+
 #include "amqp/transport_impl.hpp"
 #include "amqp/wire.hpp"
 
@@ -47,7 +51,7 @@ void AmqpTransport::Impl::handle_method(amqp_channel_t channel, const amqp_metho
         const std::string reason = reply_text(close->reply_code, close->reply_text);
         connection_->acknowledge_channel_close(channel);
         incoming_.drop(channel);
-        channel_closed_by_broker(channel, reason);
+        channel_closed_by_broker(channel, reason, *close);
         return;
     }
     case AMQP_CONNECTION_CLOSE_METHOD: {
@@ -79,13 +83,48 @@ void AmqpTransport::Impl::complete(Incoming in) {
         subscriptions_.deliver(*connection_, std::move(in), generation_);
 }
 
+namespace {
+
+// Which publish a channel.close was about, when its reply says: a 404 names the exchange
+// that does not exist ("no exchange 'X' in vhost '/'"), a 406 the largest body RabbitMQ
+// takes ("message size N is larger than [configured] max size M", its max_message_size).
+std::function<bool(const OutboundMessage&)> publish_named_by(const amqp_channel_close_t& close) {
+    const std::string text = string_of(close.reply_text);
+    const auto after = [&](std::string_view mark) -> std::optional<std::string_view> {
+        const std::size_t at = text.find(mark);
+        if (at == std::string::npos) return std::nullopt;
+        return std::string_view(text).substr(at + mark.size());
+    };
+    if (close.reply_code == AMQP_NOT_FOUND) {
+        if (const auto rest = after("no exchange '"); rest && rest->find('\'') != std::string_view::npos)
+            return [exchange = std::string(rest->substr(0, rest->find('\'')))](const OutboundMessage& message) {
+                return message.exchange == exchange;
+            };
+    } else if (close.reply_code == AMQP_PRECONDITION_FAILED && text.find("is larger than") != std::string::npos) {
+        if (const auto rest = after("max size ")) {
+            std::size_t limit = 0;
+            const auto [end, fault] = std::from_chars(rest->data(), rest->data() + rest->size(), limit);
+            if (fault == std::errc())
+                return [limit](const OutboundMessage& message) { return message.body.size() > limit; };
+        }
+    }
+    return [](const OutboundMessage&) { return false; };
+}
+
+}  // namespace
+
 // The broker closed one of our channels (a publish to a missing exchange, a bad ack, a
 // queue deleted under a consumer...). Reopen it so the rest keeps going.
-void AmqpTransport::Impl::channel_closed_by_broker(amqp_channel_t channel, const std::string& reason) {
+void AmqpTransport::Impl::channel_closed_by_broker(amqp_channel_t channel, const std::string& reason,
+                                                   const amqp_channel_close_t& close) {
     if (channel == publish_channel) {
-        // No confirm will come for any publish in flight on it: whether each arrived is
-        // unknown (the one that caused the close is among them, and the reason says why).
-        confirms_.fail_all(reason);
+        // No confirm will come for any publish in flight on it. The one that caused the close
+        // was refused, a refusal the broker stated, not a doubt; so were those after it.
+        const amqp_method_number_t caused_by = (amqp_method_number_t{close.class_id} << 16) | close.method_id;
+        if (caused_by == AMQP_BASIC_PUBLISH_METHOD)
+            confirms_.refuse_from(reason, publish_named_by(close));
+        else
+            confirms_.fail_all(reason);
         open_publish_channel(*connection_);
         return;
     }

@@ -100,6 +100,8 @@ public:
     bool shut() { return commands_.is_shut(); }
     std::vector<std::string> stopped_queues() const;
     const Address& address() const noexcept { return address_; }
+    // The connection's frame_max as last negotiated; 0 before the first connection.
+    std::size_t frame_max() const noexcept { return frame_max_.load(); }
 
 private:
     using Chunk = std::vector<std::shared_ptr<PendingPublish>>;
@@ -116,7 +118,7 @@ private:
     void pump_frames();
     void handle_method(amqp_channel_t channel, const amqp_method_t& method);
     void complete(Incoming in);
-    void channel_closed_by_broker(amqp_channel_t channel, const std::string& reason);
+    void channel_closed_by_broker(amqp_channel_t channel, const std::string& reason, const amqp_channel_close_t& close);
     void set_blocked(BlockedState state);
 
     // publishing.cpp

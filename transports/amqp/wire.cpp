@@ -227,16 +227,20 @@ std::string encoding_refusal(const OutboundMessage& message, std::size_t frame_m
     const std::size_t properties = 2 + (1 + message.content_type.size()) + headers.bytes + 1 +
                                    (message.message_id.empty() ? 0 : 1 + message.message_id.size()) +
                                    (message.reply_to.empty() ? 0 : 1 + message.reply_to.size());
-    // A content header frame: 7 bytes of frame header, class, weight and body size (12),
-    // the properties, and the frame-end byte.
-    constexpr std::size_t framing = 7 + 12 + 1;
-    const std::size_t room = frame_max > framing ? frame_max - framing : 0;
+    const std::size_t room = property_room(frame_max);
     if (properties > room)
         return "the headers take " + std::to_string(headers.bytes) + " bytes encoded (" + std::to_string(properties) +
                " with the other properties); one content header on this connection holds at most " +
-               std::to_string(room) + " (frame_max " + std::to_string(frame_max) + " less " + std::to_string(framing) +
-               " bytes of framing)";
+               std::to_string(room) + " (frame_max " + std::to_string(frame_max) + " less " +
+               std::to_string(frame_max - room) + " bytes of framing)";
     return {};
+}
+
+std::size_t property_room(std::size_t frame_max) {
+    // A content header frame: 7 bytes of frame header, class, weight and body size (12),
+    // the properties, and the frame-end byte.
+    constexpr std::size_t framing = 7 + 12 + 1;
+    return frame_max > framing ? frame_max - framing : 0;
 }
 
 void read_properties(InboundMessage& message, const amqp_basic_properties_t& properties) {

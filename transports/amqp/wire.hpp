@@ -66,6 +66,10 @@ TableSize encoded_size(const FieldTable& table);
 // encode, and a half-sent publish costs the connection. `frame_max` is the connection's.
 std::string encoding_refusal(const OutboundMessage& message, std::size_t frame_max);
 
+// What one content header frame holds of a message's properties on a connection whose
+// frame_max is `frame_max`: the frame less its framing (TransportInfo::max_properties_bytes).
+std::size_t property_room(std::size_t frame_max);
+
 // A delivery's properties (content type, message id, reply-to, headers) read into
 // `message`. Headers nested past max_table_depth are not read: the message gets none and
 // decode_failure says why, for the engine to park it.

@@ -6,6 +6,7 @@
 #include <acemq/error.hpp>
 #include "inproc/broker_impl.hpp"
 #include "inproc/dead_letter.hpp"
+#include "inproc/quoted.hpp"
 
 namespace acemq::inproc {
 
@@ -121,8 +122,8 @@ Broker::Impl::Published Broker::Impl::publish_locked(OutboundMessage&& message) 
     // PublishError carrying the broker's sentence; the embedded broker says the same (a
     // refusal: here it is certain that nothing arrived), and its connection goes on.
     if (exchange == exchanges_.end())
-        return {PublishResult{.return_reason = "404 NOT_FOUND - no exchange '" + message.exchange +
-                                               "' on inproc broker '" + name_ + "'; declare the exchange first",
+        return {PublishResult{.return_reason = "404 NOT_FOUND - no exchange '" + message.exchange + "' on " +
+                                               detail::broker_in_errors(name_) + "; declare the exchange first",
                               .why = PublishResult::Unconfirmed::refused}};
     routed_.clear();
     route(*exchange->second, message.routing_key, routed_);

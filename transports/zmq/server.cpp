@@ -8,6 +8,8 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cstring>
+#include <limits>
 #include <mutex>
 #include <thread>
 #include <unordered_map>
@@ -34,6 +36,8 @@ struct Session {
     std::uint64_t id = 0;
     std::string routing_id;
     std::string client_name;
+    std::string peer;  // "the peer at ADDRESS", from its hello
+    int fd = -1;       // its connection's descriptor, from its hello; -1 once that connection dropped
     inproc::Broker::ConnectionId connection = 0;
     std::chrono::milliseconds client_heartbeat{0};
     Clock::time_point last_heard{};
@@ -63,6 +67,24 @@ struct Confirmed {
     std::uint64_t sequence;
     PublishResult result;
 };
+
+// What the router's socket takes: twice the broker's limit (see the constructor), or any
+// size when that would overflow.
+std::int64_t socket_frame_limit(std::size_t max_frame_bytes) {
+    return max_frame_bytes > static_cast<std::size_t>(std::numeric_limits<std::int64_t>::max() / 2)
+               ? -1
+               : static_cast<std::int64_t>(2 * max_frame_bytes);
+}
+
+// "the peer at ADDRESS" as libzmq knows the sender of `message`, or "a peer" when it gives none.
+std::string peer_of(::zmq::message_t& message) {
+    try {
+        if (const std::string address = message.gets("Peer-Address"); !address.empty()) return "the peer at " + address;
+    } catch (const ::zmq::error_t&) {
+        // An ipc peer may have no address to give.
+    }
+    return "a peer";
+}
 
 wire::FailureKind failure_kind_of_current() {
     try {
@@ -95,9 +117,10 @@ private:
     void run();
     void receive_all();
     void answer_zap();
-    void handle(const std::string& routing_id, std::span<const std::byte> bytes);
+    void handle(const std::string& routing_id, ::zmq::message_t& message);
     void handle_in_session(Session& session, const wire::Frame& frame);
-    void start_session(const std::string& routing_id, const wire::Frame& frame);
+    void start_session(const std::string& routing_id, const wire::Frame& frame, ::zmq::message_t& message);
+    void note_disconnects();
     void end_session(std::uint64_t session_id, std::string_view why);
     void hand_over_deliveries();
     void beat_and_reap();
@@ -106,6 +129,9 @@ private:
     void send_to(const std::string& routing_id, msgpack::sbuffer frame);
     void refuse_frame(const std::string& routing_id, std::uint64_t request, wire::ErrorCode code,
                       std::string_view text);
+    // A frame past max_frame_bytes: logged naming its sender and size, and refused (a publish
+    // with a confirm, too_large; anything else with an error frame). Its session goes on.
+    void refuse_oversized(const std::string& routing_id, ::zmq::message_t& frame);
     DeliverFn deliver_to(std::uint64_t session, std::uint64_t consumer);
     inproc::ConfirmFn confirm_to(std::uint64_t session, std::uint64_t sequence);
     // Queues `item` for the I/O thread, waking it for the first of a burst from another thread.
@@ -119,6 +145,7 @@ private:
     ::zmq::context_t context_;
     ::zmq::socket_t router_;
     std::optional<::zmq::socket_t> zap_;
+    ::zmq::socket_t connections_;  // the router's monitor: its connections that drop
     EventFd wake_;
     std::vector<std::string> bound_;
 
@@ -141,7 +168,7 @@ private:
 ServerImpl::ServerImpl(std::shared_ptr<inproc::Broker> broker, std::vector<std::string> endpoints,
                        ServerOptions options)
     : broker_(std::move(broker)), options_(std::move(options)), context_(1),
-      router_(context_, ::zmq::socket_type::router) {
+      router_(context_, ::zmq::socket_type::router), connections_(context_, ::zmq::socket_type::pair) {
     if (!broker_) throw InvalidArgument("acemq: zmq::serve needs a broker; pass acemq::inproc::broker(NAME)");
     if (endpoints.empty())
         throw InvalidArgument(
@@ -156,7 +183,15 @@ ServerImpl::ServerImpl(std::shared_ptr<inproc::Broker> broker, std::vector<std::
     // for deliveries, the client's window for confirms).
     router_.set(::zmq::sockopt::router_mandatory, true);
     router_.set(::zmq::sockopt::sndhwm, 0);
-    router_.set(::zmq::sockopt::maxmsgsize, static_cast<std::int64_t>(options_.max_frame_bytes));
+    // A connection that drops while its session is open is logged at once (its session ends
+    // later, when its heartbeats stop): it is how a frame past what libzmq takes shows.
+    if (zmq_socket_monitor(router_.handle(), "inproc://acemq-broker-connections", ZMQ_EVENT_DISCONNECTED) != 0)
+        throw ::zmq::error_t();
+    connections_.connect("inproc://acemq-broker-connections");
+    // libzmq takes frames up to twice the limit, so that one past it is read, logged with its
+    // size and its sender, and refused with the session kept; a larger one ends the connection
+    // before it is allocated (and its client's session times out).
+    router_.set(::zmq::sockopt::maxmsgsize, socket_frame_limit(options_.max_frame_bytes));
     if (options_.curve) {
         if (options_.curve->allowed_client_keys.empty())
             throw InvalidArgument(
@@ -227,15 +262,20 @@ void ServerImpl::wake_for(bool first_waiting) {
 
 void ServerImpl::run() {
     io_thread_id_ = std::this_thread::get_id();
-    std::vector<::zmq::pollitem_t> items{{router_.handle(), 0, ZMQ_POLLIN, 0}, {nullptr, wake_.fd(), ZMQ_POLLIN, 0}};
+    std::vector<::zmq::pollitem_t> items{{router_.handle(), 0, ZMQ_POLLIN, 0},
+                                         {nullptr, wake_.fd(), ZMQ_POLLIN, 0},
+                                         {connections_.handle(), 0, ZMQ_POLLIN, 0}};
     if (zap_) items.push_back({zap_->handle(), 0, ZMQ_POLLIN, 0});
     const auto tick = std::max(options_.heartbeat / 4, std::chrono::milliseconds(1));
     while (!stopping_.load()) {
         try {
             ::zmq::poll(items, tick);
             if (items[1].revents & ZMQ_POLLIN) wake_.clear();
-            if (zap_ && (items[2].revents & ZMQ_POLLIN)) answer_zap();
+            if (zap_ && (items[3].revents & ZMQ_POLLIN)) answer_zap();
             receive_all();
+            // After the frames: a client's bye, read before its connection drops, ends its
+            // session, and a drop after it is no news.
+            if (items[2].revents & ZMQ_POLLIN) note_disconnects();
             hand_over_deliveries();
             beat_and_reap();
             end_unreachable();
@@ -263,19 +303,24 @@ void ServerImpl::receive_all() {
             (void)router_.recv(parts.back());
         }
         const std::string routing_id = identity.to_string();
+        if (parts.size() == 1 && parts[0].size() > options_.max_frame_bytes) {
+            refuse_oversized(routing_id, parts[0]);
+            continue;
+        }
         if (parts.size() != 1) {
             refuse_frame(routing_id, 0, wire::ErrorCode::malformed,
                          "acemq: malformed zmq protocol frame: a message must be one frame, this one has " +
                              std::to_string(parts.size()));
             continue;
         }
-        handle(routing_id, std::span(static_cast<const std::byte*>(parts[0].data()), parts[0].size()));
+        handle(routing_id, parts[0]);
         hand_over_deliveries();
         end_unreachable();
     }
 }
 
-void ServerImpl::handle(const std::string& routing_id, std::span<const std::byte> bytes) {
+void ServerImpl::handle(const std::string& routing_id, ::zmq::message_t& message) {
+    const std::span bytes(static_cast<const std::byte*>(message.data()), message.size());
     std::optional<wire::Frame> frame;
     try {
         frame.emplace(wire::Frame::parse(bytes));
@@ -290,7 +335,7 @@ void ServerImpl::handle(const std::string& routing_id, std::span<const std::byte
     const auto known = session_of_peer_.find(routing_id);
     if (frame->command() == Command::hello) {
         if (known != session_of_peer_.end()) end_session(known->second, "it said hello again");
-        start_session(routing_id, *frame);
+        start_session(routing_id, *frame, message);
         return;
     }
     if (known == session_of_peer_.end()) {
@@ -312,7 +357,7 @@ void ServerImpl::handle(const std::string& routing_id, std::span<const std::byte
     }
 }
 
-void ServerImpl::start_session(const std::string& routing_id, const wire::Frame& frame) {
+void ServerImpl::start_session(const std::string& routing_id, const wire::Frame& frame, ::zmq::message_t& message) {
     wire::Hello hello;
     try {
         hello = wire::read_hello(frame);
@@ -325,6 +370,12 @@ void ServerImpl::start_session(const std::string& routing_id, const wire::Frame&
     session.id = id;
     session.routing_id = routing_id;
     session.client_name = hello.client_name.substr(0, 200);
+    session.peer = peer_of(message);
+    try {
+        session.fd = message.get(ZMQ_SRCFD);
+    } catch (const ::zmq::error_t&) {
+        // No descriptor to watch: a drop of this connection shows only as silence.
+    }
     // A client's ack crosses the network unanswered, as in AMQP: waiting for its commit here
     // would only stall every other session.
     session.connection = broker_->open_connection({.acks_wait = false});
@@ -540,6 +591,59 @@ void ServerImpl::refuse_frame(const std::string& routing_id, std::uint64_t reque
                               std::string_view text) {
     ++frames_refused_;
     send_to(routing_id, wire::encode_error(request, code, text));
+}
+
+void ServerImpl::note_disconnects() {
+    ::zmq::message_t event, address;
+    while (connections_.recv(event, ::zmq::recv_flags::dontwait)) {
+        if (connections_.get(::zmq::sockopt::rcvmore)) (void)connections_.recv(address);
+        if (event.size() < 6) continue;
+        std::uint16_t kind = 0;
+        std::int32_t fd = -1;
+        std::memcpy(&kind, event.data(), 2);
+        std::memcpy(&fd, static_cast<const char*>(event.data()) + 2, 4);
+        if (kind != ZMQ_EVENT_DISCONNECTED) continue;
+        for (auto& [id, session] : sessions_) {
+            if (session.fd != fd) continue;
+            session.fd = -1;
+            log(LogLevel::warning,
+                "zmq broker: the connection of " + session.peer + " (client \"" + session.client_name + "\", session " +
+                    std::to_string(id) +
+                    ") dropped while its session was open: the client went away without a bye, or it sent a frame "
+                    "past the " +
+                    std::to_string(socket_frame_limit(options_.max_frame_bytes)) +
+                    " bytes the socket takes (twice --max-frame-bytes), which is dropped unread; the session ends "
+                    "when its heartbeats stop");
+        }
+    }
+}
+
+void ServerImpl::refuse_oversized(const std::string& routing_id, ::zmq::message_t& frame) {
+    std::string peer = peer_of(frame);
+    const auto known = session_of_peer_.find(routing_id);
+    if (known != session_of_peer_.end()) peer += " (client \"" + sessions_.at(known->second).client_name + "\")";
+    const std::string why = "a frame of " + std::to_string(frame.size()) + " bytes is over this broker's limit of " +
+                            std::to_string(options_.max_frame_bytes) +
+                            " bytes (acemq-broker --max-frame-bytes, zmq::ServerOptions::max_frame_bytes)";
+    log(LogLevel::warning, "zmq broker: refused what " + peer + " sent: " + why + "; nothing of it was taken");
+    const std::span bytes(static_cast<const std::byte*>(frame.data()), frame.size());
+    std::optional<std::uint64_t> sequence;
+    try {
+        const wire::Frame parsed = wire::Frame::parse(bytes);
+        if (parsed.command() == Command::publish) sequence = parsed.unsigned_at(0, "sequence");
+    } catch (const wire::ProtocolError&) {
+        // Not a publish anyone can match a confirm to: the error frame below answers it.
+    }
+    // A publish in a session waits for its confirm: it gets a refusal that says the same
+    // publish fails the same way every time.
+    if (sequence && known != session_of_peer_.end()) {
+        ++frames_refused_;
+        send(sessions_.at(known->second),
+             wire::encode_confirm(*sequence, PublishResult{.return_reason = "acemq: " + why,
+                                                           .why = PublishResult::Unconfirmed::too_large}));
+        return;
+    }
+    refuse_frame(routing_id, wire::request_of(bytes), wire::ErrorCode::malformed, "acemq: " + why);
 }
 
 void ServerImpl::end_session(std::uint64_t session_id, std::string_view why) {

@@ -3,6 +3,7 @@
 #include <acemq/log.hpp>
 #include <acemq/url.hpp>
 
+#include "inproc/quoted.hpp"
 #include "zmq/endpoint.hpp"
 #include "zmq/keys.hpp"
 
@@ -93,6 +94,14 @@ ZmqTransport::~ZmqTransport() {
 
 std::string ZmqTransport::where() const { return "the zmq broker at " + redacted_url(url_); }
 
+std::string ZmqTransport::as_named_here(std::string text) const {
+    if (named_in_process_.empty()) return text;
+    for (std::size_t at = text.find(named_in_process_); at != std::string::npos;
+         at = text.find(named_in_process_, at + named_here_.size()))
+        text.replace(at, named_in_process_.size(), named_here_);
+    return text;
+}
+
 // ---- caller side ------------------------------------------------------------------------
 
 std::shared_ptr<Call> ZmqTransport::submit(Outgoing outgoing) {
@@ -148,6 +157,17 @@ PublishResult ZmqTransport::start_publish(OutboundMessage& message, std::shared_
                                  ? "the transport to " + where() + " is closed; open a new one"
                                  : "the session with " + where() + " is lost and not yet re-established; not sent",
             .why = PublishResult::Unconfirmed::unsent};
+    // Refused here, unwritten: libzmq drops the connection of a peer that sends a frame past
+    // the broker's limit, and with it the session and every publish in flight on it.
+    const std::uint64_t sequence = next_number();
+    msgpack::sbuffer frame = wire::encode_publish(sequence, message);
+    if (const std::uint64_t limit = max_frame_bytes_.load(); limit > 0 && frame.size() > limit)
+        return PublishResult{.return_reason = "the message takes " + std::to_string(frame.size()) +
+                                              " bytes as a frame (its body " + std::to_string(message.body.size()) +
+                                              " bytes), and " + where() + " takes frames of at most " +
+                                              std::to_string(limit) +
+                                              " bytes (its --max-frame-bytes, zmq::ServerOptions::max_frame_bytes)",
+                             .why = PublishResult::Unconfirmed::too_large};
     {
         std::unique_lock lock(window_mutex_);
         if (!window_cv_.wait_for(lock, options_.confirm_timeout,
@@ -161,9 +181,7 @@ PublishResult ZmqTransport::start_publish(OutboundMessage& message, std::shared_
                                  .why = PublishResult::Unconfirmed::lost};
         ++in_flight_;
     }
-    const std::uint64_t sequence = next_number();
-    call =
-        submit({.kind = Outgoing::Kind::publish, .number = sequence, .frame = wire::encode_publish(sequence, message)});
+    call = submit({.kind = Outgoing::Kind::publish, .number = sequence, .frame = std::move(frame)});
     return {};
 }
 
@@ -510,6 +528,10 @@ bool ZmqTransport::start_session(Clock::time_point deadline, bool first) {
                     const wire::Welcome welcome = wire::read_welcome(frame);
                     if (welcome.request != hello_number_) continue;
                     broker_heartbeat_ = std::chrono::milliseconds(std::max<std::uint32_t>(welcome.heartbeat_millis, 1));
+                    max_frame_bytes_.store(welcome.max_frame_bytes);
+                    named_in_process_ = inproc::detail::broker_in_errors(welcome.broker_name);
+                    named_here_ = "the zmq broker " + inproc::detail::in_quotes(welcome.broker_name) + " at " +
+                                  redacted_url(url_);
                     // 1 to 65535, never 0 (no session), so that tags of one session are not taken for the next's.
                     generation_.store(++sessions_started_ % 0xffff + 1);
                     last_heard_ = last_sent_ = Clock::now();
@@ -675,7 +697,9 @@ void ZmqTransport::dispatch(const wire::Frame& frame, std::span<const std::byte>
         const std::shared_ptr<Call> call = std::move(found->second);
         confirms_.erase(found);
         try {
-            call->confirm(wire::read_confirm(frame).result);
+            PublishResult result = wire::read_confirm(frame).result;
+            if (!result.return_reason.empty()) result.return_reason = as_named_here(std::move(result.return_reason));
+            call->confirm(std::move(result));
         } catch (const wire::ProtocolError& error) {
             call->fail(Call::Outcome::connection, std::string("the confirm could not be read: ") + error.what());
         }
@@ -723,7 +747,7 @@ void ZmqTransport::dispatch(const wire::Frame& frame, std::span<const std::byte>
                 outgoing.call.use_count() == 1)
                 log(LogLevel::error, "zmq transport: consuming \"" + outgoing.consumer->queue +
                                          "\" again after a reconnect failed: " + failure.text);
-            outgoing.call->fail(Call::Outcome::failed, failure.text, failure.kind);
+            outgoing.call->fail(Call::Outcome::failed, as_named_here(failure.text), failure.kind);
             return;
         }
         if (outgoing.kind == Outgoing::Kind::consume) {
@@ -743,7 +767,7 @@ void ZmqTransport::dispatch(const wire::Frame& frame, std::span<const std::byte>
         log(LogLevel::warning, "zmq transport: " + where() + " refused a frame: " + error.text);
         const auto found = awaiting_.find(error.request);
         if (error.request == 0 || found == awaiting_.end()) return;
-        found->second.call->fail(Call::Outcome::failed, error.text);
+        found->second.call->fail(Call::Outcome::failed, as_named_here(error.text));
         awaiting_.erase(found);
         return;
     }

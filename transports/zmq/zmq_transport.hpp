@@ -84,6 +84,10 @@ private:
     PublishResult finish_publish(const std::shared_ptr<Call>& call, Call::Clock::time_point deadline);
     void release_window_slot();
     std::string where() const;
+    // `text` from the broker with the embedded broker's name for itself (`inproc broker
+    // "NAME"`, true in its own process) made the one this client talks to: the zmq broker
+    // "NAME" at this transport's URL. I/O thread only.
+    std::string as_named_here(std::string text) const;
 
     // I/O thread.
     void run();
@@ -118,6 +122,9 @@ private:
     std::atomic<std::uint64_t> next_number_{1};
     std::atomic<std::uint64_t> generation_{0};  // of the current session; 0 while there is none
     std::atomic<bool> ready_{false};
+    // The broker's frame limit, from its welcome: a publish whose frame is larger is refused
+    // before it is sent (0 until the first welcome).
+    std::atomic<std::uint64_t> max_frame_bytes_{0};
     std::atomic<bool> closed_{false};
 
     std::mutex window_mutex_;
@@ -137,6 +144,9 @@ private:
     std::unordered_map<std::uint64_t, std::shared_ptr<Call>> confirms_;
     std::unordered_map<std::uint64_t, std::shared_ptr<LocalConsumer>> by_server_id_;
     std::chrono::milliseconds broker_heartbeat_{1000};
+    // How the broker's texts name it (`inproc broker "NAME"`, NAME from the welcome) and what
+    // as_named_here puts in its place.
+    std::string named_in_process_, named_here_;
     Call::Clock::time_point last_heard_{}, last_sent_{};
     std::uint64_t hello_number_ = 0;
     std::uint64_t sessions_started_ = 0;
