@@ -339,7 +339,7 @@ bool ConsumerCore::park_unpublishable(Delivery& delivery, const ConsumeContext& 
                      "could not be published again for another attempt: " + refused.return_reason);
 }
 
-ConsumerCore::Reading ConsumerCore::reading() {
+ConsumerCore::Reading ConsumerCore::reading(bool ask_transport) {
     Reading now;
     {
         std::lock_guard guard(lock_);
@@ -348,7 +348,7 @@ ConsumerCore::Reading ConsumerCore::reading() {
         const auto quiet_since = std::max(last_started_, waiting_since_);
         now.stopped = !waiting_.empty() && std::chrono::steady_clock::now() - quiet_since > options_.stall_after;
     }
-    if (!now.stopped) {
+    if (!now.stopped && ask_transport) {
         try {
             now.stopped = !bus_->transport().queue_exists(queue_);
         } catch (const Error&) {

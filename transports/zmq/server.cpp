@@ -17,6 +17,7 @@
 
 #include <acemq/log.hpp>
 
+#include "inproc/inproc_transport.hpp"
 #include "zmq/endpoint.hpp"
 #include "zmq/keys.hpp"
 #include "zmq/protocol.hpp"
@@ -460,7 +461,12 @@ void ServerImpl::handle_in_session(Session& session, const wire::Frame& frame) {
         });
         return;
     }
-    case Command::ping: send(session, wire::encode_reply_nil(wire::read_request(frame))); return;
+    case Command::ping: {
+        const std::uint64_t request = wire::read_request(frame);
+        answer(request,
+               [&] { return wire::encode_reply_ping(request, inproc::refusing_commits(*broker_).value_or("")); });
+        return;
+    }
     case Command::heartbeat: return;
     case Command::bye: end_session(session.id, "it said goodbye"); return;
     case Command::hello: return;  // handled before a session is looked up
