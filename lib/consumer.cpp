@@ -80,8 +80,14 @@ std::shared_ptr<ConsumerCore> ConsumerCore::start(std::shared_ptr<BusCore> bus, 
     if (options.tag.empty()) options.tag = bus->default_tag(queue);
 
     // A declaration failure stops the consumer from starting: better than a consumer whose
-    // failures have nowhere to go.
-    if (options.declare) bus->transport().declare(consumer_topology(queue, policy));
+    // failures have nowhere to go. Only for a queue that exists, though: the consume of one
+    // that does not fails below with NOT_FOUND, and must leave no durable .dlq, .parked or
+    // rung queues behind for it.
+    const auto declare_failure_topology = [&bus](const std::string& name, const RetryPolicy& retry) {
+        bus->transport().declare(consumer_topology(name, retry));
+    };
+    const bool declared = options.declare && bus->transport().queue_exists(queue);
+    if (declared) declare_failure_topology(queue, policy);
 
     auto core = std::make_shared<ConsumerCore>(bus, std::move(queue), std::move(decoder), std::move(options),
                                                std::move(policy));
@@ -102,6 +108,8 @@ std::shared_ptr<ConsumerCore> ConsumerCore::start(std::shared_ptr<BusCore> bus, 
         ConsumeSpec spec{core->options_.prefetch, core->options_.tag, {}};
         core->subscription_ = bus->transport().consume(
             core->queue_, spec, [raw = core.get()](Delivery delivery) { raw->on_delivery(std::move(delivery)); });
+        // Its owner declared the queue between the check and the consume.
+        if (core->options_.declare && !declared) declare_failure_topology(core->queue_, core->policy_);
     } catch (...) {
         core->close(std::chrono::milliseconds(0));
         throw;
