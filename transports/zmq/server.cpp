@@ -81,7 +81,7 @@ wire::FailureKind failure_kind_of_current() {
 
 class ServerImpl final : public Server {
 public:
-    ServerImpl(std::shared_ptr<inproc::Broker> broker, std::vector<std::string> endpoints, ServerOptions options);
+    ServerImpl(const BrokerOpener& open_broker, std::vector<std::string> endpoints, ServerOptions options);
     ~ServerImpl() override;
 
     const std::vector<std::string>& endpoints() const noexcept override { return bound_; }
@@ -139,11 +139,8 @@ private:
     std::thread thread_;
 };
 
-ServerImpl::ServerImpl(std::shared_ptr<inproc::Broker> broker, std::vector<std::string> endpoints,
-                       ServerOptions options)
-    : broker_(std::move(broker)), options_(std::move(options)), context_(1),
-      router_(context_, ::zmq::socket_type::router) {
-    if (!broker_) throw InvalidArgument("acemq: zmq::serve needs a broker; pass acemq::inproc::broker(NAME)");
+ServerImpl::ServerImpl(const BrokerOpener& open_broker, std::vector<std::string> endpoints, ServerOptions options)
+    : options_(std::move(options)), context_(1), router_(context_, ::zmq::socket_type::router) {
     if (endpoints.empty())
         throw InvalidArgument(
             "acemq: zmq::serve needs at least one endpoint, e.g. tcp://127.0.0.1:5680 or ipc:///PATH");
@@ -180,13 +177,15 @@ ServerImpl::ServerImpl(std::shared_ptr<inproc::Broker> broker, std::vector<std::
     }
     for (const std::string& endpoint : endpoints) {
         try {
-            router_.bind(endpoint);
+            router_.bind(bind_endpoint(endpoint));
         } catch (const ::zmq::error_t& error) {
             throw ConnectionError("acemq: the zmq broker cannot listen on " + endpoint + ": " + error.what() +
                                   " (another broker there? choose another port or path)");
         }
         bound_.push_back(router_.get(::zmq::sockopt::last_endpoint));
     }
+    if (open_broker) broker_ = open_broker();
+    if (!broker_) throw InvalidArgument("acemq: zmq::serve needs a broker; pass acemq::inproc::broker(NAME)");
     thread_ = std::thread([this] { run(); });
 }
 
@@ -596,7 +595,13 @@ void ServerImpl::answer_zap() {
 
 std::unique_ptr<Server> serve(std::shared_ptr<inproc::Broker> broker, std::vector<std::string> endpoints,
                               ServerOptions options) {
-    return std::make_unique<ServerImpl>(std::move(broker), std::move(endpoints), std::move(options));
+    return serve(broker ? BrokerOpener([broker] { return broker; }) : BrokerOpener(), std::move(endpoints),
+                 std::move(options));
+}
+
+std::unique_ptr<Server> serve(const BrokerOpener& open_broker, std::vector<std::string> endpoints,
+                              ServerOptions options) {
+    return std::make_unique<ServerImpl>(open_broker, std::move(endpoints), std::move(options));
 }
 
 }  // namespace acemq::zmq
