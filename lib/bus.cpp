@@ -229,10 +229,11 @@ void Bus::add_consume_interceptor(ConsumeInterceptor interceptor) {
 Health Bus::health(std::chrono::milliseconds timeout) {
     if (core_->closed()) return Health{.status = Health::Status::down, .detail = "the bus is closed"};
     Health report = core_->transport().check_health(timeout);
-    // Consumers are asked only of a connection that answers: down already says the rest.
+    // Consumers are asked only of a connection that answers: down already says the rest, and
+    // asking a broker that is away would hold the answer (a readiness probe's) until it is back.
     const bool answering = report.status != Health::Status::down;
     for (const auto& consumer : core_->live_consumers()) {
-        const detail::ConsumerCore::Reading reading = consumer->reading();
+        const detail::ConsumerCore::Reading reading = consumer->reading(answering);
         if (!reading.open) continue;
         ++report.consumers;
         report.in_flight += reading.in_flight;

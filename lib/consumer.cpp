@@ -163,8 +163,14 @@ std::shared_ptr<ConsumerCore> ConsumerCore::start(std::shared_ptr<BusCore> bus, 
     if (options.tag.empty()) options.tag = bus->default_tag(queue);
 
     // A declaration failure stops the consumer from starting: better than a consumer whose
-    // failures have nowhere to go.
-    if (options.declare) bus->transport().declare(consumer_topology(queue, policy));
+    // failures have nowhere to go. Only for a queue that exists, though: the consume of one
+    // that does not fails below with NOT_FOUND, and must leave no durable .dlq, .parked or
+    // rung queues behind for it.
+    const auto declare_failure_topology = [&bus](const std::string& name, const RetryPolicy& retry) {
+        bus->transport().declare(consumer_topology(name, retry));
+    };
+    const bool declared = options.declare && bus->transport().queue_exists(queue);
+    if (declared) declare_failure_topology(queue, policy);
 
     auto core = std::make_shared<ConsumerCore>(bus, std::move(queue), std::move(decoder), std::move(options),
                                                std::move(policy));
@@ -185,6 +191,8 @@ std::shared_ptr<ConsumerCore> ConsumerCore::start(std::shared_ptr<BusCore> bus, 
         ConsumeSpec spec{core->options_.prefetch, core->options_.tag, {}};
         core->subscription_ = bus->transport().consume(
             core->queue_, spec, [raw = core.get()](Delivery delivery) { raw->on_delivery(std::move(delivery)); });
+        // Its owner declared the queue between the check and the consume.
+        if (core->options_.declare && !declared) declare_failure_topology(core->queue_, core->policy_);
     } catch (...) {
         core->close(std::chrono::milliseconds(0));
         throw;
@@ -430,7 +438,7 @@ bool ConsumerCore::park_unpublishable(Delivery& delivery, const ConsumeContext& 
                      "could not be published again for another attempt: " + refused.return_reason);
 }
 
-ConsumerCore::Reading ConsumerCore::reading() {
+ConsumerCore::Reading ConsumerCore::reading(bool ask_transport) {
     Reading now;
     {
         std::lock_guard guard(lock_);
@@ -439,7 +447,7 @@ ConsumerCore::Reading ConsumerCore::reading() {
         const auto quiet_since = std::max(last_started_, waiting_since_);
         now.stopped = !waiting_.empty() && std::chrono::steady_clock::now() - quiet_since > options_.stall_after;
     }
-    if (!now.stopped) {
+    if (!now.stopped && ask_transport) {
         try {
             now.stopped = !bus_->transport().queue_exists(queue_);
         } catch (const Error&) {

@@ -38,8 +38,9 @@ public:
         std::size_t in_flight = 0;  // deliveries waiting for a worker or in a handler
     };
     // Asks the transport whether the queue still exists (the subscription ended under the
-    // consumer when not), unless the workers already show a stall.
-    Reading reading();
+    // consumer when not), unless the workers already show a stall or `ask_transport` is false:
+    // a transport that is down would hold the question until the broker is back.
+    Reading reading(bool ask_transport);
 
 private:
     void on_delivery(Delivery delivery);

@@ -31,13 +31,15 @@ Hosts one embedded acemq broker and serves it over ZeroMQ to acemq clients
 (URLs zmq+tcp://HOST:PORT and zmq+ipc:///PATH) until SIGTERM or SIGINT.
 
   --listen ENDPOINT       tcp://ADDRESS:PORT or ipc:///PATH to bind; repeatable
-                          (default tcp://127.0.0.1:5680; port 0 picks a free one)
+                          (default tcp://127.0.0.1:5680; port 0 picks a free one;
+                          tcp://localhost:PORT binds 127.0.0.1)
   --name NAME             the broker's name, shown in its errors (default acemq-broker)
   --data FILE             keep durable queues, exchanges, bindings and persistent
-                          messages in the SQLite file FILE (made when missing), so
-                          they survive a crash or a power cut: a persistent publish
-                          to a durable queue is confirmed once synced to disk.
-                          Without it, everything is in memory only
+                          messages in the SQLite file FILE (made when missing, once
+                          every endpoint is bound), so they survive a crash or a
+                          power cut: a persistent publish to a durable queue is
+                          confirmed once synced to disk. Without it, everything is
+                          in memory only
   --max-data-bytes N      refuse persistent publishes once FILE holds N bytes
   --heartbeat-ms N        beat to every client at least every N ms (default 1000)
   --allow-remote          allow tcp endpoints that are not loopback addresses
@@ -193,8 +195,11 @@ int generate_keys(const std::filesystem::path& base) {
 }
 
 int run(const Settings& settings, const sigset_t& stop_signals) {
-    auto broker = acemq::inproc::broker(settings.name, settings.broker);
-    auto server = acemq::zmq::serve(broker, settings.endpoints, settings.options);
+    std::shared_ptr<acemq::inproc::Broker> broker;
+    // The broker (and its data file) is made once every endpoint is bound: a port in use
+    // then leaves no new data file behind.
+    auto server = acemq::zmq::serve([&] { return broker = acemq::inproc::broker(settings.name, settings.broker); },
+                                    settings.endpoints, settings.options);
     std::cerr << program << ": broker \"" << settings.name << "\" serving " << joined(server->endpoints())
               << (settings.broker.data.empty() ? "; in memory only" : "; durable in " + settings.broker.data)
               << (settings.options.curve

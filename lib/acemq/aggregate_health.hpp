@@ -26,7 +26,7 @@ namespace acemq {
 
 struct HealthCheck {
     std::string name;  // "broker", "db", ...: the key under "parts"
-    // Is given the aggregate's deadline; may throw (the part is then down, with the text).
+    // Is given 9/10 of the aggregate's deadline, to be heard; may throw (the part is then down, with the text).
     std::function<Health(std::chrono::milliseconds deadline)> check;
 };
 

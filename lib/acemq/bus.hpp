@@ -84,8 +84,8 @@ public:
     // it does, whether each live consumer is still reading: degraded, "these consumers have
     // stopped reading: <queues>", when a consumer's queue is gone or deliveries waited past its
     // stall_after with every worker busy; consumers and in_flight count them all. down (the
-    // transport's, or once the bus is closed) wins over degraded. Thread-safe, and cheap
-    // enough for a readiness probe (a round trip, and a queue_exists per consumer).
+    // transport's, or once the bus is closed) wins over degraded and asks nothing more, so it
+    // comes at once. Thread-safe; a readiness probe's cost: a round trip, a queue_exists each.
     Health health(std::chrono::milliseconds timeout = std::chrono::seconds(3));
 
     Transport& transport();

@@ -56,8 +56,8 @@ struct ConsumerOptions {
     std::shared_ptr<const Codec> codec{};  // default: the bus's codec
     std::string tag{};                     // default: acemq-{queue}, then acemq-{queue}-2, ...
     // Declare where failures go ({queue}.dlq, {queue}.parked, acemq.dlx, the policy's rungs
-    // and acemq.retry) before the first delivery. Off for consumers without configure
-    // permission or one-off readers of a .dlq (which would otherwise create .dlq.dlq).
+    // and acemq.retry) once the queue is known to exist (none for a missing one, whose consume
+    // fails). Off without configure permission, or for one-off readers of a .dlq (else .dlq.dlq).
     bool declare = true;
     std::chrono::milliseconds drain_timeout = default_drain_timeout;
     // Bus::health reports the consumer as stopped reading (degraded) when deliveries have

@@ -5,8 +5,8 @@
 // degraded  the broker answered, but some consumers have stopped reading: their queue was
 //           deleted under them (or the broker cancelled them), or deliveries have waited past
 //           ConsumerOptions::stall_after while every worker was busy with an older one
-// down      no answer in time, the connection is closed, or (a durable embedded broker) the
-//           data file refuses commits, so publishes are refused
+// down      no answer in time, the connection closed or its session known lost (said at once),
+//           or (a durable embedded broker, here or over zmq) the data file refuses commits
 //
 // Readiness: up and degraded are ready (200), down is not (503). Liveness must not ask the
 // broker at all.

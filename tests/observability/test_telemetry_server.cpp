@@ -60,6 +60,20 @@ TEST_CASE("aggregate health: a check that does not answer is down by name, and d
     CHECK(report.parts[2].second.status == acemq::Health::Status::up);
 }
 
+TEST_CASE("aggregate health: a check that uses all the time it is given is still heard, consumers and all") {
+    // As Bus::health on a broker that does not answer: the ping waits out its whole timeout.
+    const auto report = acemq::aggregate_health(
+        {{"broker",
+          [](std::chrono::milliseconds deadline) {
+              std::this_thread::sleep_for(deadline);
+              return acemq::Health{.status = acemq::Health::Status::down, .detail = "no answer", .consumers = 1};
+          }}},
+        3s);
+    REQUIRE(report.parts.size() == 1);
+    CHECK(report.parts[0].second.detail == "no answer");
+    CHECK(report.parts[0].second.consumers == 1);
+}
+
 TEST_CASE("the endpoint serves metrics, health, liveness and info") {
     auto metrics = std::make_shared<acemq::InMemoryMetrics>();
     acemq::Bus bus = acemq::connect("inproc://telemetry-server-" + acemq::new_uuid(), {.metrics = metrics});

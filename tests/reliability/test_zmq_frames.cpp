@@ -314,9 +314,17 @@ std::vector<Bytes> round_trips(Values& values) {
         CHECK(number.frame.unsigned_at(1, "value") == value);
         const Parsed boolean = parsed(wire::encode_reply_bool(request, flag));
         CHECK(boolean.frame.bool_at(1, "value") == flag);
+        const std::string trouble = values.text();
+        const Parsed ping = parsed(wire::encode_reply_ping(request, trouble));
+        CHECK(wire::read_request(ping.frame) == request);
+        CHECK(ping.frame.is_nil(1));
+        CHECK(wire::read_ping_reply(ping.frame) == trouble);
+        // A broker from before `trouble` answers a ping with two fields: no trouble.
+        CHECK(wire::read_ping_reply(nil.frame).empty());
         keep(nil);
         keep(number);
         keep(boolean);
+        keep(ping);
     }
     {
         const std::uint64_t request = values.number();

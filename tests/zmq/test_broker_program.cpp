@@ -18,6 +18,7 @@
 #include <vector>
 
 #include <acemq/config.hpp>
+#include <acemq/zmq.hpp>
 
 #include "../support/temp_dir.hpp"
 #include "zmq/keys.hpp"
@@ -213,6 +214,38 @@ TEST_CASE("acemq-broker exits 1 when it cannot bind, with the library's reason")
 
     first.signal(SIGTERM);
     CHECK(first.wait_exit() == 0);
+}
+
+TEST_CASE("acemq-broker that cannot bind leaves no data file behind") {
+    TempDir dir;
+    const fs::path ready = dir.path() / "ready";
+    Broker first(dir, {"--listen", "tcp://127.0.0.1:0", "--ready-file", ready.string()});
+    const std::string endpoint = first.wait_ready(ready).at(0);
+
+    const fs::path data = dir.path() / "second.db";
+    Broker second(dir, {"--listen", endpoint, "--data", data.string()});
+    CHECK(second.wait_exit() == 1);
+    CHECK_THAT(second.err(), Catch::Contains(endpoint));
+    for (const auto& entry : fs::directory_iterator(dir.path()))
+        CHECK_FALSE(entry.path().filename().string().starts_with("second.db"));
+
+    first.signal(SIGTERM);
+    CHECK(first.wait_exit() == 0);
+}
+
+TEST_CASE("acemq-broker --listen tcp://localhost:PORT binds the loopback address, and clients reach it as localhost") {
+    TempDir dir;
+    const fs::path ready = dir.path() / "ready";
+    Broker broker(dir, {"--listen", "tcp://localhost:0", "--ready-file", ready.string()});
+    const auto endpoints = broker.wait_ready(ready);
+    REQUIRE(endpoints.size() == 1);
+    const int port = port_of(endpoints[0]);
+    REQUIRE(port > 0);
+    auto transport = acemq::zmq::open("zmq+tcp://localhost:" + std::to_string(port), {.connect_timeout = 10s});
+    CHECK(transport->check_health(10s).status == acemq::Health::Status::up);
+    transport->close();
+    broker.signal(SIGTERM);
+    CHECK(broker.wait_exit() == 0);
 }
 
 TEST_CASE("with CurveZMQ keys acemq-broker says Curve is on and never prints a key") {

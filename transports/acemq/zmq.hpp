@@ -99,8 +99,8 @@ struct ServerOptions {
     // connection that drops while its session is open).
     std::size_t max_frame_bytes = 64 * 1024 * 1024;
     std::optional<ServerCurve> curve{};
-    // tcp:// endpoints must name a loopback address (127.0.0.0/8, ::1, localhost) unless
-    // this is true; ipc:// endpoints are always allowed.
+    // tcp:// endpoints must name a loopback address (127.0.0.0/8, ::1, localhost, which binds
+    // 127.0.0.1) unless this is true; ipc:// endpoints are always allowed.
     bool allow_remote = false;
 };
 
@@ -121,11 +121,18 @@ public:
     virtual ServerStats stats() const = 0;
 };
 
-// Binds every endpoint (tcp://ADDRESS:PORT, ipc:///PATH) and starts serving. Throws
+// Binds every endpoint (tcp://ADDRESS:PORT, ipc:///PATH; tcp://localhost:PORT binds
+// 127.0.0.1, since libzmq binds addresses, not names) and starts serving. Throws
 // InvalidArgument for an endpoint that is not one, a remote one without allow_remote, a
 // curve option without allowed keys, or a key file that cannot be read; ConnectionError
 // when an endpoint cannot be bound (in use, no permission).
 std::unique_ptr<Server> serve(std::shared_ptr<inproc::Broker> broker, std::vector<std::string> endpoints,
+                              ServerOptions options = {});
+// The same, opening the broker (called once, on this thread) only after every endpoint is
+// bound: an endpoint that cannot be bound then leaves nothing made behind, such as a durable
+// broker's new data file. What `open_broker` throws, serve throws.
+using BrokerOpener = std::function<std::shared_ptr<inproc::Broker>()>;
+std::unique_ptr<Server> serve(const BrokerOpener& open_broker, std::vector<std::string> endpoints,
                               ServerOptions options = {});
 
 // ---- The client transport -------------------------------------------------------------

@@ -106,24 +106,27 @@ std::uint64_t InprocTransport::queue_depth(std::string_view queue) { return brok
 bool InprocTransport::queue_exists(std::string_view queue) { return broker_->queue_exists(connection_, queue); }
 void InprocTransport::delete_queue(std::string_view queue) { broker_->delete_queue(connection_, queue); }
 
+std::optional<std::string> refusing_commits(Broker& broker) {
+    const std::optional<std::string> failure = broker.commit_failure();
+    if (!failure) return std::nullopt;
+    return "the data file \"" + broker.data() + "\" refuses commits (" + *failure +
+           "); persistent publishes are refused until it writes again";
+}
+
 Health InprocTransport::check_health(std::chrono::milliseconds /*timeout*/) {
     // No deadline to keep: the broker is in this process, and its lock is held only briefly.
     if (closed_.load(std::memory_order_relaxed))
         return Health{.status = Health::Status::down, .detail = "the transport is closed"};
     const auto started = std::chrono::steady_clock::now();
-    std::optional<std::string> failure;
+    std::optional<std::string> refusing;
     try {
-        failure = broker_->commit_failure();
+        refusing = refusing_commits(*broker_);
     } catch (const Error& error) {
         return Health{.status = Health::Status::down, .detail = error.what()};  // asked from inside a DeliverFn
     }
     const auto round_trip =
         std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - started);
-    if (failure)
-        return Health{.status = Health::Status::down,
-                      .detail = "the data file \"" + broker_->data() + "\" refuses commits (" + *failure +
-                                "); persistent publishes are refused until it writes again",
-                      .round_trip = round_trip};
+    if (refusing) return Health{.status = Health::Status::down, .detail = *refusing, .round_trip = round_trip};
     return Health{.round_trip = round_trip};
 }
 

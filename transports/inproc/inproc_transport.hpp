@@ -11,11 +11,19 @@
 
 #include <atomic>
 #include <memory>
+#include <optional>
+#include <string>
 
 #include <acemq/inproc.hpp>
 #include <acemq/transport.hpp>
 
 namespace acemq::inproc {
+
+// Why `broker` refuses persistent publishes now, as its health says it: "the data file
+// \"FILE\" refuses commits (WHY); persistent publishes are refused until it writes again";
+// nullopt while its commits succeed, and for a broker in memory only. The zmq server answers
+// a ping with the same. Error when asked from inside one of the broker's DeliverFns.
+std::optional<std::string> refusing_commits(Broker& broker);
 
 class InprocTransport final : public Transport {
 public:

@@ -48,6 +48,12 @@ void check_bind_endpoint(std::string_view endpoint, bool allow_remote) {
                               "(ServerOptions::allow_remote, acemq-broker --allow-remote) and give them CurveZMQ keys");
 }
 
+std::string bind_endpoint(std::string_view endpoint) {
+    constexpr std::string_view localhost = "tcp://localhost:";
+    if (endpoint.starts_with(localhost)) return "tcp://127.0.0.1:" + std::string(endpoint.substr(localhost.size()));
+    return std::string(endpoint);
+}
+
 std::string endpoint_of_url(std::string_view url) {
     std::string_view host, port;
     if (url.starts_with("zmq+ipc://") && url.size() > 10) return "ipc://" + std::string(url.substr(10));

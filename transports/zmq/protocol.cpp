@@ -295,6 +295,12 @@ msgpack::sbuffer encode_reply_bool(std::uint64_t request, bool value) {
     return std::move(out.buffer());
 }
 
+msgpack::sbuffer encode_reply_ping(std::uint64_t request, std::string_view trouble) {
+    Writer out(Command::reply, 3);
+    out.value(request).nil().text(trouble);
+    return std::move(out.buffer());
+}
+
 msgpack::sbuffer encode_reply_pulled(std::uint64_t request, std::uint64_t delivery_tag, const InboundMessage& message) {
     Writer out(Command::reply, 2, message_size_hint(message.body.size(), message.headers.size()));
     out.value(request);
@@ -452,6 +458,10 @@ std::optional<Deliver> read_pulled(const Frame& frame) {
         return std::optional<Deliver>(
             Deliver{0, read_unsigned(fields.ptr[0], "delivery_tag"), read_message(fields.ptr + 1)});
     });
+}
+
+std::string read_ping_reply(const Frame& frame) {
+    return frame.size() > 2 ? frame.string_at(2, "trouble") : std::string();
 }
 
 ErrorFrame read_error(const Frame& frame) {

@@ -143,6 +143,9 @@ msgpack::sbuffer encode_welcome(std::uint64_t request, std::string_view broker_n
 msgpack::sbuffer encode_reply_nil(std::uint64_t request);
 msgpack::sbuffer encode_reply_unsigned(std::uint64_t request, std::uint64_t value);
 msgpack::sbuffer encode_reply_bool(std::uint64_t request, bool value);
+// The answer to ping: nil, then `trouble`, why the broker is not fully serving ("" when it
+// is; a field appended within version 1, docs/zmq-protocol.md §4.1).
+msgpack::sbuffer encode_reply_ping(std::uint64_t request, std::string_view trouble);
 // The answer to pull: nil for an empty queue, else the delivery.
 msgpack::sbuffer encode_reply_pulled(std::uint64_t request, std::uint64_t delivery_tag, const InboundMessage& message);
 msgpack::sbuffer encode_failure(std::uint64_t request, FailureKind kind, std::string_view text);
@@ -230,6 +233,8 @@ struct Deliver {
 Deliver read_deliver(const Frame& frame);
 // The reply to pull: nullopt for an empty queue.
 std::optional<Deliver> read_pulled(const Frame& frame);
+// The reply to ping: its `trouble`; "" from a broker that is fully serving, or that predates the field.
+std::string read_ping_reply(const Frame& frame);
 
 struct ErrorFrame {
     std::uint64_t request;

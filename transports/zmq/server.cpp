@@ -19,6 +19,7 @@
 
 #include <acemq/log.hpp>
 
+#include "inproc/inproc_transport.hpp"
 #include "zmq/endpoint.hpp"
 #include "zmq/keys.hpp"
 #include "zmq/protocol.hpp"
@@ -102,7 +103,7 @@ wire::FailureKind failure_kind_of_current() {
 
 class ServerImpl final : public Server {
 public:
-    ServerImpl(std::shared_ptr<inproc::Broker> broker, std::vector<std::string> endpoints, ServerOptions options);
+    ServerImpl(const BrokerOpener& open_broker, std::vector<std::string> endpoints, ServerOptions options);
     ~ServerImpl() override;
 
     const std::vector<std::string>& endpoints() const noexcept override { return bound_; }
@@ -165,11 +166,9 @@ private:
     std::thread thread_;
 };
 
-ServerImpl::ServerImpl(std::shared_ptr<inproc::Broker> broker, std::vector<std::string> endpoints,
-                       ServerOptions options)
-    : broker_(std::move(broker)), options_(std::move(options)), context_(1),
-      router_(context_, ::zmq::socket_type::router), connections_(context_, ::zmq::socket_type::pair) {
-    if (!broker_) throw InvalidArgument("acemq: zmq::serve needs a broker; pass acemq::inproc::broker(NAME)");
+ServerImpl::ServerImpl(const BrokerOpener& open_broker, std::vector<std::string> endpoints, ServerOptions options)
+    : options_(std::move(options)), context_(1), router_(context_, ::zmq::socket_type::router),
+      connections_(context_, ::zmq::socket_type::pair) {
     if (endpoints.empty())
         throw InvalidArgument(
             "acemq: zmq::serve needs at least one endpoint, e.g. tcp://127.0.0.1:5680 or ipc:///PATH");
@@ -214,13 +213,15 @@ ServerImpl::ServerImpl(std::shared_ptr<inproc::Broker> broker, std::vector<std::
     }
     for (const std::string& endpoint : endpoints) {
         try {
-            router_.bind(endpoint);
+            router_.bind(bind_endpoint(endpoint));
         } catch (const ::zmq::error_t& error) {
             throw ConnectionError("acemq: the zmq broker cannot listen on " + endpoint + ": " + error.what() +
                                   " (another broker there? choose another port or path)");
         }
         bound_.push_back(router_.get(::zmq::sockopt::last_endpoint));
     }
+    if (open_broker) broker_ = open_broker();
+    if (!broker_) throw InvalidArgument("acemq: zmq::serve needs a broker; pass acemq::inproc::broker(NAME)");
     thread_ = std::thread([this] { run(); });
 }
 
@@ -511,7 +512,12 @@ void ServerImpl::handle_in_session(Session& session, const wire::Frame& frame) {
         });
         return;
     }
-    case Command::ping: send(session, wire::encode_reply_nil(wire::read_request(frame))); return;
+    case Command::ping: {
+        const std::uint64_t request = wire::read_request(frame);
+        answer(request,
+               [&] { return wire::encode_reply_ping(request, inproc::refusing_commits(*broker_).value_or("")); });
+        return;
+    }
     case Command::heartbeat: return;
     case Command::bye: end_session(session.id, "it said goodbye"); return;
     case Command::hello: return;  // handled before a session is looked up
@@ -694,7 +700,13 @@ void ServerImpl::answer_zap() {
 
 std::unique_ptr<Server> serve(std::shared_ptr<inproc::Broker> broker, std::vector<std::string> endpoints,
                               ServerOptions options) {
-    return std::make_unique<ServerImpl>(std::move(broker), std::move(endpoints), std::move(options));
+    return serve(broker ? BrokerOpener([broker] { return broker; }) : BrokerOpener(), std::move(endpoints),
+                 std::move(options));
+}
+
+std::unique_ptr<Server> serve(const BrokerOpener& open_broker, std::vector<std::string> endpoints,
+                              ServerOptions options) {
+    return std::make_unique<ServerImpl>(open_broker, std::move(endpoints), std::move(options));
 }
 
 }  // namespace acemq::zmq

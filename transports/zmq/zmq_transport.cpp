@@ -336,8 +336,13 @@ void ZmqTransport::delete_queue(std::string_view queue) {
 
 Health ZmqTransport::check_health(std::chrono::milliseconds timeout) {
     if (closed_.load()) return {.status = Health::Status::down, .detail = "the transport to " + where() + " is closed"};
-    if (!ready_.load())
-        return {.status = Health::Status::down, .detail = "the session with " + where() + " is lost; reconnecting"};
+    if (!ready_.load()) {
+        // Known lost: a ping would only wait for the next session, so the answer is now.
+        std::lock_guard lock(lost_mutex_);
+        return {.status = Health::Status::down,
+                .detail = "the session is lost: " + lost_because_ + "; " +
+                          (options_.recover ? "reconnecting" : "recovery is off, so open a new transport")};
+    }
     const auto started = Clock::now();
     const std::uint64_t number = next_number();
     const auto call = submit({.kind = Outgoing::Kind::request, .number = number, .frame = wire::encode_ping(number)});
@@ -346,7 +351,16 @@ Health ZmqTransport::check_health(std::chrono::milliseconds timeout) {
         return {.status = Health::Status::down,
                 .detail = result ? result->text
                                  : where() + " did not answer within " + std::to_string(timeout.count()) + " ms"};
-    return {.round_trip = std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - started)};
+    const auto round_trip = std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - started);
+    std::string trouble;
+    try {
+        trouble = wire::read_ping_reply(wire::Frame::parse(result->frame));
+    } catch (const wire::ProtocolError& error) {
+        trouble = std::string("its answer to a ping could not be read: ") + error.what();
+    }
+    if (!trouble.empty())
+        return {.status = Health::Status::down, .detail = where() + ": " + trouble, .round_trip = round_trip};
+    return {.round_trip = round_trip};
 }
 
 TransportInfo ZmqTransport::describe() const {
@@ -778,9 +792,12 @@ void ZmqTransport::dispatch(const wire::Frame& frame, std::span<const std::byte>
 }
 
 void ZmqTransport::lose_session(std::string why) {
+    {
+        std::lock_guard lock(lost_mutex_);
+        lost_because_ = why;
+    }
     ready_.store(false);
     generation_.store(0);
-    lost_because_ = why;
     const std::string text = "acemq: the session with " + where() + " was lost before it answered (" + why + ")";
     for (auto& [number, outgoing] : awaiting_) outgoing.call->fail(Call::Outcome::connection, text);
     awaiting_.clear();

@@ -49,8 +49,10 @@ public:
     std::uint64_t queue_depth(std::string_view queue) override;
     bool queue_exists(std::string_view queue) override;
     void delete_queue(std::string_view queue) override;
-    // A ping answered within `timeout`: up, with its round trip; down when the session is
-    // lost (reconnecting), the ping is not answered in time, or the transport is closed.
+    // A ping answered within `timeout`: up, with its round trip; down, with the broker's
+    // reason, when the broker says it refuses persistent publishes (its data file refuses
+    // commits); down at once, with the reason the session was lost, while there is no
+    // session; down when the ping is not answered in time, or the transport is closed.
     Health check_health(std::chrono::milliseconds timeout) override;
     // "zmq", "acemq", the endpoint; capabilities "confirms", "dead-letters", "ttl", and "curve"
     // when the session is encrypted.
@@ -150,7 +152,8 @@ private:
     Call::Clock::time_point last_heard_{}, last_sent_{};
     std::uint64_t hello_number_ = 0;
     std::uint64_t sessions_started_ = 0;
-    std::string lost_because_;
+    std::mutex lost_mutex_;
+    std::string lost_because_;     // written on the I/O thread under lost_mutex_; check_health reads it
     std::string refused_because_;  // the handshake was refused (Curve key not admitted)
     std::mutex open_mutex_;
     std::condition_variable open_cv_;
