@@ -1,8 +1,11 @@
 #include "inproc/data_file.hpp"
 
 #include <sqlite3.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <fstream>
 #include <limits>
 #include <memory>
@@ -48,6 +51,35 @@ CREATE TABLE quarantine(row INTEGER PRIMARY KEY, id INTEGER, queue INTEGER, enqu
                         properties BLOB, body BLOB, checksum INTEGER, reason TEXT NOT NULL,
                         quarantined INTEGER NOT NULL);
 )sql";
+
+// How much room the file system holding `path` has; unknown on another VFS's names.
+struct Space {
+    bool known = false;
+    std::uint64_t free_bytes = 0;
+};
+Space space_around(const std::string& path) {
+    struct statvfs of {};
+    const std::string directory = std::filesystem::path(path).parent_path().string();
+    if (statvfs(directory.empty() ? "." : directory.c_str(), &of) != 0) return {};
+    return {true, static_cast<std::uint64_t>(of.f_bavail) * of.f_frsize};
+}
+
+// Why the file or its directory cannot be written, for an error SQLite words only as an I/O
+// error or a read-only database: a read-only file system, or no permission. "" when neither.
+std::string why_not_writable(const std::string& path) {
+    const std::filesystem::path file(path);
+    const std::string directory = file.parent_path().empty() ? "." : file.parent_path().string();
+    struct statvfs of {};
+    if (statvfs(directory.c_str(), &of) == 0 && (of.f_flag & ST_RDONLY) != 0)
+        return "; the file system holding it is mounted read-only: remount it read-write, or give the broker a "
+               "file on one that is writable";
+    const bool exists = ::access(path.c_str(), F_OK) == 0;
+    if ((exists && ::access(path.c_str(), W_OK) != 0) || ::access(directory.c_str(), W_OK) != 0)
+        return "; this process may not write " + std::string(exists ? "the file" : "its directory") + " " +
+               detail::in_quotes(exists ? path : directory) +
+               " (permission): let the broker's user write it and its directory (SQLite makes the -wal file there)";
+    return {};
+}
 
 // What a refusal of a damaged file tells the operator to do.
 constexpr const char* restore_advice =
@@ -148,15 +180,16 @@ private:
 };
 
 DataFile::DataFile(const std::string& path, const std::string& vfs, std::uint64_t max_bytes, bool salvaging)
-    : path_(path), salvaging_(salvaging) {
+    : path_(path), max_bytes_(max_bytes), salvaging_(salvaging) {
     const int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX;
     const int opened = sqlite3_open_v2(path.c_str(), &db_, flags, vfs.empty() ? nullptr : vfs.c_str());
     if (opened != SQLITE_OK) {
         const std::string why = db_ ? sqlite3_errmsg(db_) : sqlite3_errstr(opened);
         sqlite3_close_v2(db_);
         db_ = nullptr;
+        const std::string cause = vfs.empty() ? why_not_writable(path) : "";
         throw DataFileError("acemq: cannot open the broker's data file " + detail::in_quotes(path) + ": " + why +
-                            "; check that its directory exists and is writable" +
+                            (cause.empty() ? "; check that its directory exists and is writable" : cause) +
                             (vfs.empty() ? "" : ", and that SQLite VFS " + detail::in_quotes(vfs) + " is registered"));
     }
     sqlite3_extended_result_codes(db_, 1);
@@ -202,13 +235,21 @@ void DataFile::fail(const std::string& action) const {
     const int code = sqlite3_extended_errcode(db_);
     const std::string said = sqlite3_errmsg(db_);
     const int primary = code & 0xff;
-    if (primary == SQLITE_FULL)
-        throw StorageFailure("acemq: cannot " + action + " in the broker's data file " + detail::in_quotes(path_) +
-                                 ": disk full (SQLite: " + said +
-                                 "); free space on its disk, or raise BrokerOptions::max_data_bytes",
+    const std::string cannot = "acemq: cannot " + action + " in the broker's data file " + detail::in_quotes(path_);
+    const Space space = space_around(path_);
+    if (primary == SQLITE_FULL && max_bytes_ > 0 && space.free_bytes > max_bytes_ / 8)
+        throw StorageFailure(cannot + ": disk full: the file holds its limit of " + std::to_string(max_bytes_) +
+                                 " bytes (SQLite: " + said +
+                                 "); consume what is queued, or raise the limit (BrokerOptions::max_data_bytes, "
+                                 "acemq-broker's --max-data-bytes)",
                              true);
-    throw StorageFailure("acemq: cannot " + action + " in the broker's data file " + detail::in_quotes(path_) +
-                             ": SQLite said \"" + said + "\" (code " + std::to_string(code) + ")",
+    if (primary == SQLITE_FULL)
+        throw StorageFailure(cannot + ": disk full: the disk holding it has no room left" +
+                                 (space.known ? " (" + std::to_string(space.free_bytes) + " bytes free)" : "") +
+                                 " (SQLite: " + said + "); free space on that disk",
+                             true);
+    throw StorageFailure(cannot + ": SQLite said \"" + said + "\" (code " + std::to_string(code) + ")" +
+                             why_not_writable(path_),
                          false);
 }
 
@@ -240,7 +281,7 @@ void DataFile::check_ours() {
                 "broker a new file name");
         if (code == SQLITE_CORRUPT)
             refuse("it is corrupt (SQLite: " + std::string(sqlite3_errmsg(db_)) + "); " + restore_advice);
-        refuse(std::string("SQLite said \"") + sqlite3_errmsg(db_) + "\"" +
+        refuse(std::string("SQLite said \"") + sqlite3_errmsg(db_) + "\"" + why_not_writable(path_) +
                (header_says_ours() ? std::string("; if nothing else is wrong with it, it is damaged: ") + restore_advice
                                    : std::string()));
     }

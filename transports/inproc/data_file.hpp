@@ -156,6 +156,7 @@ private:
 
     std::string path_;
     sqlite3* db_ = nullptr;
+    std::uint64_t max_bytes_ = 0;
     bool salvaging_ = false;
     bool synchronous_full_ = true;  // the connection's PRAGMA synchronous: FULL, else NORMAL
     std::vector<Statement> statements_;
