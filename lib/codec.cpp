@@ -7,13 +7,15 @@
 #include <acemq/error.hpp>
 #include <acemq/json_codec.hpp>
 #include <acemq/msgpack_codec.hpp>
+#include "quoted_text.hpp"
 
 namespace acemq {
 
 namespace {
 
+// The sender wrote the content type: shown escaped and bounded (quoted_text.hpp).
 std::string describe_content_type(std::string_view content_type) {
-    return content_type.empty() ? "an untyped message" : std::string(content_type);
+    return content_type.empty() ? "an untyped message" : detail::shown_text(content_type);
 }
 
 // "an Order", "a Payment": error messages name the type in a sentence.

@@ -11,6 +11,7 @@
 #include "consumer_core.hpp"
 #include "interceptor_chain.hpp"
 #include "publish_failure.hpp"
+#include "quoted_text.hpp"
 
 namespace acemq {
 
@@ -248,7 +249,10 @@ void ConsumerCore::process(Delivery& delivery) {
                            message.routing_key,
                            message.redelivered,
                            message.reply_to};
-    if (instruments_) instruments_->started(context.envelope.attempt);
+    if (instruments_) {
+        instruments_->started(context.envelope.attempt);
+        if (context.envelope.id_generated) instruments_->without_id();
+    }
     const std::unique_ptr<Span> span = bus_->telemetry().start_process(queue_, context.envelope);
     const auto started = instruments_ ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
     bool reached_handler = false;
@@ -267,8 +271,9 @@ void ConsumerCore::process(Delivery& delivery) {
         carried_out = carry_out(delivery, context, settlement, where);
     } catch (const std::exception& error) {
         if (instruments_) instruments_->abandoned();
-        log(LogLevel::error, "could not settle a delivery from " + queue_ + " (message " + context.envelope.id +
-                                 "): " + error.what() + "; it goes back to the queue");
+        log(LogLevel::error, "could not settle a delivery from " + queue_ + " (message " +
+                                 shown_text(context.envelope.id) + "): " + error.what() +
+                                 "; it goes back to the queue");
         if (!delivery.settled()) {
             try {
                 settle(delivery, false, true);
@@ -309,8 +314,8 @@ Ack ConsumerCore::run_step(ConsumeContext& context, const HandlerStep& step) con
     try {
         return detail::run_chain<Ack>(bus_->consume_interceptors(), context, step);
     } catch (...) {
-        return retry(Failure::of(std::current_exception(),
-                                 "in the handler of queue " + queue_ + " (message " + context.envelope.id + ")"));
+        return retry(Failure::of(std::current_exception(), "in the handler of queue " + queue_ + " (message " +
+                                                               shown_text(context.envelope.id) + ")"));
     }
 }
 
@@ -349,8 +354,8 @@ bool ConsumerCore::set_aside(Delivery& delivery, const ConsumeContext& context, 
     copy.error = reason;
     PublishResult result = republish(delivery.message(), copy, target);
     if (too_large(result)) {
-        log(LogLevel::warning, "message " + copy.id + " from " + queue_ + " is too large to set aside to " + target +
-                                   " as it is (" + result.return_reason +
+        log(LogLevel::warning, "message " + shown_text(copy.id) + " from " + queue_ + " is too large to set aside to " +
+                                   target + " as it is (" + result.return_reason +
                                    "); it goes without its application headers, with its error cut short and, "
                                    "where they do not fit, its own fields cut (its x-acemq-error says which)");
         // The id still travels in x-acemq-id; the message-id property may be what was too long.
@@ -376,10 +381,11 @@ bool ConsumerCore::set_aside(Delivery& delivery, const ConsumeContext& context, 
     }
     // The cause as a publish of it would be told (reached no queue, refused, lost, too large),
     // and the advice to declare the target only when it is missing. Not taken, so there is one.
-    const PublishError failure = detail::publish_failure(result, {copy.id, "", target, true}).value();
-    log(LogLevel::warning, "message " + copy.id + " from " + queue_ + " could not be set aside to " + target + " (" +
-                               failure.what() + "): it goes back to " + queue_ + " and this worker waits " +
-                               std::to_string(pause.count()) + " ms before its next delivery" +
+    const PublishError failure = detail::publish_failure(result, {shown_text(copy.id), "", target, true}).value();
+    log(LogLevel::warning, "message " + shown_text(copy.id) + " from " + queue_ + " could not be set aside to " +
+                               target + " (" + failure.what() + "): it goes back to " + queue_ +
+                               " and this worker waits " + std::to_string(pause.count()) +
+                               " ms before its next delivery" +
                                (failure.unroutable() ? "; declare " + target +
                                                            " (or let the consumer declare it) so that it can leave "
                                                            "the queue"
@@ -415,8 +421,8 @@ bool ConsumerCore::carry_out(Delivery& delivery, const ConsumeContext& context, 
             return settle(delivery, true);
         }
         if (too_large(to_rung)) return park_unpublishable(delivery, context, to_rung);
-        log(LogLevel::warning, "retry rung " + rung + " is missing (the publish reached no queue); message " + next.id +
-                                   " waits in the consumer instead");
+        log(LogLevel::warning, "retry rung " + rung + " is missing (the publish reached no queue); message " +
+                                   shown_text(next.id) + " waits in the consumer instead");
         if (instruments_) instruments_->rung_missing(rung);
         bus_->notify_rung_missing(queue_, rung);
     }

@@ -107,7 +107,10 @@ Envelope Envelope::for_new_message(std::string_view routing_key, std::string_vie
 
 std::optional<std::chrono::milliseconds> Envelope::age(EpochMillis now) const {
     if (!first_seen || first_seen->time_since_epoch().count() <= 0) return std::nullopt;
-    return now - *first_seen;
+    // A first-seen after `now` comes from a sender whose clock runs ahead (or a made-up
+    // header): the message is as new as can be, not of a negative age, which would read as
+    // "younger than new" to anything comparing or printing it.
+    return std::max(now - *first_seen, std::chrono::milliseconds(0));
 }
 
 std::optional<std::string> Envelope::traceparent() const {
@@ -230,7 +233,10 @@ Envelope read_envelope(const Headers& headers, std::string_view routing_key, std
     const ReservedHeaders reserved = sort_headers(headers, envelope.headers);
     envelope.id = text_of(reserved.id);
     if (envelope.id.empty()) envelope.id = std::string(message_id_property);
-    if (envelope.id.empty()) envelope.id = new_uuid();
+    if (envelope.id.empty()) {
+        envelope.id = new_uuid();
+        envelope.id_generated = true;
+    }
     envelope.type = text_of(reserved.type);
     if (envelope.type.empty()) envelope.type = type_for(routing_key);
     envelope.version = read_positive_int32(reserved.version);

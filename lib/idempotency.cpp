@@ -4,6 +4,8 @@
 #include <new>
 
 #include <acemq/log.hpp>
+#include "json_quoted.hpp"
+#include "quoted_text.hpp"
 
 namespace acemq {
 
@@ -27,10 +29,10 @@ void quietly(Step step, std::string_view failed, std::string_view when, std::str
         step();
     } catch (...) {
         try {
-            log(LogLevel::warning, "acemq: could not " + std::string(failed) + " the idempotency key \"" + key +
-                                       "\" of message " + message_id + std::string(when) + ": " +
-                                       describe(Failure::of(std::current_exception())) + "; " +
-                                       std::string(consequence));
+            log(LogLevel::warning, "acemq: could not " + std::string(failed) + " the idempotency key " +
+                                       detail::in_quotes(key) + " of message " + detail::shown_text(message_id) +
+                                       std::string(when) + ": " + describe(Failure::of(std::current_exception())) +
+                                       "; " + std::string(consequence));
         } catch (const std::bad_alloc&) {
             // Out of memory while building the line: drop the line, keep the decision.
         }
@@ -54,7 +56,55 @@ void confirm_quietly(IdempotencyStore& store, const std::string& key, const std:
 
 }  // namespace
 
+std::optional<std::chrono::milliseconds> IdempotencyStore::lease_left(const std::string&) { return std::nullopt; }
+
 namespace detail {
+
+bool IdempotentNotes::first(std::unordered_set<std::string>& seen, const std::string& value) {
+    std::lock_guard guard(lock_);
+    if (seen.size() >= keys_remembered && !seen.contains(value)) seen.clear();
+    return seen.insert(value).second;
+}
+
+void IdempotentNotes::message_without_id(const std::string& queue, const std::string& message_id) noexcept {
+    try {
+        if (!log_enabled(LogLevel::warning) || !first(queues_, queue)) return;
+        log(LogLevel::warning,
+            "acemq: message " + shown_text(message_id) + " from " + shown_text(queue) +
+                " came with no id (no x-acemq-id header, no message-id property) and was given a fresh one, which "
+                "a redelivery of it will not share: idempotent() cannot recognise its redeliveries and runs the "
+                "handler for every one. Have its publisher set an id (every AceMQ publisher does) or give idempotent() "
+                "a key function; said once per queue, counted in acemq.messages.without.id.total");
+    } catch (...) {
+        // A line that could not be written (out of memory) changes nothing about the message.
+    }
+}
+
+void IdempotentNotes::live_claim(IdempotencyStore& store, const std::string& key, const std::string& message_id,
+                                 const std::string& queue, std::chrono::milliseconds in_progress_delay) noexcept {
+    try {
+        if (!log_enabled(LogLevel::info) || !first(keys_, key)) return;
+        std::optional<std::chrono::milliseconds> left;
+        try {
+            left = store.lease_left(key);
+        } catch (...) {
+            // Only a detail of a log line: the line goes without it.
+        }
+        const std::string lease_end =
+            left ? "ends in " + std::to_string(std::chrono::ceil<std::chrono::seconds>(*left).count()) + " s (at " +
+                       rfc3339_seconds(std::chrono::system_clock::now() + *left) + ")"
+                 : "runs out (the store's claim timeout or ttl)";
+        log(LogLevel::info,
+            "acemq: message " + shown_text(message_id) + " from " + shown_text(queue) +
+                " met a live claim on its idempotency key " + in_quotes(key) +
+                ": another delivery of it is being handled, or one ended without a decision (its consumer died, or "
+                "the handler threw). It is put back every " +
+                std::to_string(in_progress_delay.count()) + " ms until that claim is confirmed or its lease " +
+                lease_end + "; said once per key");
+    } catch (...) {
+        // As above: the message's fate does not depend on this line.
+    }
+}
 
 std::chrono::milliseconds checked_in_progress_delay(std::chrono::milliseconds delay) {
     if (delay.count() < 0)
@@ -64,8 +114,10 @@ std::chrono::milliseconds checked_in_progress_delay(std::chrono::milliseconds de
 }
 
 Ack run_idempotently(IdempotencyStore& store, const std::string& key, const std::string& message_id,
-                     std::chrono::milliseconds in_progress_delay, const std::function<Ack()>& handle) {
-    if (key.empty()) return reject(FatalError("acemq: message " + message_id + " produced an empty idempotency key"));
+                     const std::string& queue, std::chrono::milliseconds in_progress_delay, IdempotentNotes& notes,
+                     const std::function<Ack()>& handle) {
+    if (key.empty())
+        return reject(FatalError("acemq: message " + shown_text(message_id) + " produced an empty idempotency key"));
 
     Claim claim;
     try {
@@ -77,7 +129,9 @@ Ack run_idempotently(IdempotencyStore& store, const std::string& key, const std:
     }
     switch (claim) {
     case Claim::duplicate: return accept();
-    case Claim::in_progress: return in_progress(in_progress_delay);
+    case Claim::in_progress:
+        notes.live_claim(store, key, message_id, queue, in_progress_delay);
+        return in_progress(in_progress_delay);
     case Claim::claimed: break;
     }
 

@@ -73,6 +73,7 @@ std::string_view help_of(std::string_view name) {
         {metric::request_duration, "Seconds from a request to its answer."},
         {metric::consume_attempts, "Attempts a delivery took (a count, not seconds)."},
         {metric::idempotency_duplicates, "Deliveries found already done and acked without the handler."},
+        {metric::messages_without_id, "Deliveries that carried no id and were given one; redeliveries get another."},
     };
     auto found = help.find(name);
     return found == help.end() ? std::string_view("An acemq-cpp metric.") : found->second;

@@ -5,6 +5,7 @@
 #include <thread>
 
 #include <acemq/settlement.hpp>
+#include "quoted_text.hpp"
 
 namespace acemq {
 
@@ -41,7 +42,7 @@ void emit(const LogSink& sink, LogLevel level, const std::string& line) noexcept
 std::string summary(const detail::LoggedMessage& message) {
     const auto took =
         std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - message.started);
-    return "message " + message.envelope.id + " type=" + message.envelope.type +
+    return "message " + detail::shown_text(message.envelope.id) + " type=" + detail::shown_text(message.envelope.type) +
            " attempt=" + std::to_string(message.envelope.attempt) + " took=" + std::to_string(took.count()) + "ms";
 }
 
@@ -82,7 +83,8 @@ Ack run_with_deadline(std::function<Ack()> work, std::chrono::milliseconds limit
         run->finished.notify_all();
         if (abandoned)
             emit({}, LogLevel::debug,
-                 "message " + message_id + ": the handler finished after its timeout; its answer was discarded");
+                 "message " + shown_text(message_id) +
+                     ": the handler finished after its timeout; its answer was discarded");
     }).detach();
 
     std::unique_lock guard(run->lock);
@@ -90,7 +92,7 @@ Ack run_with_deadline(std::function<Ack()> work, std::chrono::milliseconds limit
         run->abandoned = true;
         guard.unlock();
         run->stop.request_stop();
-        return retry(Failure::of(HandlerTimeoutError("acemq: handling message " + message_id +
+        return retry(Failure::of(HandlerTimeoutError("acemq: handling message " + shown_text(message_id) +
                                                      " did not finish within " + format_duration(limit))));
     }
     if (run->error) std::rethrow_exception(run->error);
@@ -118,7 +120,7 @@ void log_raised(const LogSink& sink, const LoggedMessage& message, const std::ex
 Ack next_message_failed(const std::string& message_id, const std::exception_ptr& error) {
     const Failure cause = Failure::of(error);
     const std::string reason = cause.message.empty() ? cause.type_name : cause.message;
-    return retry(Failure::of(Error("acemq: the work for message " + message_id +
+    return retry(Failure::of(Error("acemq: the work for message " + shown_text(message_id) +
                                    " is done but the next message did not go out: " + reason)));
 }
 

@@ -240,7 +240,8 @@ public:
         if (out_ != nullptr) out_->end_map();
         return true;
     }
-    void parse_error(std::size_t parsed, std::size_t) { malformed_at_ = parsed; }
+    // msgpack-c passes the offset of the bad byte second; the first is one before it.
+    void parse_error(std::size_t, std::size_t error_offset) { malformed_at_ = error_offset; }
 
 private:
     // Room reserved ahead for one array or map; beyond it, the vector grows as read.

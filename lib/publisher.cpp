@@ -8,6 +8,7 @@
 #include "bus_core.hpp"
 #include "interceptor_chain.hpp"
 #include "publish_failure.hpp"
+#include "quoted_text.hpp"
 
 namespace acemq {
 
@@ -33,7 +34,7 @@ Envelope envelope_for(const SendOptions& options, std::string_view routing_key, 
 namespace detail {
 
 std::string destination(std::string_view exchange, std::string_view routing_key) {
-    return "exchange \"" + std::string(exchange) + "\" with key \"" + std::string(routing_key) + "\"";
+    return "exchange " + in_quotes(exchange) + " with key " + in_quotes(routing_key);
 }
 
 std::optional<PublishError> publish_failure(const PublishResult& result, const PublishTarget& target) {

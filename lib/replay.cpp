@@ -7,6 +7,7 @@
 #include <acemq/log.hpp>
 #include <acemq/naming.hpp>
 #include "publish_failure.hpp"
+#include "quoted_text.hpp"
 
 namespace acemq {
 
@@ -150,9 +151,9 @@ ReplayResult replay(Bus& bus, std::string_view queue, ReplayOptions options) {
         // "acemq: cannot republish message <id> from <queue><what>. It is back on <queue>; ..."
         const auto cannot_republish_as = [&](const std::string& what) {
             HeldDeliveries::put_back(delivery, queue);
-            return fail("acemq: cannot republish message " + envelope.id + " from " + std::string(queue) + what +
-                        ". It is back on " + std::string(queue) + "; " + std::to_string(result.moved) +
-                        " moved before it stay moved");
+            return fail("acemq: cannot republish message " + detail::shown_text(envelope.id) + " from " +
+                        std::string(queue) + what + ". It is back on " + std::string(queue) + "; " +
+                        std::to_string(result.moved) + " moved before it stay moved");
         };
         const auto cannot_republish = [&](const std::string& why) {
             return cannot_republish_as(" to " + detail::destination(options.exchange, key) + ": " + why);

@@ -103,6 +103,11 @@ void ConsumeInstruments::rung_missing(std::string_view rung) const {
     metrics_.count(metric::rung_missing, 1, labelled({{tag::queue, queue_}, {tag::rung, rung}}));
 }
 
+void ConsumeInstruments::without_id() const {
+    // Unbound: a series only for the queues where it happens, which should be none.
+    metrics_.count(metric::messages_without_id, 1, labelled({{tag::queue, queue_}}));
+}
+
 Telemetry::Telemetry(std::shared_ptr<Metrics> metrics, std::shared_ptr<Tracer> tracer, TransportInfo transport)
     : metrics_(std::move(metrics)), tracer_(std::move(tracer)), system_(std::move(transport.messaging_system)) {}
 

@@ -60,6 +60,7 @@ public:
     void abandoned() const;  // in flight -1: no settlement (the consumer closed under it)
     void set_aside_failed(bool to_parked) const;
     void rung_missing(std::string_view rung) const;
+    void without_id() const;  // a delivery whose id read_envelope made up
 
 private:
     static constexpr std::size_t outcomes = 6;  // of acemq::Outcome

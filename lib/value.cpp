@@ -9,6 +9,7 @@
 #include <acemq/error.hpp>
 #include <acemq/reflect.hpp>
 #include <acemq/value_writer.hpp>
+#include "quoted_text.hpp"
 
 namespace acemq {
 
@@ -348,7 +349,7 @@ void append_path(std::string& out, const Path& at) {
     case Path::Step::index: out += '[' + std::to_string(at.index) + ']'; break;
     case Path::Step::key:
         if (at.key->kind() == Value::Kind::string)
-            out += "[\"" + at.key->as_string() + "\"]";
+            out += '[' + in_quotes(at.key->as_string()) + ']';  // the sender's key: escaped and bounded
         else if (at.key->kind() == Value::Kind::int64)
             out += '[' + std::to_string(at.key->as_int64()) + ']';
         else if (at.key->kind() == Value::Kind::uint64)
@@ -369,6 +370,10 @@ void throw_decode_error(const Path& where, std::string_view problem) {
     }
     message += problem;
     throw DecodeError(message);
+}
+
+void throw_bad_key(const Path& where, std::string_view key, std::string_view cpp_type) {
+    throw_decode_error(where, "the key " + in_quotes(key) + " is not a " + std::string(cpp_type));
 }
 
 void throw_wrong_kind(const Path& where, std::string_view wanted, std::string_view cpp_type, Value::Kind found) {

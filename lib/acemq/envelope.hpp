@@ -63,13 +63,17 @@ struct Envelope {
     std::int32_t route_position = 0;
     std::string route_id;
     Headers headers;  // application headers, traceparent and tracestate included
+    // Set by read_envelope when the delivery carried no id (no x-acemq-id header, no
+    // message-id property) and `id` was made up: a redelivery of it gets another one.
+    bool id_generated = false;
 
     // A new message's envelope: fresh id, correlation = id, type = routing key (the literal
     // "message" for an empty key, as a fanout publish has), first seen now.
     static Envelope for_new_message(std::string_view routing_key, std::string_view origin = {});
 
     // Age since first_seen, or nullopt when that is not known: an unknown age never trips
-    // a retry policy's age limit (contract: "counts as young enough").
+    // a retry policy's age limit (contract: "counts as young enough"). Never negative: a
+    // first_seen after `now` (the sender's clock runs ahead) is an age of zero.
     std::optional<std::chrono::milliseconds> age(EpochMillis now) const;
 
     std::optional<std::string> traceparent() const;
@@ -91,7 +95,8 @@ Headers render_headers(const Envelope& envelope);
 
 // Reads a delivery's headers tolerantly (docs/wire-contract.md §2.2–2.5): unreadable
 // values take their defaults, never throw; the id falls back to the AMQP message-id
-// property and then to a fresh id; the type to the routing key; the correlation to the id.
+// property and then to a fresh id (id_generated set); the type to the routing key; the
+// correlation to the id.
 // An AMQP timestamp is no integer: as version, attempt or route position it takes the
 // default; as first-seen it is the instant it names (seconds, where the contract's integer
 // is milliseconds). Every "x-acemq-*" header is removed from the application headers,

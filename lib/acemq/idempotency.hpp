@@ -23,9 +23,13 @@
 
 #include <chrono>
 #include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <type_traits>
+#include <unordered_set>
 #include <utility>
 
 #include <acemq/ack.hpp>
@@ -65,6 +69,10 @@ public:
     // The handler returned a decision other than accept: release the claim so a redelivery
     // runs it again. (A handler that throws keeps its claim: forget is not called.)
     virtual void forget(const std::string& key) = 0;
+    // How long the live claim on `key` still holds, for the line idempotent() logs when a
+    // delivery meets one; nullopt when there is none or the store cannot tell (the default).
+    // Asked only after claim() answered in_progress, once per key.
+    virtual std::optional<std::chrono::milliseconds> lease_left(const std::string& key);
 
     // True when this call claimed `key` (claim(key) == Claim::claimed).
     bool first_time(const std::string& key) { return claim(key) == Claim::claimed; }
@@ -77,7 +85,10 @@ struct IdempotentOptions {
     // across every redelivery and retry. Give one to treat two messages as the same, e.g.
     // [](const Message<Payment>& m) { return m.payload.payment_id; }. It must not answer
     // "": a message with an empty key is rejected. An exception from it is the consumer's
-    // to retry.
+    // to retry. A message sent with no id at all (another client's, with no x-acemq-id and
+    // no message-id) is given a fresh one on each delivery, so only a key function can
+    // recognise its redeliveries: without one, idempotent() warns once per queue (and the
+    // bus counts them, acemq.messages.without.id.total).
     std::function<std::string(const Message<T>&)> key{};
     // How long an in_progress message waits before it is looked at again.
     std::chrono::milliseconds in_progress_delay = default_in_progress_delay;
@@ -85,9 +96,33 @@ struct IdempotentOptions {
 
 namespace detail {
 
+// What one idempotent() handler has said already, so that it says each thing once: per
+// queue, that its messages without an id cannot be deduplicated (a warning); per key, that a
+// delivery met a live claim and when its lease ends (info: after a consumer died inside the
+// handler the message waits that long, which would otherwise look like a hang). The keys
+// remembered are bounded: past that many the memory starts over. Thread-safe.
+class IdempotentNotes {
+public:
+    void message_without_id(const std::string& queue, const std::string& message_id) noexcept;
+    void live_claim(IdempotencyStore& store, const std::string& key, const std::string& message_id,
+                    const std::string& queue, std::chrono::milliseconds in_progress_delay) noexcept;
+
+    static constexpr std::size_t keys_remembered = 1024;
+
+private:
+    // True the first time `value` is put into `seen`.
+    bool first(std::unordered_set<std::string>& seen, const std::string& value);
+
+    std::mutex lock_;
+    std::unordered_set<std::string> queues_;
+    std::unordered_set<std::string> keys_;
+};
+
 // Steps 2-9 of docs/patterns.md §1.5 for a message keyed `key`; `handle` runs the handler.
+// A live claim is told to `notes`.
 Ack run_idempotently(IdempotencyStore& store, const std::string& key, const std::string& message_id,
-                     std::chrono::milliseconds in_progress_delay, const std::function<Ack()>& handle);
+                     const std::string& queue, std::chrono::milliseconds in_progress_delay, IdempotentNotes& notes,
+                     const std::function<Ack()>& handle);
 
 // The T of a handler taking `const Message<T>&`, for handlers with one call signature
 // (functions, non-generic lambdas, std::function). Generic lambdas name T: idempotent<T>.
@@ -148,12 +183,15 @@ std::chrono::milliseconds checked_in_progress_delay(std::chrono::milliseconds de
 }  // namespace detail
 
 // `handler` run at most once per key (docs/patterns.md §1.5). For each message:
-//   1. the key: options.key(message), or the envelope id;
+//   1. the key: options.key(message), or the envelope id (a made-up one, when the message
+//      came with none: a warning once per queue, see IdempotentOptions::key);
 //   2. an empty key: reject(FatalError "acemq: message <id> produced an empty idempotency
 //      key"); the handler does not run (falling back to the id would dedupe nothing);
 //   3. store.claim(key); if the store throws: retry(that failure), handler not run — the
 //      store is broken, not the message;
-//   4. duplicate: accept(); in_progress: in_progress(options.in_progress_delay);
+//   4. duplicate: accept(); in_progress: in_progress(options.in_progress_delay), and the first
+//      time a key meets a live claim, an info line saying so and when the claim's lease ends
+//      (store.lease_left);
 //   5. claimed: the handler runs. It accepts: store.confirm(key); it answers anything else:
 //      store.forget(key), so the next delivery runs it again. Either call failing is logged
 //      and swallowed: the handler's answer is returned unchanged (a failed confirm lets a
@@ -175,10 +213,13 @@ template <class T = void, class H, class P = typename detail::chosen_payload<T, 
     requires std::invocable<H&, const Message<P>&>
 Handler<P> idempotent(IdempotencyStore& store, H handler, IdempotentOptions<P> options = {}) {
     detail::checked_in_progress_delay(options.in_progress_delay);
-    return [&store, handler = Handler<P>(std::move(handler)), options = std::move(options)](const Message<P>& message) {
+    return [&store, handler = Handler<P>(std::move(handler)), options = std::move(options),
+            notes = std::make_shared<detail::IdempotentNotes>()](const Message<P>& message) {
+        if (!options.key && message.envelope.id_generated)
+            notes->message_without_id(message.queue, message.envelope.id);
         const std::string key = options.key ? options.key(message) : message.envelope.id;
-        return detail::run_idempotently(store, key, message.envelope.id, options.in_progress_delay,
-                                        [&] { return handler(message); });
+        return detail::run_idempotently(store, key, message.envelope.id, message.queue, options.in_progress_delay,
+                                        *notes, [&] { return handler(message); });
     };
 }
 

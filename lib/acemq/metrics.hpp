@@ -47,6 +47,10 @@ inline constexpr std::string_view consume_attempts = "acemq.consume.attempts";  
 // The C++ member's own (no family name exists): a delivery the idempotent consumer found
 // already done, acked without running the handler.
 inline constexpr std::string_view idempotency_duplicates = "acemq.idempotency.duplicates.total";
+// The C++ member's own too: a delivery that carried no id (no x-acemq-id header, no
+// message-id property) and was given a fresh one, which a redelivery of it will not share,
+// so idempotent() cannot recognise that redelivery unless given a key function.
+inline constexpr std::string_view messages_without_id = "acemq.messages.without.id.total";
 }  // namespace metric
 
 namespace tag {

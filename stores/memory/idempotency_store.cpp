@@ -1,5 +1,7 @@
 #include <acemq/stores/memory_idempotency_store.hpp>
 
+#include <algorithm>
+
 #include <acemq/error.hpp>
 
 namespace acemq {
@@ -40,6 +42,14 @@ void InMemoryIdempotencyStore::forget(const std::string& key) {
         entries_.erase(found->second);
         index_.erase(found);
     }
+}
+
+std::optional<std::chrono::milliseconds> InMemoryIdempotencyStore::lease_left(const std::string& key) {
+    std::lock_guard guard(lock_);
+    const auto found = index_.find(key);
+    if (found == index_.end() || found->second->confirmed) return std::nullopt;
+    const auto left = found->second->claimed_at + ttl_ - clock_->now();
+    return std::max(std::chrono::ceil<std::chrono::milliseconds>(left), std::chrono::milliseconds(0));
 }
 
 std::size_t InMemoryIdempotencyStore::size() const {

@@ -82,6 +82,7 @@ SqlIdempotencyStore::SqlIdempotencyStore(sql::Database& database, SqlIdempotency
           with_table("DELETE FROM {table} WHERE message_id = ? AND state = 'CLAIMED' AND claimed_by = ?", table_)),
       select_confirmed_(
           with_table("SELECT expires_at FROM {table} WHERE message_id = ? AND state = 'CONFIRMED'", table_)),
+      select_lease_(with_table("SELECT expires_at FROM {table} WHERE message_id = ? AND state = 'CLAIMED'", table_)),
       delete_expired_(with_table("DELETE FROM {table} WHERE expires_at <= ?", table_)),
       count_rows_(with_table("SELECT COUNT(*) FROM {table}", table_)) {}
 
@@ -151,6 +152,14 @@ void SqlIdempotencyStore::forget(const std::string& key) {
 void SqlIdempotencyStore::forget(const std::string& key, sql::Connection& connection) {
     checked_key(key);
     connection.execute(delete_own_claim_, {key, node_});
+}
+
+std::optional<std::chrono::milliseconds> SqlIdempotencyStore::lease_left(const std::string& key) {
+    checked_key(key);
+    const std::vector<sql::Row> rows =
+        in_own_transaction([&](sql::Connection& connection) { return connection.query(select_lease_, {key}); });
+    if (rows.empty() || rows.front().empty()) return std::nullopt;
+    return std::chrono::milliseconds(std::max<std::int64_t>(rows.front().front().as_integer() - epoch_ms(), 0));
 }
 
 bool SqlIdempotencyStore::is_confirmed(const std::string& key) {

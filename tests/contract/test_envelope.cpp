@@ -278,6 +278,13 @@ TEST_CASE("reading is tolerant of every representation another client may hand b
         envelope.first_seen = EpochMillis(std::chrono::milliseconds(1000));
         CHECK(envelope.age(EpochMillis(std::chrono::milliseconds(121000))) == std::chrono::milliseconds(120000));
     }
+    SECTION("a first-seen in the future (the sender's clock runs ahead) is an age of zero, not a negative one") {
+        Envelope envelope = Envelope::for_new_message("k");
+        envelope.first_seen = EpochMillis(std::chrono::milliseconds(1'000'000'000'000));
+        CHECK(envelope.age(EpochMillis(std::chrono::milliseconds(684'640'000'805))) == std::chrono::milliseconds(0));
+        envelope.first_seen = epoch_millis_now() + std::chrono::hours(24 * 3650);
+        CHECK(envelope.age(epoch_millis_now()) == std::chrono::milliseconds(0));
+    }
     SECTION("unknown x-acemq-* names are dropped, everything else reaches the handler") {
         Headers headers = minimal_headers();
         headers["x-acemq-from-the-future"] = FieldValue("v9");

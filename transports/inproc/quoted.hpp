@@ -1,12 +1,12 @@
-// How the inproc broker's errors show a name: in double quotes, so an empty one is visible.
+// How the inproc broker's errors show a name: the library's way (lib/quoted_text.hpp), in
+// double quotes so an empty one is visible, escaped and bounded as a client may send anything.
 #pragma once
 
-#include <string>
-#include <string_view>
+#include "quoted_text.hpp"
 
 namespace acemq::inproc::detail {
 
-inline std::string in_quotes(std::string_view name) { return "\"" + std::string(name) + "\""; }
+using acemq::detail::in_quotes;
 
 // How the broker's errors name it: `inproc broker "NAME"`. The zmq client names the broker
 // at its URL instead in the texts the broker sends it, by finding this.

@@ -18,6 +18,7 @@
 #include <zmq.hpp>
 
 #include <acemq/log.hpp>
+#include "quoted_text.hpp"
 
 #include "inproc/inproc_transport.hpp"
 #include "zmq/endpoint.hpp"
@@ -662,8 +663,8 @@ void ServerImpl::end_session(std::uint64_t session_id, std::string_view why) {
     session.consumers.clear();
     session.unsettled.clear();
     broker_->close_connection(session.connection);
-    log(LogLevel::info, "zmq broker: session " + std::to_string(session_id) + " of client \"" + session.client_name +
-                            "\" ended: " + std::string(why));
+    log(LogLevel::info, "zmq broker: session " + std::to_string(session_id) + " of client " +
+                            acemq::detail::in_quotes(session.client_name) + " ended: " + std::string(why));
     session_of_peer_.erase(session.routing_id);
     sessions_.erase(found);
     --sessions_now_;

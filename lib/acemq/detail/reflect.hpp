@@ -59,6 +59,8 @@ struct Path {
 [[noreturn]] void throw_decode_error(const Path& where, std::string_view problem);
 [[noreturn]] void throw_wrong_kind(const Path& where, std::string_view wanted, std::string_view cpp_type,
                                    Value::Kind found);
+// A map key from the body that does not read as the C++ key type; `key` is shown escaped.
+[[noreturn]] void throw_bad_key(const Path& where, std::string_view key, std::string_view cpp_type);
 
 // ---- field names of aggregates --------------------------------------------------------
 
@@ -349,7 +351,7 @@ K decode_map_key(const Value& key, const Path& at, FieldNames names) {
             K number{};
             const auto [end, err] = std::from_chars(text.data(), text.data() + text.size(), number);
             if (err != std::errc() || end != text.data() + text.size() || text.empty())
-                throw_decode_error(at, "the key \"" + text + "\" is not a " + type_name<K>());
+                throw_bad_key(at, text, type_name<K>());
             return number;
         }
     }

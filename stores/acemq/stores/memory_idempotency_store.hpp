@@ -45,6 +45,8 @@ public:
     void confirm(const std::string& key) override;
     // Removes the key whatever its state.
     void forget(const std::string& key) override;
+    // What is left of the window of a remembered, unconfirmed key; nullopt otherwise.
+    std::optional<std::chrono::milliseconds> lease_left(const std::string& key) override;
 
     // Keys remembered, including expired ones not yet dropped.
     std::size_t size() const;

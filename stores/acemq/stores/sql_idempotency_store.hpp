@@ -76,6 +76,8 @@ public:
     // Deletes this store's own CLAIMED row; never another node's claim, never a confirmation.
     void forget(const std::string& key) override;
     void forget(const std::string& key, sql::Connection& connection);
+    // Until the lease of a CLAIMED row ends (by this host's clock); nullopt for no such row.
+    std::optional<std::chrono::milliseconds> lease_left(const std::string& key) override;
     // True while a CONFIRMED row for the key is inside its retention. Deletes nothing.
     bool is_confirmed(const std::string& key);
     bool is_confirmed(const std::string& key, sql::Connection& connection);
@@ -108,6 +110,7 @@ private:
     const std::string insert_confirmed_;
     const std::string delete_own_claim_;
     const std::string select_confirmed_;
+    const std::string select_lease_;
     const std::string delete_expired_;
     const std::string count_rows_;
 };

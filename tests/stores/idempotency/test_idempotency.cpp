@@ -464,3 +464,79 @@ TEST_CASE("end to end: a payment published twice with one message id is charged 
     CHECK(store.size() == 2);
     CHECK(bus.transport().queue_depth(acemq::dead_letter_queue(queue)) == 0);
 }
+
+namespace {
+
+// The lines of `log` holding `part`, each checked to have been written at `level`.
+std::vector<std::string> lines_with(const CapturedLog& log, std::string_view part, acemq::LogLevel level) {
+    std::vector<std::string> found;
+    for (const auto& [written_at, line] : log.lines())
+        if (contains(line, part)) {
+            CHECK(written_at == level);
+            found.push_back(line);
+        }
+    return found;
+}
+
+}  // namespace
+
+// Issue 27: a message sent with no id at all is given a fresh one on each delivery (the
+// family's contract), so the envelope id cannot recognise its redeliveries.
+TEST_CASE("a message that came with no id: idempotent() warns once per queue, and not with a key function") {
+    CapturedLog log;
+    InMemoryIdempotencyStore seen;
+    int runs = 0;
+    auto handler = acemq::idempotent(seen, counting(runs));
+    auto keyed = acemq::idempotent(seen, counting(runs), {.key = payment_key});
+    const auto without_id = [](const std::string& queue, const std::string& payment) {
+        Message<Payment> message = message_of(Payment{payment, 100}, queue);
+        message.envelope = acemq::read_envelope({}, queue);  // no x-acemq-id, no message-id
+        return message;
+    };
+    CHECK(handler(without_id("payments", "p-1")).kind() == AckKind::accept);
+    CHECK(handler(without_id("payments", "p-2")).kind() == AckKind::accept);
+    CHECK(handler(without_id("refunds", "p-3")).kind() == AckKind::accept);
+    CHECK(keyed(without_id("invoices", "p-4")).kind() == AckKind::accept);
+    CHECK(handler(message_of(Payment{"p-5", 100}, "receipts")).kind() == AckKind::accept);
+    CHECK(runs == 5);
+
+    const std::vector<std::string> warnings = lines_with(log, "came with no id", acemq::LogLevel::warning);
+    REQUIRE(warnings.size() == 2);
+    CHECK(contains(warnings[0], "from payments"));
+    CHECK(contains(warnings[1], "from refunds"));
+    CHECK(contains(warnings[0], "give idempotent() a key function"));
+}
+
+// Issue 27: after a consumer died inside the handler its message waited out the claim's
+// lease without a word.
+TEST_CASE("a delivery that meets a live claim says so once per key, at info, with when the lease ends") {
+    CapturedLog log;
+    InMemoryIdempotencyStore seen;  // a one-hour lease
+    int runs = 0;
+    auto handler = acemq::idempotent(seen, counting(runs), {.in_progress_delay = 250ms});
+    const Message<Payment> first = message_of(Payment{"p-1", 100});
+    const Message<Payment> second = message_of(Payment{"p-2", 100});
+    // What a consumer that died inside the handler leaves behind: claims nobody confirms.
+    REQUIRE(seen.claim(first.envelope.id) == Claim::claimed);
+    REQUIRE(seen.claim(second.envelope.id) == Claim::claimed);
+    for (int i = 0; i < 3; ++i) CHECK(handler(again(first)).kind() == AckKind::in_progress);
+    CHECK(handler(second).kind() == AckKind::in_progress);
+    CHECK(runs == 0);
+
+    const std::vector<std::string> notes = lines_with(log, "met a live claim", acemq::LogLevel::info);
+    REQUIRE(notes.size() == 2);
+    INFO(notes[0]);
+    CHECK(contains(notes[0], "\"" + first.envelope.id + "\""));
+    CHECK(contains(notes[1], "\"" + second.envelope.id + "\""));
+    CHECK(contains(notes[0], "put back every 250 ms"));
+    CHECK((contains(notes[0], "its lease ends in 3600 s (at 20") ||
+           contains(notes[0], "its lease ends in 3599 s (at 20")));
+
+    // A store that cannot tell how long a claim holds: the line says what ends it instead.
+    RecordingStore recording;
+    auto guarded = acemq::idempotent(recording, counting(runs));
+    REQUIRE(recording.inner.claim(first.envelope.id) == Claim::claimed);
+    CHECK(guarded(first).kind() == AckKind::in_progress);
+    const auto lines = log.lines();
+    CHECK(contains(lines.back().second, "its lease runs out (the store's claim timeout or ttl)"));
+}

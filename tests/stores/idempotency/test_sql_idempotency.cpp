@@ -299,3 +299,19 @@ TEMPLATE_TEST_CASE("SQL: every member also runs on a connection the caller holds
     CHECK(store.purge_expired(*connection) == 1);
     CHECK(store.size() == 1);  // autocommitted: another connection sees it
 }
+
+// Issue 27: what idempotent() logs when a delivery meets a live claim says when it ends.
+TEMPLATE_TEST_CASE("SQL: lease_left says how long a live claim still holds, and nothing once confirmed", "[sql]",
+                   SqliteTarget, PostgresTarget) {
+    TestType target;
+    SqlIdempotencyStore mine{target.database(), {.table = target.table(), .claim_timeout = 5min}};
+    SqlIdempotencyStore theirs{target.database(), {.table = target.table()}};
+    CHECK_FALSE(mine.lease_left("k").has_value());
+    REQUIRE(mine.claim("k") == Claim::claimed);
+    const auto left = theirs.lease_left("k");
+    REQUIRE(left.has_value());
+    CHECK(*left > 4min);
+    CHECK(*left <= 5min);
+    mine.confirm("k");
+    CHECK_FALSE(theirs.lease_left("k").has_value());
+}
