@@ -64,6 +64,24 @@ Space space_around(const std::string& path) {
     return {true, static_cast<std::uint64_t>(of.f_bavail) * of.f_frsize};
 }
 
+// Whether SQLite's "full" is the limit's rather than the disk's: a limit is set, and the
+// disk (when it can be told) has more room than the limit still leaves the file.
+bool full_at_its_limit(sqlite3* db, std::uint64_t max_bytes, const Space& space) {
+    if (max_bytes == 0) return false;
+    if (!space.known) return true;
+    auto integer = [&](const char* sql) {
+        sqlite3_stmt* statement = nullptr;
+        std::int64_t value = 0;
+        if (sqlite3_prepare_v2(db, sql, -1, &statement, nullptr) == SQLITE_OK && sqlite3_step(statement) == SQLITE_ROW)
+            value = sqlite3_column_int64(statement, 0);
+        sqlite3_finalize(statement);
+        return value;
+    };
+    const std::int64_t pages_left = integer("PRAGMA max_page_count") - integer("PRAGMA page_count");
+    return space.free_bytes >
+           static_cast<std::uint64_t>(std::max<std::int64_t>(pages_left, 0) * integer("PRAGMA page_size"));
+}
+
 // Why the file or its directory cannot be written, for an error SQLite words only as an I/O
 // error or a read-only database: a read-only file system, or no permission. "" when neither.
 std::string why_not_writable(const std::string& path) {
@@ -198,7 +216,6 @@ DataFile::DataFile(const std::string& path, const std::string& vfs, std::uint64_
         // kept until the file is closed, which is what makes it one broker's file.
         exec("PRAGMA locking_mode = EXCLUSIVE", "set its locking mode");
         check_ours();
-        if (!salvaging_) give_space_back_from_now_on();
         exec("PRAGMA journal_mode = WAL", "switch it to WAL");
         exec("PRAGMA synchronous = FULL", "make its commits synchronous");
         exec("PRAGMA journal_size_limit = 16777216", "limit its WAL");
@@ -210,19 +227,29 @@ DataFile::DataFile(const std::string& path, const std::string& vfs, std::uint64_
             const std::uint64_t pages = std::max<std::uint64_t>(max_bytes / static_cast<std::uint64_t>(page), 1);
             exec(("PRAGMA max_page_count = " + std::to_string(pages)).c_str(), "cap its size");
         }
-        statements_.reserve(prepared_count);
-        for (const char* sql : prepared_sql) {
-            statements_.emplace_back(db_, sql);
-            if (statements_.back().get() == nullptr)
-                throw DataFileError("acemq: the broker's data file " + detail::in_quotes(path_) +
-                                    " is damaged: its schema is not the one this acemq-cpp wrote (SQLite: " +
-                                    sqlite3_errmsg(db_) + "); " + restore_advice);
-        }
     } catch (...) {
         statements_.clear();
         sqlite3_close_v2(db_);
         db_ = nullptr;
         throw;
+    }
+}
+
+void DataFile::make_writable() {
+    if (version_ < schema_version) {
+        begin();
+        migrate(version_);
+        commit();
+        version_ = schema_version;
+    }
+    give_space_back_from_now_on();
+    statements_.reserve(prepared_count);
+    for (const char* sql : prepared_sql) {
+        statements_.emplace_back(db_, sql);
+        if (statements_.back().get() == nullptr)
+            throw DataFileError("acemq: the broker's data file " + detail::in_quotes(path_) +
+                                " is damaged: its schema is not the one this acemq-cpp wrote (SQLite: " +
+                                sqlite3_errmsg(db_) + "); " + restore_advice);
     }
 }
 
@@ -237,7 +264,7 @@ void DataFile::fail(const std::string& action) const {
     const int primary = code & 0xff;
     const std::string cannot = "acemq: cannot " + action + " in the broker's data file " + detail::in_quotes(path_);
     const Space space = space_around(path_);
-    if (primary == SQLITE_FULL && max_bytes_ > 0 && space.free_bytes > max_bytes_ / 8)
+    if (primary == SQLITE_FULL && full_at_its_limit(db_, max_bytes_, space))
         throw StorageFailure(cannot + ": disk full: the file holds its limit of " + std::to_string(max_bytes_) +
                                  " bytes (SQLite: " + said +
                                  "); consume what is queued, or raise the limit (BrokerOptions::max_data_bytes, "
@@ -248,9 +275,8 @@ void DataFile::fail(const std::string& action) const {
                                  (space.known ? " (" + std::to_string(space.free_bytes) + " bytes free)" : "") +
                                  " (SQLite: " + said + "); free space on that disk",
                              true);
-    throw StorageFailure(cannot + ": SQLite said \"" + said + "\" (code " + std::to_string(code) + ")" +
-                             why_not_writable(path_),
-                         false);
+    throw StorageFailure(
+        cannot + ": SQLite said \"" + said + "\" (code " + std::to_string(code) + ")" + why_not_writable(path_), false);
 }
 
 void DataFile::exec(const char* sql, const std::string& action) {
@@ -281,9 +307,12 @@ void DataFile::check_ours() {
                 "broker a new file name");
         if (code == SQLITE_CORRUPT)
             refuse("it is corrupt (SQLite: " + std::string(sqlite3_errmsg(db_)) + "); " + restore_advice);
-        refuse(std::string("SQLite said \"") + sqlite3_errmsg(db_) + "\"" + why_not_writable(path_) +
-               (header_says_ours() ? std::string("; if nothing else is wrong with it, it is damaged: ") + restore_advice
-                                   : std::string()));
+        const std::string cause = why_not_writable(path_);
+        refuse(std::string("SQLite said \"") + sqlite3_errmsg(db_) + "\"" +
+               (!cause.empty() ? cause
+                : header_says_ours()
+                    ? std::string("; if nothing else is wrong with it, it is damaged: ") + restore_advice
+                    : std::string()));
     }
     auto integer = [&](const char* sql) {
         sqlite3_stmt* statement = nullptr;
@@ -298,6 +327,7 @@ void DataFile::check_ours() {
     if (id == 0 && tables == 0) {
         make_schema();
         migrate(1);
+        version_ = schema_version;
     } else if (id != application_id && integer("SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name IN "
                                                "('broker', 'exchanges', 'queues', 'bindings', 'messages')") == 5) {
         refuse("it holds a broker's tables, but its header's application_id is " + std::to_string(id) +
@@ -323,7 +353,7 @@ void DataFile::check_ours() {
         sqlite3_finalize(check);
         if (verdict != "ok" && !salvaging_)
             refuse("it is corrupt (SQLite's quick_check: " + verdict + "); " + restore_advice);
-        migrate(version);
+        version_ = version;
     }
     if (sqlite3_exec(db_, "COMMIT", nullptr, nullptr, nullptr) != SQLITE_OK)
         refuse(std::string("its schema could not be written: ") + sqlite3_errmsg(db_));
@@ -332,6 +362,9 @@ void DataFile::check_ours() {
 // Whether the first bytes of the file, read past SQLite, carry a broker's application_id: so
 // a file SQLite cannot open is told apart as a broker's with a damaged header. False when
 // the file is not on the real disk (another VFS) or is too short.
+// A version-1 file has no checksums: its rows are read as if they carried none.
+std::string DataFile::checksum_column() const { return version_ >= 2 ? "checksum" : "NULL"; }
+
 bool DataFile::header_says_ours() const {
     std::ifstream in(path_, std::ios::binary);
     unsigned char header[72] = {};
@@ -347,7 +380,7 @@ void DataFile::make_schema() {
     exec(("PRAGMA application_id = " + std::to_string(application_id)).c_str(), "mark it as a broker's");
 }
 
-// From `version` to schema_version, inside the transaction that checked the file.
+// From `version` to schema_version, inside a transaction.
 void DataFile::migrate(std::int64_t version) {
     if (version == schema_version) return;
     if (version < 2) exec(to_version_2, "add checksums to its schema");
@@ -356,9 +389,9 @@ void DataFile::migrate(std::int64_t version) {
 
 DataFileContents DataFile::read() {
     DataFileContents contents;
-    auto each_row = [&](const char* sql, std::string_view what, auto&& read_row) {
+    auto each_row = [&](const std::string& sql, std::string_view what, auto&& read_row) {
         sqlite3_stmt* prepared = nullptr;
-        const int code = sqlite3_prepare_v2(db_, sql, -1, &prepared, nullptr);
+        const int code = sqlite3_prepare_v2(db_, sql.c_str(), -1, &prepared, nullptr);
         // Finalized whatever read_row throws: an unfinalized statement keeps the file open,
         // and held, after the broker gave up on it.
         const std::unique_ptr<sqlite3_stmt, int (*)(sqlite3_stmt*)> statement(prepared, sqlite3_finalize);
@@ -389,33 +422,36 @@ DataFileContents DataFile::read() {
             throw DataFileError("acemq: the broker's data file " + detail::in_quotes(path_) + " is damaged: " + what +
                                 " does not match its checksum (a byte changed on the disk); " + restore_advice);
     };
-    each_row("SELECT name, kind, auto_delete, arguments, checksum FROM exchanges", "exchanges", [&](sqlite3_stmt* row) {
-        const std::string name = text(row, 0), kind = text(row, 1);
-        check_declaration(row, 4, exchange_checksum(name, kind, sqlite3_column_int64(row, 2), blob(row, 3)),
-                          "the declaration of exchange " + detail::in_quotes(name));
-        contents.exchanges.push_back(ExchangeDeclaration{.name = name,
-                                                         .kind = enum_named(kind, exchange_kinds, "exchange kind"),
-                                                         .durable = true,
-                                                         .auto_delete = sqlite3_column_int64(row, 2) != 0,
-                                                         .arguments = unpack_table(blob(row, 3), "arguments")});
-    });
-    each_row("SELECT id, name, type, auto_delete, arguments, checksum FROM queues ORDER BY id", "queues",
-             [&](sqlite3_stmt* row) {
-                 const std::int64_t id = sqlite3_column_int64(row, 0);
-                 const std::string name = text(row, 1), type = text(row, 2);
-                 check_declaration(row, 5, queue_checksum(id, name, type, sqlite3_column_int64(row, 3), blob(row, 4)),
-                                   "the declaration of queue " + detail::in_quotes(name));
-                 contents.queues.push_back(StoredQueue{
-                     .id = static_cast<std::uint64_t>(id),
-                     .declaration = QueueDeclaration{.name = name,
-                                                     .type = enum_named(type, queue_types, "queue type"),
-                                                     .durable = true,
-                                                     .exclusive = false,
-                                                     .auto_delete = sqlite3_column_int64(row, 3) != 0,
-                                                     .arguments = unpack_table(blob(row, 4), "arguments")}});
-             });
-    each_row("SELECT exchange, queue, routing_key, arguments, checksum FROM bindings", "bindings",
-             [&](sqlite3_stmt* row) {
+    each_row(
+        std::string("SELECT name, kind, auto_delete, arguments, ") + checksum_column() + " FROM exchanges", "exchanges",
+        [&](sqlite3_stmt* row) {
+            const std::string name = text(row, 0), kind = text(row, 1);
+            check_declaration(row, 4, exchange_checksum(name, kind, sqlite3_column_int64(row, 2), blob(row, 3)),
+                              "the declaration of exchange " + detail::in_quotes(name));
+            contents.exchanges.push_back(ExchangeDeclaration{.name = name,
+                                                             .kind = enum_named(kind, exchange_kinds, "exchange kind"),
+                                                             .durable = true,
+                                                             .auto_delete = sqlite3_column_int64(row, 2) != 0,
+                                                             .arguments = unpack_table(blob(row, 3), "arguments")});
+        });
+    each_row(
+        std::string("SELECT id, name, type, auto_delete, arguments, ") + checksum_column() + " FROM queues ORDER BY id",
+        "queues", [&](sqlite3_stmt* row) {
+            const std::int64_t id = sqlite3_column_int64(row, 0);
+            const std::string name = text(row, 1), type = text(row, 2);
+            check_declaration(row, 5, queue_checksum(id, name, type, sqlite3_column_int64(row, 3), blob(row, 4)),
+                              "the declaration of queue " + detail::in_quotes(name));
+            contents.queues.push_back(
+                StoredQueue{.id = static_cast<std::uint64_t>(id),
+                            .declaration = QueueDeclaration{.name = name,
+                                                            .type = enum_named(type, queue_types, "queue type"),
+                                                            .durable = true,
+                                                            .exclusive = false,
+                                                            .auto_delete = sqlite3_column_int64(row, 3) != 0,
+                                                            .arguments = unpack_table(blob(row, 4), "arguments")}});
+        });
+    each_row(std::string("SELECT exchange, queue, routing_key, arguments, ") + checksum_column() + " FROM bindings",
+             "bindings", [&](sqlite3_stmt* row) {
                  const std::string exchange = text(row, 0), routing_key = text(row, 2);
                  const std::int64_t queue = sqlite3_column_int64(row, 1);
                  check_declaration(row, 4, binding_checksum(exchange, queue, routing_key, blob(row, 3)),
@@ -428,8 +464,9 @@ DataFileContents DataFile::read() {
     // A message that fails its checksum, or whose properties cannot be read, is not delivered
     // altered and does not stop the rest: the broker moves it to the quarantine at open.
     each_row(
-        "SELECT id, queue, enqueued, redelivered, properties, body, checksum FROM messages ORDER BY id", "messages",
-        [&](sqlite3_stmt* row) {
+        "SELECT id, queue, enqueued, redelivered, properties, body, " + checksum_column() +
+            " FROM messages ORDER BY id",
+        "messages", [&](sqlite3_stmt* row) {
             DamagedRow raw{.id = sqlite3_column_int64(row, 0),
                            .queue = sqlite3_column_int64(row, 1),
                            .enqueued_ms = optional_integer(row, 2),
@@ -455,9 +492,10 @@ DataFileContents DataFile::read() {
             stored.message.body.assign(body.begin(), body.end());
             contents.messages.push_back(std::move(stored));
         });
-    each_row("SELECT count(*) FROM quarantine", "quarantine", [&](sqlite3_stmt* row) {
-        contents.quarantined = static_cast<std::uint64_t>(sqlite3_column_int64(row, 0));
-    });
+    if (version_ >= 2)
+        each_row("SELECT count(*) FROM quarantine", "quarantine", [&](sqlite3_stmt* row) {
+            contents.quarantined = static_cast<std::uint64_t>(sqlite3_column_int64(row, 0));
+        });
     return contents;
 }
 
@@ -494,43 +532,46 @@ DataFileContents DataFile::read_readable(std::vector<std::string>& lost) {
         if (auto [done, why] = scan(sql, take); !done)
             lost.push_back("the " + std::string(table) + " after the last one copied (SQLite: " + why + ")");
     };
-    scan_all("SELECT name, kind, auto_delete, arguments, checksum FROM exchanges", "exchanges", [&](sqlite3_stmt* row) {
-        const std::string name = text(row, 0), kind = text(row, 1);
-        const std::string what = "exchange " + detail::in_quotes(name);
-        if (!checked(row, 4, exchange_checksum(name, kind, sqlite3_column_int64(row, 2), blob(row, 3)), what)) return;
-        ExchangeDeclaration exchange{
-            .name = name, .durable = true, .auto_delete = sqlite3_column_int64(row, 2) != 0, .arguments = {}};
-        const bool ok = readable(
-            [&] {
-                exchange.kind = enum_named(kind, exchange_kinds, "exchange kind");
-                exchange.arguments = unpack_table(blob(row, 3), "arguments");
-            },
-            what);
-        if (ok) contents.exchanges.push_back(std::move(exchange));
-    });
-    scan_all("SELECT id, name, type, auto_delete, arguments, checksum FROM queues ORDER BY id", "queues",
-             [&](sqlite3_stmt* row) {
-                 const std::int64_t id = sqlite3_column_int64(row, 0);
-                 const std::string name = text(row, 1), type = text(row, 2);
-                 const std::string what = "queue " + detail::in_quotes(name);
-                 if (!checked(row, 5, queue_checksum(id, name, type, sqlite3_column_int64(row, 3), blob(row, 4)), what))
+    scan_all(std::string("SELECT name, kind, auto_delete, arguments, ") + checksum_column() + " FROM exchanges",
+             "exchanges", [&](sqlite3_stmt* row) {
+                 const std::string name = text(row, 0), kind = text(row, 1);
+                 const std::string what = "exchange " + detail::in_quotes(name);
+                 if (!checked(row, 4, exchange_checksum(name, kind, sqlite3_column_int64(row, 2), blob(row, 3)), what))
                      return;
-                 StoredQueue queue{.id = static_cast<std::uint64_t>(id),
-                                   .declaration = QueueDeclaration{.name = name,
-                                                                   .durable = true,
-                                                                   .exclusive = false,
-                                                                   .auto_delete = sqlite3_column_int64(row, 3) != 0,
-                                                                   .arguments = {}}};
+                 ExchangeDeclaration exchange{
+                     .name = name, .durable = true, .auto_delete = sqlite3_column_int64(row, 2) != 0, .arguments = {}};
                  const bool ok = readable(
                      [&] {
-                         queue.declaration.type = enum_named(type, queue_types, "queue type");
-                         queue.declaration.arguments = unpack_table(blob(row, 4), "arguments");
+                         exchange.kind = enum_named(kind, exchange_kinds, "exchange kind");
+                         exchange.arguments = unpack_table(blob(row, 3), "arguments");
                      },
                      what);
-                 if (ok) contents.queues.push_back(std::move(queue));
+                 if (ok) contents.exchanges.push_back(std::move(exchange));
              });
-    scan_all("SELECT exchange, queue, routing_key, arguments, checksum FROM bindings", "bindings",
-             [&](sqlite3_stmt* row) {
+    scan_all(
+        std::string("SELECT id, name, type, auto_delete, arguments, ") + checksum_column() + " FROM queues ORDER BY id",
+        "queues", [&](sqlite3_stmt* row) {
+            const std::int64_t id = sqlite3_column_int64(row, 0);
+            const std::string name = text(row, 1), type = text(row, 2);
+            const std::string what = "queue " + detail::in_quotes(name);
+            if (!checked(row, 5, queue_checksum(id, name, type, sqlite3_column_int64(row, 3), blob(row, 4)), what))
+                return;
+            StoredQueue queue{.id = static_cast<std::uint64_t>(id),
+                              .declaration = QueueDeclaration{.name = name,
+                                                              .durable = true,
+                                                              .exclusive = false,
+                                                              .auto_delete = sqlite3_column_int64(row, 3) != 0,
+                                                              .arguments = {}}};
+            const bool ok = readable(
+                [&] {
+                    queue.declaration.type = enum_named(type, queue_types, "queue type");
+                    queue.declaration.arguments = unpack_table(blob(row, 4), "arguments");
+                },
+                what);
+            if (ok) contents.queues.push_back(std::move(queue));
+        });
+    scan_all(std::string("SELECT exchange, queue, routing_key, arguments, ") + checksum_column() + " FROM bindings",
+             "bindings", [&](sqlite3_stmt* row) {
                  const std::string exchange = text(row, 0), routing_key = text(row, 2);
                  const std::int64_t queue = sqlite3_column_int64(row, 1);
                  const std::string what = "a binding of exchange " + detail::in_quotes(exchange);
@@ -560,7 +601,8 @@ DataFileContents DataFile::read_readable(std::vector<std::string>& lost) {
         stored.message.body.assign(body.begin(), body.end());
         contents.messages.push_back(std::move(stored));
     };
-    const std::string columns = "SELECT id, queue, enqueued, redelivered, properties, body, checksum FROM messages ";
+    const std::string columns =
+        "SELECT id, queue, enqueued, redelivered, properties, body, " + checksum_column() + " FROM messages ";
     if (auto [done, why] = scan(columns + "ORDER BY id", take_message); !done) {
         const std::string after = seen.empty() ? "the first" : "id " + std::to_string(*seen.rbegin());
         const std::int64_t from = seen.empty() ? std::numeric_limits<std::int64_t>::min() : *seen.rbegin();

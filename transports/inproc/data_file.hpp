@@ -102,6 +102,12 @@ public:
     // apart in `damaged`; DataFileError for a declaration that fails its checksum, a row it
     // cannot read otherwise, or a file SQLite finds corrupt while reading.
     DataFileContents read();
+    // After read() found the file good: brings a file of an earlier schema version up to this
+    // one (its checksum columns), rewrites a file made without auto_vacuum once so that it can
+    // give space back, and prepares the writes. Until then a refused file is left as it was.
+    // Throws StorageFailure when it cannot write, DataFileError for a damaged schema.
+    void make_writable();
+
     // For salvage: every declaration and message that can be read and passes its checksum;
     // each thing that cannot, told in a sentence appended to `lost`. Never throws for a
     // damaged row or page.
@@ -149,6 +155,7 @@ private:
     void exec(const char* sql, const std::string& action);
     void check_ours();
     bool header_says_ours() const;
+    std::string checksum_column() const;
     void make_schema();
     void migrate(std::int64_t version);
     void give_space_back_from_now_on();
@@ -158,6 +165,7 @@ private:
     sqlite3* db_ = nullptr;
     std::uint64_t max_bytes_ = 0;
     bool salvaging_ = false;
+    std::int64_t version_ = 0;      // the file's schema version, as found or made
     bool synchronous_full_ = true;  // the connection's PRAGMA synchronous: FULL, else NORMAL
     std::vector<Statement> statements_;
 };

@@ -21,6 +21,7 @@ Broker::Impl::Impl(Broker& owner, std::string name, const BrokerOptions& options
     auto file = std::make_unique<detail::DataFile>(data_, options.sqlite_vfs, options.max_data_bytes);
     detail::DataFileContents contents = file->read();
     try {
+        file->make_writable();
         // Synced before anything else of this life is written: see record_open.
         file->begin();
         file->record_open();

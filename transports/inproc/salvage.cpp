@@ -59,27 +59,36 @@ SalvageReport salvage(const std::string& from, const std::string& to) {
             throw DataFileError("acemq: nothing of " + detail::in_quotes(from) + " can be read: " + error.what());
         }
     }
-    detail::DataFile target(to, "", 0);
-    std::set<std::uint64_t> queues;
-    target.begin();
-    for (const ExchangeDeclaration& exchange : contents.exchanges) target.put_exchange(exchange);
-    for (const detail::StoredQueue& queue : contents.queues) {
-        target.put_queue(queue.id, queue.declaration);
-        queues.insert(queue.id);
-    }
-    for (const detail::StoredBinding& binding : contents.bindings)
-        if (queues.contains(binding.queue)) target.put_binding(binding);
-    for (const detail::StoredRow& row : contents.messages) {
-        if (!queues.contains(row.queue)) {
-            report.lost.push_back("message " + std::to_string(row.id) + ": its queue's declaration was not saved");
-            continue;
+    // A salvage that fails half-way leaves no NEWFILE behind, so it can be run again.
+    try {
+        detail::DataFile target(to, "", 0);
+        target.make_writable();
+        std::set<std::uint64_t> queues;
+        target.begin();
+        for (const ExchangeDeclaration& exchange : contents.exchanges) target.put_exchange(exchange);
+        for (const detail::StoredQueue& queue : contents.queues) {
+            target.put_queue(queue.id, queue.declaration);
+            queues.insert(queue.id);
         }
-        target.insert_message(row.id, row.queue, row.enqueued_ms, row.message.redelivered,
-                              detail::pack_properties(row.message), row.message.body);
-        ++report.messages;
+        for (const detail::StoredBinding& binding : contents.bindings)
+            if (queues.contains(binding.queue)) target.put_binding(binding);
+        for (const detail::StoredRow& row : contents.messages) {
+            if (!queues.contains(row.queue)) {
+                report.lost.push_back("message " + std::to_string(row.id) + ": its queue's declaration was not saved");
+                continue;
+            }
+            target.insert_message(row.id, row.queue, row.enqueued_ms, row.message.redelivered,
+                                  detail::pack_properties(row.message), row.message.body);
+            ++report.messages;
+        }
+        target.commit();
+        target.checkpoint();
+    } catch (...) {
+        std::error_code ignored;  // a file that was never made is what is wanted
+        std::filesystem::remove(to, ignored);
+        std::filesystem::remove(to + "-wal", ignored);
+        throw;
     }
-    target.commit();
-    target.checkpoint();
     report.exchanges = contents.exchanges.size();
     report.queues = contents.queues.size();
     report.bindings = contents.bindings.size();
