@@ -386,8 +386,8 @@ void ServerImpl::start_session(const std::string& routing_id, const wire::Frame&
     session.last_heard = Clock::now();
     session_of_peer_[routing_id] = id;
     ++sessions_now_;
-    log(LogLevel::debug,
-        "zmq broker: session " + std::to_string(id) + " started for client " + acemq::detail::in_quotes(session.client_name));
+    log(LogLevel::debug, "zmq broker: session " + std::to_string(id) + " started for client " +
+                             acemq::detail::in_quotes(session.client_name));
     send(session,
          wire::encode_welcome(hello.request, broker_->name(), static_cast<std::uint32_t>(options_.heartbeat.count()),
                               options_.max_frame_bytes));
@@ -614,8 +614,8 @@ void ServerImpl::note_disconnects() {
             if (session.fd != fd) continue;
             session.fd = -1;
             log(LogLevel::warning,
-                "zmq broker: the connection of " + session.peer + " (client " + acemq::detail::in_quotes(session.client_name) + ", session " +
-                    std::to_string(id) +
+                "zmq broker: the connection of " + session.peer + " (client " +
+                    acemq::detail::in_quotes(session.client_name) + ", session " + std::to_string(id) +
                     ") dropped while its session was open: the client went away without a bye, or it sent a frame "
                     "past the " +
                     std::to_string(socket_frame_limit(options_.max_frame_bytes)) +
@@ -628,7 +628,8 @@ void ServerImpl::note_disconnects() {
 void ServerImpl::refuse_oversized(const std::string& routing_id, ::zmq::message_t& frame) {
     std::string peer = peer_of(frame);
     const auto known = session_of_peer_.find(routing_id);
-    if (known != session_of_peer_.end()) peer += " (client " + acemq::detail::in_quotes(sessions_.at(known->second).client_name) + ")";
+    if (known != session_of_peer_.end())
+        peer += " (client " + acemq::detail::in_quotes(sessions_.at(known->second).client_name) + ")";
     const std::string why = "a frame of " + std::to_string(frame.size()) + " bytes is over this broker's limit of " +
                             std::to_string(options_.max_frame_bytes) +
                             " bytes (acemq-broker --max-frame-bytes, zmq::ServerOptions::max_frame_bytes)";
