@@ -22,6 +22,7 @@
 #include <acemq/inproc.hpp>
 #include <acemq/log.hpp>
 #include "../inproc/inbox.hpp"
+#include "../support/queues.hpp"
 #include "../support/rounds.hpp"
 #include "../support/temp_dir.hpp"
 
@@ -69,12 +70,7 @@ std::map<std::string, Expected> make_file(const std::string& path) {
     broker->declare_exchange(ExchangeDeclaration{
         .name = "orders", .kind = ExchangeKind::direct, .durable = true, .auto_delete = false, .arguments = {}});
     for (const char* queue : {"a", "b"}) {
-        broker->declare_queue(connection, QueueDeclaration{.name = queue,
-                                                           .type = QueueType::classic,
-                                                           .durable = true,
-                                                           .exclusive = false,
-                                                           .auto_delete = false,
-                                                           .arguments = {}});
+        broker->declare_queue(connection, testing_support::durable_queue(queue));
         broker->bind(connection,
                      BindingDeclaration{.queue = queue, .exchange = "orders", .routing_key = queue, .arguments = {}});
     }
@@ -278,12 +274,7 @@ TEST_CASE("salvage reads a messages table past a damaged page, from both ends") 
     {
         auto broker = inproc::broker(unique_name("many"), inproc::BrokerOptions{.data = damaged});
         const auto connection = broker->open_connection();
-        broker->declare_queue(connection, QueueDeclaration{.name = "a",
-                                                           .type = QueueType::classic,
-                                                           .durable = true,
-                                                           .exclusive = false,
-                                                           .auto_delete = false,
-                                                           .arguments = {}});
+        broker->declare_queue(connection, testing_support::durable_queue("a"));
         broker->close_connection(connection);
         for (int n = 0; n < 300; ++n)
             REQUIRE(broker

@@ -16,6 +16,7 @@
 
 #include <acemq/inproc.hpp>
 #include <acemq/log.hpp>
+#include "../support/queues.hpp"
 #include "../support/rounds.hpp"
 #include "power_cut_vfs.hpp"
 
@@ -114,12 +115,7 @@ TEST_CASE(
         std::shared_ptr<inproc::Broker> broker;
         REQUIRE_NOTHROW(broker = inproc::broker("power-cut-" + std::to_string(round), options));
         const auto connection = broker->open_connection();
-        broker->declare_queue(connection, QueueDeclaration{.name = "q",
-                                                           .type = QueueType::classic,
-                                                           .durable = true,
-                                                           .exclusive = false,
-                                                           .auto_delete = false,
-                                                           .arguments = {}});
+        broker->declare_queue(connection, testing_support::durable_queue("q"));
         const std::vector<std::uint64_t> there = ids_in_queue(*broker);
         const std::set<std::uint64_t> present(there.begin(), there.end());
         REQUIRE(present.size() == there.size());              // none twice
@@ -268,12 +264,7 @@ TEST_CASE("a frame an earlier life wrote and never synced does not come back at 
 
     auto broker = inproc::broker("ghost-a", options);
     const auto connection = broker->open_connection();
-    broker->declare_queue(connection, QueueDeclaration{.name = "q",
-                                                       .type = QueueType::classic,
-                                                       .durable = true,
-                                                       .exclusive = false,
-                                                       .auto_delete = false,
-                                                       .arguments = {}});
+    broker->declare_queue(connection, testing_support::durable_queue("q"));
     broker->close_connection(connection);
     REQUIRE(broker->publish(numbered(1)).confirmed);
     REQUIRE(broker->publish(numbered(2)).confirmed);

@@ -52,6 +52,16 @@ CREATE TABLE quarantine(row INTEGER PRIMARY KEY, id INTEGER, queue INTEGER, enqu
                         quarantined INTEGER NOT NULL);
 )sql";
 
+// The first column of the first row `sql` gives, or 0 when it gives none.
+std::int64_t integer_of(sqlite3* db, const char* sql) {
+    sqlite3_stmt* statement = nullptr;
+    std::int64_t value = 0;
+    if (sqlite3_prepare_v2(db, sql, -1, &statement, nullptr) == SQLITE_OK && sqlite3_step(statement) == SQLITE_ROW)
+        value = sqlite3_column_int64(statement, 0);
+    sqlite3_finalize(statement);
+    return value;
+}
+
 // How much room the file system holding `path` has; unknown on another VFS's names.
 struct Space {
     bool known = false;
@@ -69,14 +79,7 @@ Space space_around(const std::string& path) {
 bool full_at_its_limit(sqlite3* db, std::uint64_t max_bytes, const Space& space) {
     if (max_bytes == 0) return false;
     if (!space.known) return true;
-    auto integer = [&](const char* sql) {
-        sqlite3_stmt* statement = nullptr;
-        std::int64_t value = 0;
-        if (sqlite3_prepare_v2(db, sql, -1, &statement, nullptr) == SQLITE_OK && sqlite3_step(statement) == SQLITE_ROW)
-            value = sqlite3_column_int64(statement, 0);
-        sqlite3_finalize(statement);
-        return value;
-    };
+    auto integer = [&](const char* sql) { return integer_of(db, sql); };
     const std::int64_t pages_left = integer("PRAGMA max_page_count") - integer("PRAGMA page_count");
     return space.free_bytes >
            static_cast<std::uint64_t>(std::max<std::int64_t>(pages_left, 0) * integer("PRAGMA page_size"));
@@ -220,10 +223,7 @@ DataFile::DataFile(const std::string& path, const std::string& vfs, std::uint64_
         exec("PRAGMA synchronous = FULL", "make its commits synchronous");
         exec("PRAGMA journal_size_limit = 16777216", "limit its WAL");
         if (max_bytes > 0) {
-            sqlite3_stmt* page_size = nullptr;
-            sqlite3_prepare_v2(db_, "PRAGMA page_size", -1, &page_size, nullptr);
-            const std::int64_t page = sqlite3_step(page_size) == SQLITE_ROW ? sqlite3_column_int64(page_size, 0) : 4096;
-            sqlite3_finalize(page_size);
+            const std::int64_t page = std::max<std::int64_t>(integer_of(db_, "PRAGMA page_size"), 512);
             const std::uint64_t pages = std::max<std::uint64_t>(max_bytes / static_cast<std::uint64_t>(page), 1);
             exec(("PRAGMA max_page_count = " + std::to_string(pages)).c_str(), "cap its size");
         }
@@ -314,14 +314,7 @@ void DataFile::check_ours() {
                     ? std::string("; if nothing else is wrong with it, it is damaged: ") + restore_advice
                     : std::string()));
     }
-    auto integer = [&](const char* sql) {
-        sqlite3_stmt* statement = nullptr;
-        std::int64_t value = 0;
-        if (sqlite3_prepare_v2(db_, sql, -1, &statement, nullptr) == SQLITE_OK && sqlite3_step(statement) == SQLITE_ROW)
-            value = sqlite3_column_int64(statement, 0);
-        sqlite3_finalize(statement);
-        return value;
-    };
+    auto integer = [&](const char* sql) { return integer_of(db_, sql); };
     const std::int64_t id = integer("PRAGMA application_id");
     const std::int64_t tables = integer("SELECT count(*) FROM sqlite_master");
     if (id == 0 && tables == 0) {
@@ -791,14 +784,8 @@ void DataFile::record_open() {
 // can from now on. Not fatal when it fails (a disk too full to hold the copy VACUUM makes):
 // the file works as before, only keeps its size.
 void DataFile::give_space_back_from_now_on() {
-    sqlite3_stmt* mode = nullptr;
-    std::int64_t auto_vacuum = 0;
-    if (sqlite3_prepare_v2(db_, "PRAGMA auto_vacuum", -1, &mode, nullptr) == SQLITE_OK &&
-        sqlite3_step(mode) == SQLITE_ROW)
-        auto_vacuum = sqlite3_column_int64(mode, 0);
-    sqlite3_finalize(mode);
     constexpr std::int64_t incremental = 2;
-    if (auto_vacuum == incremental) return;
+    if (integer_of(db_, "PRAGMA auto_vacuum") == incremental) return;
     if (sqlite3_exec(db_, "PRAGMA auto_vacuum = INCREMENTAL; VACUUM", nullptr, nullptr, nullptr) != SQLITE_OK)
         log(LogLevel::warning, "acemq: the broker's data file " + detail::in_quotes(path_) +
                                    " could not be rewritten to give space back when messages are acked (SQLite: " +
