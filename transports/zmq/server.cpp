@@ -621,6 +621,7 @@ void ServerImpl::note_disconnects() {
                     std::to_string(socket_frame_limit(options_.max_frame_bytes)) +
                     " bytes the socket takes (twice --max-frame-bytes), which is dropped unread; the session ends "
                     "when its heartbeats stop");
+            break;  // one session a connection
         }
     }
 }
