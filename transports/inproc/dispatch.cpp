@@ -118,7 +118,7 @@ void Broker::Impl::settle(std::uint64_t tag, Settlement settlement) {
     if (found != consumers_.end()) settled = found->second->settle(tag);
     if (!settled)
         throw UsageError("acemq: cannot " + std::string(settlement == Settlement::ack ? "ack" : "nack") + " delivery " +
-                         std::to_string(tag) + " on inproc broker " + in_quotes(name_) +
+                         std::to_string(tag) + " on " + detail::broker_in_errors(name_) +
                          ": PRECONDITION_FAILED - unknown delivery tag; its subscription or transport was closed, "
                          "which handed it back to its queue. Settle deliveries before closing what they came from");
     Consumer& consumer = *found->second;

@@ -38,8 +38,8 @@ std::shared_ptr<InboundMessage> Broker::Impl::inbound(OutboundMessage&& message)
 PublishResult Broker::Impl::publish(OutboundMessage message) {
     released_->free_released();
     if (detail::Journal::on_writer_thread())
-        throw UsageError("acemq: cannot publish to inproc broker \"" + name_ +
-                         "\" and wait from a ConfirmFn, on the writer thread that makes the commit; publish with "
+        throw UsageError("acemq: cannot publish to " + detail::broker_in_errors(name_) +
+                         " and wait from a ConfirmFn, on the writer thread that makes the commit; publish with "
                          "a ConfirmFn there, or hand the work to another thread");
     std::mutex mutex;
     std::condition_variable done;

@@ -71,11 +71,11 @@ void Broker::Impl::bind(ConnectionId connection, const BindingDeclaration& asked
     const auto exchange = exchanges_.find(asked.exchange);
     if (exchange == exchanges_.end())
         throw TopologyError("acemq: cannot " + what + ": NOT_FOUND - no exchange " + in_quotes(asked.exchange) +
-                            " on inproc broker " + in_quotes(name_) + "; declare the exchange first");
+                            " on " + detail::broker_in_errors(name_) + "; declare the exchange first");
     const auto queue = queues_.find(asked.queue);
     if (queue == queues_.end())
-        throw TopologyError("acemq: cannot " + what + ": NOT_FOUND - no queue " + in_quotes(asked.queue) +
-                            " on inproc broker " + in_quotes(name_) + "; declare the queue first");
+        throw TopologyError("acemq: cannot " + what + ": NOT_FOUND - no queue " + in_quotes(asked.queue) + " on " +
+                            detail::broker_in_errors(name_) + "; declare the queue first");
     require_access(*queue->second, connection, "bind");
     const bool added = exchange->second->bind(*queue->second, asked.routing_key, asked.arguments);
     if (added && queue->second->stored_id() != 0 && exchange->second->declaration().durable)
@@ -114,7 +114,7 @@ void Broker::Impl::delete_queue(ConnectionId connection, std::string_view queue_
 
 void Broker::Impl::require_open(ConnectionId connection, const std::string& what) const {
     if (!connections_.contains(connection))
-        throw UsageError("acemq: cannot " + what + ": the connection to inproc broker " + in_quotes(name_) +
+        throw UsageError("acemq: cannot " + what + ": the connection to " + detail::broker_in_errors(name_) +
                          " is closed; open a new transport");
 }
 
@@ -131,7 +131,7 @@ const std::shared_ptr<Queue>& Broker::Impl::existing_queue(ConnectionId connecti
     const auto found = queues_.find(name);
     if (found == queues_.end())
         throw Error("acemq: cannot " + std::string(action) + " queue " + in_quotes(name) +
-                    ": NOT_FOUND - no such queue on inproc broker " + in_quotes(name_) + "; declare it first");
+                    ": NOT_FOUND - no such queue on " + detail::broker_in_errors(name_) + "; declare it first");
     require_access(*found->second, connection, action);
     return found->second;
 }
