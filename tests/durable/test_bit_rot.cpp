@@ -187,6 +187,8 @@ TEST_CASE(
         "%zu refused\n",
         flips, counts[Outcome::intact], counts[Outcome::quarantined], counts[Outcome::refused]);
     counts.clear();
+    // From one page on: a file cut to nothing is an empty file, which the broker takes for a new
+    // one, as it must for a file a user made with `touch`.
     for (std::size_t pages = 1; pages < pristine.size() / page_size; ++pages)
         trial_of(pristine.substr(0, pages * page_size), "cut to " + std::to_string(pages) + " page(s)");
     std::printf(
