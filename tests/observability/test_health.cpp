@@ -10,6 +10,7 @@
 #include <acemq/uuid.hpp>
 #include "../support/temp_dir.hpp"
 #include "../support/wait.hpp"
+#include "full_data_file.hpp"
 
 using namespace std::chrono_literals;
 using acemq::Health;
@@ -67,21 +68,9 @@ TEST_CASE("inproc durable: down while the data file refuses commits, up again on
     auto broker = acemq::inproc::broker(name, {.data = file, .max_data_bytes = 256 * 1024});
     auto transport = acemq::open_transport("inproc://" + name + "?data=" + file);
     transport->declare(acemq::Topology{}.queue("q"));
-    const acemq::Bytes body(4000, std::byte{'p'});
-    bool refused = false;
-    for (int i = 0; i < 200 && !refused; ++i)
-        refused = !transport->publish({.routing_key = "q", .body = body}).confirmed;
-    REQUIRE(refused);
-    const Health down = transport->check_health(1s);
-    CHECK(down.status == Health::Status::down);
-    CHECK_THAT(down.detail, Catch::Contains(file) && Catch::Contains("disk full") &&
-                                Catch::Contains("persistent publishes are refused until it writes again"));
-    for (int i = 0; i < 30; ++i) {
-        auto delivery = transport->pull("q");
-        REQUIRE(delivery);
-        delivery->ack();
-    }
-    REQUIRE(transport->publish({.routing_key = "q", .body = body}).confirmed);
+    full_data_file::fill_and_check_down(*transport, file, 1s);
+    full_data_file::ack_some(*transport);
+    REQUIRE(transport->publish({.routing_key = "q", .body = full_data_file::body}).confirmed);
     CHECK(transport->check_health(1s).status == Health::Status::up);
 }
 

@@ -14,6 +14,7 @@
 #include "../support/temp_dir.hpp"
 #include "../support/wait.hpp"
 #include "../zmq/broker_process.hpp"
+#include "full_data_file.hpp"
 
 using namespace std::chrono_literals;
 using acemq::Health;
@@ -131,25 +132,10 @@ TEST_CASE("zmq durable broker: down with the broker's reason while its data file
     auto transport = acemq::zmq::open("zmq+" + server->endpoints().front());
     REQUIRE(transport->check_health(10s).status == Health::Status::up);
     transport->declare(acemq::Topology{}.queue("q"));
-    const acemq::Bytes body(4000, std::byte{'p'});
-    std::optional<acemq::PublishResult> refusal;
-    for (int i = 0; i < 200 && !refusal; ++i)
-        if (auto result = transport->publish({.routing_key = "q", .body = body}); !result.confirmed) refusal = result;
-    REQUIRE(refusal);
-    REQUIRE_THAT(refusal->return_reason, Catch::Contains("disk full"));
-
-    const Health down = transport->check_health(10s);
-    CHECK(down.status == Health::Status::down);
-    CHECK_THAT(down.detail, Catch::Contains(file) && Catch::Contains("disk full") &&
-                                Catch::Contains("persistent publishes are refused until it writes again"));
-
-    for (int i = 0; i < 30; ++i) {
-        auto delivery = transport->pull("q");
-        REQUIRE(delivery);
-        delivery->ack();
-    }
+    full_data_file::fill_and_check_down(*transport, file, 10s);
+    full_data_file::ack_some(*transport);
     // Acks travel unanswered: the commit that frees the space comes when it comes.
-    CHECK(eventually([&] { return transport->publish({.routing_key = "q", .body = body}).confirmed; }));
+    CHECK(eventually([&] { return transport->publish({.routing_key = "q", .body = full_data_file::body}).confirmed; }));
     CHECK(transport->check_health(10s).status == Health::Status::up);
     transport->close();
 }
