@@ -39,12 +39,6 @@ bool too_large(const PublishResult& result) {
 }
 
 // Cuts `text` to at most `size` bytes, at a UTF-8 character boundary.
-void cut_at_character(std::string& text, std::size_t size) {
-    if (text.size() <= size) return;
-    while (size > 0 && (static_cast<unsigned char>(text[size]) & 0xC0) == 0x80) --size;
-    text.resize(size);
-}
-
 // What a copy's properties take at most on any transport's wire, as TransportInfo::
 // max_properties_bytes says the engine counts: each header's name and value plus 16 bytes,
 // the content type and reply-to plus 16 each. A trimmed copy holds only the reserved
@@ -113,7 +107,7 @@ void fit(Envelope& envelope, const InboundMessage& original, std::size_t room) {
                     " bytes) dropped with its id and position";
             continue;
         }
-        cut_at_character(*text, cut_to);
+        text->resize(detail::character_boundary(*text, cut_to));
         note += std::string(note.empty() ? "" : ", ") + std::string(name) + " cut from " + std::to_string(was) +
                 " to " + std::to_string(text->size()) + " bytes";
     }
@@ -128,9 +122,9 @@ Envelope trimmed(Envelope envelope, const std::string& refusal, const InboundMes
     constexpr std::size_t kept_error = 1024;
     envelope.headers.clear();
     std::string error = std::move(envelope.error);
-    cut_at_character(error, kept_error);
+    error.resize(detail::character_boundary(error, kept_error));
     std::string why = refusal;
-    cut_at_character(why, kept_error);
+    why.resize(detail::character_boundary(why, kept_error));
     envelope.error = error + " [set aside without its application headers and with this text cut to at most " +
                      std::to_string(kept_error) + " bytes, because the whole copy was refused: " + why + "]";
     fit(envelope, original, room);

@@ -26,14 +26,20 @@ void append_escaped_utf8(std::string& out, std::string_view text, bool quoted) {
     }
 }
 
+}  // namespace
+
+std::size_t character_boundary(std::string_view text, std::size_t size) {
+    if (size >= text.size()) return text.size();
+    // At most three continuation bytes follow a character's first byte.
+    std::size_t cut = size;
+    for (int back = 0; back < 3 && cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80; ++back) --cut;
+    return cut;
+}
+
+namespace {
+
 std::string escaped_and_bounded(std::string_view text, std::size_t limit, bool quoted) {
-    std::string_view kept = text.substr(0, limit);
-    if (kept.size() < text.size()) {
-        // Not in the middle of a character: at most three continuation bytes go with it.
-        std::size_t cut = kept.size();
-        for (int back = 0; back < 3 && cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80; ++back) --cut;
-        kept = kept.substr(0, cut);
-    }
+    std::string_view kept = text.substr(0, character_boundary(text, limit));
     std::string out;
     out.reserve(kept.size() + 2);
     if (quoted) out += '"';

@@ -24,4 +24,8 @@ std::string in_quotes(std::string_view text, std::size_t limit = shown_text_limi
 // "message 7f3c… from queue", "cannot decode an Order from application/msgpack".
 std::string shown_text(std::string_view text, std::size_t limit = shown_text_limit);
 
+// Where to cut `text` to at most `size` bytes without splitting a UTF-8 character: `size`,
+// or up to three bytes before it when a character's continuation bytes start there.
+std::size_t character_boundary(std::string_view text, std::size_t size);
+
 }  // namespace acemq::detail
