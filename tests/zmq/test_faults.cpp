@@ -23,6 +23,7 @@
 
 #include "../support/wait.hpp"
 #include "broker_process.hpp"
+#include "raw_answer.hpp"
 #include "zmq/protocol.hpp"
 
 using namespace std::chrono_literals;
@@ -216,17 +217,11 @@ namespace {
 // Sends raw `bytes` as one frame from a DEALER and returns the broker's answer, read as a frame.
 std::optional<acemq::zmq::wire::ErrorFrame> answer_to(::zmq::socket_t& dealer, const std::vector<std::uint8_t>& bytes) {
     dealer.send(::zmq::buffer(bytes.data(), bytes.size()), ::zmq::send_flags::none);
-    std::vector<::zmq::pollitem_t> items{{dealer.handle(), 0, ZMQ_POLLIN, 0}};
-    for (;;) {
-        if (::zmq::poll(items, 5s) == 0) return std::nullopt;
-        ::zmq::message_t reply;
-        (void)dealer.recv(reply);
-        const auto frame =
-            acemq::zmq::wire::Frame::parse(std::span(static_cast<const std::byte*>(reply.data()), reply.size()));
-        if (frame.command() == acemq::zmq::wire::Command::heartbeat) continue;
-        REQUIRE(frame.command() == acemq::zmq::wire::Command::error);
-        return acemq::zmq::wire::read_error(frame);
-    }
+    const auto reply = zmq_test::next_answer(dealer);
+    if (!reply) return std::nullopt;
+    const auto frame = acemq::zmq::wire::Frame::parse(*reply);
+    REQUIRE(frame.command() == acemq::zmq::wire::Command::error);
+    return acemq::zmq::wire::read_error(frame);
 }
 
 std::vector<std::uint8_t> bytes_of(const msgpack::sbuffer& buffer) {
@@ -258,8 +253,7 @@ TEST_CASE("frames that break the protocol get an error frame back; the broker ke
 
     const auto hello = bytes_of(acemq::zmq::wire::encode_hello(1, "garbage", 1000));
     dealer.send(::zmq::buffer(hello.data(), hello.size()), ::zmq::send_flags::none);
-    ::zmq::message_t welcome;
-    REQUIRE(dealer.recv(welcome));
+    REQUIRE(zmq_test::next_answer(dealer));  // the welcome
 
     struct Case {
         const char* what;

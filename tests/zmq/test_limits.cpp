@@ -18,11 +18,14 @@
 #include "../support/handmade.hpp"
 #include "../support/wait.hpp"
 #include "broker_process.hpp"
+#include "raw_answer.hpp"
 #include "zmq/protocol.hpp"
 
 using namespace std::chrono_literals;
 
 namespace zmq_limits {
+
+using zmq_test::next_answer;
 
 constexpr std::size_t limit = 1024 * 1024;
 
@@ -32,19 +35,6 @@ acemq::OutboundMessage sized_message(const std::string& queue, std::size_t body_
 
 std::span<const std::byte> span_of(const msgpack::sbuffer& buffer) {
     return {reinterpret_cast<const std::byte*>(buffer.data()), buffer.size()};
-}
-
-// The next frame from the broker that is not a heartbeat; nullopt after 5 s of nothing else.
-std::optional<std::vector<std::byte>> next_answer(::zmq::socket_t& dealer) {
-    std::vector<::zmq::pollitem_t> items{{dealer.handle(), 0, ZMQ_POLLIN, 0}};
-    for (;;) {
-        if (::zmq::poll(items, 5s) == 0) return std::nullopt;
-        ::zmq::message_t reply;
-        (void)dealer.recv(reply);
-        const auto* data = static_cast<const std::byte*>(reply.data());
-        std::vector<std::byte> bytes(data, data + reply.size());
-        if (acemq::zmq::wire::Frame::parse(bytes).command() != acemq::zmq::wire::Command::heartbeat) return bytes;
-    }
 }
 
 void send_frame(::zmq::socket_t& dealer, const msgpack::sbuffer& frame) {

@@ -8,7 +8,6 @@
 #include <unistd.h>
 
 #include <atomic>
-#include <cstring>
 #include <limits>
 #include <mutex>
 #include <thread>
@@ -147,7 +146,9 @@ private:
     ::zmq::context_t context_;
     ::zmq::socket_t router_;
     std::optional<::zmq::socket_t> zap_;
-    ::zmq::socket_t connections_;  // the router's monitor: its connections that drop
+    // The router's connections that drop. One whose session is open is logged at once (its
+    // session ends later, when its heartbeats stop): it is how a frame past what libzmq takes shows.
+    SocketMonitor connections_;
     EventFd wake_;
     std::vector<std::string> bound_;
 
@@ -169,7 +170,7 @@ private:
 
 ServerImpl::ServerImpl(const BrokerOpener& open_broker, std::vector<std::string> endpoints, ServerOptions options)
     : options_(std::move(options)), context_(1), router_(context_, ::zmq::socket_type::router),
-      connections_(context_, ::zmq::socket_type::pair) {
+      connections_(context_, router_, ZMQ_EVENT_DISCONNECTED) {
     if (endpoints.empty())
         throw InvalidArgument(
             "acemq: zmq::serve needs at least one endpoint, e.g. tcp://127.0.0.1:5680 or ipc:///PATH");
@@ -183,11 +184,6 @@ ServerImpl::ServerImpl(const BrokerOpener& open_broker, std::vector<std::string>
     // for deliveries, the client's window for confirms).
     router_.set(::zmq::sockopt::router_mandatory, true);
     router_.set(::zmq::sockopt::sndhwm, 0);
-    // A connection that drops while its session is open is logged at once (its session ends
-    // later, when its heartbeats stop): it is how a frame past what libzmq takes shows.
-    if (zmq_socket_monitor(router_.handle(), "inproc://acemq-broker-connections", ZMQ_EVENT_DISCONNECTED) != 0)
-        throw ::zmq::error_t();
-    connections_.connect("inproc://acemq-broker-connections");
     // libzmq takes frames up to twice the limit, so that one past it is read, logged with its
     // size and its sender, and refused with the session kept; a larger one ends the connection
     // before it is allocated (and its client's session times out).
@@ -601,17 +597,10 @@ void ServerImpl::refuse_frame(const std::string& routing_id, std::uint64_t reque
 }
 
 void ServerImpl::note_disconnects() {
-    ::zmq::message_t event, address;
-    while (connections_.recv(event, ::zmq::recv_flags::dontwait)) {
-        if (connections_.get(::zmq::sockopt::rcvmore)) (void)connections_.recv(address);
-        if (event.size() < 6) continue;
-        std::uint16_t kind = 0;
-        std::int32_t fd = -1;
-        std::memcpy(&kind, event.data(), 2);
-        std::memcpy(&fd, static_cast<const char*>(event.data()) + 2, 4);
-        if (kind != ZMQ_EVENT_DISCONNECTED) continue;
+    while (const auto event = connections_.next()) {
+        if (event->kind != ZMQ_EVENT_DISCONNECTED) continue;
         for (auto& [id, session] : sessions_) {
-            if (session.fd != fd) continue;
+            if (session.fd != event->value) continue;
             session.fd = -1;
             log(LogLevel::warning,
                 "zmq broker: the connection of " + session.peer + " (client " +

@@ -445,8 +445,8 @@ void ZmqTransport::run() {
                                                            " ms: is an acemq-broker listening on " + endpoint_ + "?"
                                                      : refused_because_;
             open_cv_.notify_all();
-            socket_.reset();
             monitor_.reset();
+            socket_.reset();
             return;
         }
         if (closed_.load()) break;
@@ -469,8 +469,8 @@ void ZmqTransport::run() {
     if (ready_.load()) lose_session("the transport was closed");
     if (!first && !closed_.load()) event(ConnectionEvent::Kind::gave_up, "recovery is off");
     fail_queued(Call::Outcome::unsent, "acemq: the transport to " + where() + " is closed; open a new one");
-    socket_.reset();
     monitor_.reset();
+    socket_.reset();
 }
 
 void ZmqTransport::open_socket() {
@@ -486,30 +486,17 @@ void ZmqTransport::open_socket() {
         socket_->set(::zmq::sockopt::curve_secretkey, secret_key_);
     }
     // The handshake's failures (a key the broker refuses) are seen only through a monitor.
-    static std::atomic<std::uint64_t> monitors{0};
-    const std::string monitor_endpoint = "inproc://acemq-zmq-monitor-" + std::to_string(++monitors);
-    if (zmq_socket_monitor(socket_->handle(), monitor_endpoint.c_str(),
-                           ZMQ_EVENT_HANDSHAKE_FAILED_AUTH | ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL |
-                               ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL) != 0)
-        throw ::zmq::error_t();
-    monitor_.emplace(context_, ::zmq::socket_type::pair);
-    monitor_->set(::zmq::sockopt::linger, 0);
-    monitor_->connect(monitor_endpoint);
+    monitor_.emplace(context_, *socket_,
+                     ZMQ_EVENT_HANDSHAKE_FAILED_AUTH | ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL |
+                         ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL);
     socket_->connect(endpoint_);
 }
 
 void ZmqTransport::watch_handshake() {
-    ::zmq::message_t event, address;
-    while (monitor_->recv(event, ::zmq::recv_flags::dontwait)) {
-        if (monitor_->get(::zmq::sockopt::rcvmore)) (void)monitor_->recv(address);
-        if (event.size() < 6) continue;
-        std::uint16_t kind = 0;
-        std::uint32_t value = 0;
-        std::memcpy(&kind, event.data(), 2);
-        std::memcpy(&value, static_cast<const char*>(event.data()) + 2, 4);
-        if (kind == ZMQ_EVENT_HANDSHAKE_FAILED_AUTH)
+    while (const auto event = monitor_->next()) {
+        if (event->kind == ZMQ_EVENT_HANDSHAKE_FAILED_AUTH)
             refused_because_ = "acemq: " + where() + " refused this client's CurveZMQ key (ZAP status " +
-                               std::to_string(value) +
+                               std::to_string(event->value) +
                                "): give the broker's operator this client's .pub file to add to its allowed keys";
         else
             refused_because_ = "acemq: the security handshake with " + where() +
@@ -807,8 +794,8 @@ void ZmqTransport::lose_session(std::string why) {
     confirms_.clear();
     for (auto& [server_id, consumer] : by_server_id_) consumer->server_id = 0;
     by_server_id_.clear();
-    socket_.reset();
     monitor_.reset();
+    socket_.reset();
 }
 
 void ZmqTransport::fail_queued(Call::Outcome outcome, const std::string& why) {

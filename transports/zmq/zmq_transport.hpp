@@ -114,7 +114,7 @@ private:
 
     ::zmq::context_t context_{1};
     std::optional<::zmq::socket_t> socket_;
-    std::optional<::zmq::socket_t> monitor_;
+    std::optional<SocketMonitor> monitor_;  // socket_'s handshakes; reset before socket_
     EventFd wake_;
     std::thread thread_;
 
