@@ -47,7 +47,9 @@ public:
     RawPeer(const std::string& endpoint, std::string_view name) {
         dealer.set(::zmq::sockopt::linger, 0);
         dealer.connect(endpoint);
-        send_frame(dealer, acemq::zmq::wire::encode_hello(1, name, 1000));
+        // It sends no heartbeats: a minute's interval keeps its session through a slow
+        // (sanitizer, loaded machine) run's seconds between frames.
+        send_frame(dealer, acemq::zmq::wire::encode_hello(1, name, 60000));
         const auto answer = next_answer(dealer);
         REQUIRE(answer);
         welcome = acemq::zmq::wire::read_welcome(acemq::zmq::wire::Frame::parse(*answer));
