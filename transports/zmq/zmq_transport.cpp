@@ -486,9 +486,9 @@ void ZmqTransport::open_socket() {
         socket_->set(::zmq::sockopt::curve_secretkey, secret_key_);
     }
     // The handshake's failures (a key the broker refuses) are seen only through a monitor.
-    monitor_.emplace(context_, *socket_,
-                     ZMQ_EVENT_HANDSHAKE_FAILED_AUTH | ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL |
-                         ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL);
+    monitor_.emplace(
+        context_, *socket_,
+        ZMQ_EVENT_HANDSHAKE_FAILED_AUTH | ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL | ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL);
     socket_->connect(endpoint_);
 }
 
