@@ -6,7 +6,7 @@
 //
 // --port picks the telemetry endpoint's port (9464 by default, 0 for any free one);
 // --serve-seconds keeps serving /acemq-metrics, /acemq-health and /acemq-info that long
-// after the work is done, for a Prometheus to scrape (tests/observability/prometheus_scrape.sh).
+// after the work is done, for a Prometheus to scrape (tests/prometheus/prometheus_scrape.sh).
 // Run it twice on RabbitMQ and the queues hold the first run's invoices: it counts only
 // what this run did.
 #include <acemq/acemq.hpp>

@@ -1,7 +1,7 @@
 // Handler middleware that publishes or consumes through a bus (docs/patterns.md §4,
 // §8 items 48–49): then(), and that middleware composed under Bus::consume, on whichever
 // transport the suite runs against. The middleware's pure unit tests are in
-// tests/engine/test_middleware.cpp.
+// tests/engine/test_middleware_units.cpp.
 #include "../support/handmade.hpp"
 #include "conformance.hpp"
 

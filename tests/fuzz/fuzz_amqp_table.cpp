@@ -2,7 +2,7 @@
 // headers are) and read by the AMQP transport's table_of, must neither crash nor read a
 // table nested past max_table_depth, and what is read must encode again in exactly the
 // bytes encoded_size predicts. The properties are those of the seeded loop in
-// tests/amqp/test_wire_fuzz.cpp (tests/amqp/wire_properties.hpp); a broken one aborts.
+// tests/reliability/amqp/test_wire_fuzz.cpp (wire_properties.hpp there); a broken one aborts.
 //
 // Built with the other targets (tests/fuzz/README.md): `ninja -C build-fuzz tests/fuzz/fuzz_amqp_table`,
 // then `./build-fuzz/tests/fuzz/fuzz_amqp_table -max_total_time=60 -max_len=4096 corpus`.

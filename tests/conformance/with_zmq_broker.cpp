@@ -13,7 +13,7 @@
 #include <optional>
 #include <stdexcept>
 
-#include "broker_process.hpp"
+#include "../zmq/broker_process.hpp"
 
 namespace {
 

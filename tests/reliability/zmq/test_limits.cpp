@@ -15,10 +15,10 @@
 #include <acemq/acemq.hpp>
 #include <acemq/zmq.hpp>
 
-#include "../support/handmade.hpp"
-#include "../support/wait.hpp"
-#include "broker_process.hpp"
-#include "raw_answer.hpp"
+#include "../../support/handmade.hpp"
+#include "../../support/wait.hpp"
+#include "../../zmq/broker_process.hpp"
+#include "../../zmq/raw_answer.hpp"
 #include "zmq/protocol.hpp"
 
 using namespace std::chrono_literals;

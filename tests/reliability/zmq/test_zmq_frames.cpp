@@ -7,11 +7,11 @@
 // ACEMQ_FUZZ_SECONDS).
 #include <catch2/catch.hpp>
 
-#include "../fuzz/zmq_frames.hpp"
-#include "../support/codec_bodies.hpp"
-#include "../support/fuzz_loop.hpp"
-#include "../support/msgpack_bytes.hpp"
-#include "../support/thrown.hpp"
+#include "../../fuzz/zmq_frames.hpp"
+#include "../../support/codec_bodies.hpp"
+#include "../../support/fuzz_loop.hpp"
+#include "../../support/msgpack_bytes.hpp"
+#include "../../support/thrown.hpp"
 
 #include <bit>
 #include <cmath>

@@ -27,7 +27,7 @@
 #include <string>
 #include <thread>
 #include <vector>
-#include "../support/wait.hpp"
+#include "../../support/wait.hpp"
 
 namespace {
 
