@@ -424,6 +424,11 @@ TEST_CASE("TLS settings that cannot be used are refused before the handshake") {
     CHECK(named.expected_server_name() == "localhost");
 }
 
+TEST_CASE("amqp::state is for a transport amqp::open made, and says so for another") {
+    auto other = acemq::open_transport("inproc://amqp-state-" + acemq::new_uuid().substr(0, 8));
+    CHECK_THROWS_WITH(acemq::amqp::state(*other), Catch::Contains("amqp::open") && Catch::Contains("\"inproc\""));
+}
+
 TEST_CASE("connection events have stable names") {
     using Kind = acemq::ConnectionEvent::Kind;
     CHECK(acemq::to_string(Kind::lost) == "lost");
