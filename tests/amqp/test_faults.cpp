@@ -472,8 +472,7 @@ TEST_CASE("TLS: the test CA is trusted, other CAs and names are refused") {
         // TLS spoken to the plain listener: the handshake fails, and the text says which
         // port to use rather than blaming the certificate. Each attempt is bounded by its
         // connect timeout.
-        CHECK_THAT(connect_refusal(tls_to_plain_port(),
-                                   {.tls = Tls{}.ca_file(ca), .session = {.connect_timeout = 5s}}),
+        CHECK_THAT(connect_refusal(tls_to_plain_port(), {.tls = Tls{}.ca_file(ca), .session = {.connect_timeout = 5s}}),
                    Catch::Contains("handshake failed") && Catch::Contains("the broker's TLS listener") &&
                        !Catch::Contains("certificate was not accepted"));
         // Plain AMQP spoken to the TLS listener: the listener hangs up, which is not a

@@ -141,7 +141,7 @@ struct ConnectionState {
 // InvalidArgument when `transport` is not one amqp::open (or connect("amqp://...")) made.
 ConnectionState state(const Transport& transport);
 
-// The transport open returns also answers, beyond Transport:
+// What the transport open returns says to check_health and describe:
 //  - check_health(timeout): asks the broker whether a queue that nobody uses exists (creates
 //    nothing), within `timeout`. up when it answers; up with a note when the broker blocks
 //    the connection (no round trip then); degraded when some subscriptions have stopped
