@@ -325,7 +325,7 @@ struct AcemqFigures {
 AcemqFigures over_zmq(const std::string& bind, const acemq::Bytes& payload, const Sizes& sizes) {
     const std::string queue = unique_name("queue");
     auto server = acemq::zmq::serve(acemq::inproc::broker(unique_name("broker")), {bind});
-    auto transport = acemq::zmq::open("zmq+" + server->endpoints().front(), {.client_name = "zmq_bench"});
+    auto transport = acemq::zmq::open("zmq+" + server->endpoints().front(), {.session = {.name = "zmq_bench"}});
     transport->declare(bench_queue(queue));
     AcemqFigures figures{};
     figures.single = single_publishes(*transport, queue, payload, sizes.single_publishes, sizes.warm_up);
@@ -343,9 +343,9 @@ std::optional<double> over_amqp(const acemq::Bytes& payload, const Sizes& sizes,
         missing = "ACEMQ_TEST_AMQP_URL is not set (source scripts/servers.sh; start_rabbitmq sets it)";
         return std::nullopt;
     }
-    std::shared_ptr<acemq::amqp::AmqpTransport> transport;
+    std::shared_ptr<acemq::Transport> transport;
     try {
-        transport = acemq::amqp::open(url, {.connect_timeout = 5s, .recover = false, .connection_name = "zmq_bench"});
+        transport = acemq::amqp::open(url, {.session = {.connect_timeout = 5s, .recover = false, .name = "zmq_bench"}});
     } catch (const acemq::Error& error) {
         missing = std::string("no RabbitMQ to use at ") + acemq::redacted_url(url) + ": " + error.what();
         return std::nullopt;

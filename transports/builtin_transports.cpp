@@ -1,6 +1,6 @@
 #include "builtin_transports.hpp"
 
-#include "inproc/inproc_transport.hpp"
+#include <acemq/inproc.hpp>
 
 #if ACEMQ_WITH_AMQP
 #include <acemq/amqp.hpp>
@@ -13,9 +13,7 @@ namespace acemq::detail {
 
 std::vector<std::pair<std::string, TransportFactory>> builtin_transports() {
     std::vector<std::pair<std::string, TransportFactory>> table;
-    table.emplace_back("inproc", [](std::string_view url) -> std::shared_ptr<Transport> {
-        return inproc::InprocTransport::open(url);
-    });
+    table.emplace_back("inproc", [](std::string_view url) -> std::shared_ptr<Transport> { return inproc::open(url); });
 #if ACEMQ_WITH_AMQP
     const TransportFactory amqp = [](std::string_view url) -> std::shared_ptr<Transport> { return amqp::open(url); };
     table.emplace_back("amqp", amqp);

@@ -30,9 +30,8 @@ public:
 };
 
 // A connection to a broker or a database could not be made or was lost. Worth retrying
-// later: nothing is wrong with the request itself. The transports and the SQL drivers throw
-// their own subclasses (amqp::ConnectionError, sql::ConnectionError), so one catch of this
-// class handles both.
+// later: nothing is wrong with the request itself. The transports throw it; the SQL drivers
+// throw their own subclass (sql::ConnectionError), so one catch of this class handles both.
 class ConnectionError : public Error {
 public:
     using Error::Error;

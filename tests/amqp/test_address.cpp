@@ -373,8 +373,11 @@ TEST_CASE("open refuses contradicting options before it connects") {
         refusal("amqp://guest:" + std::string(secret) + "@127.0.0.1:1/", {.credentials = Credentials::plain("u", "p")});
     CHECK_THAT(both, Catch::Contains("both in the URL and in Options") && !Catch::Contains(secret));
 
-    CHECK_THAT(refusal("amqp://127.0.0.1:1/", {.max_outstanding_publishes = 0}),
+    CHECK_THAT(refusal("amqp://127.0.0.1:1/", {.session = {.max_outstanding_publishes = 0}}),
                Catch::Contains("max_outstanding_publishes"));
+    // AMQP negotiates heartbeats in whole seconds: 1500 ms would quietly become 1 s.
+    CHECK_THAT(refusal("amqp://127.0.0.1:1/", {.session = {.heartbeat = std::chrono::milliseconds(1500)}}),
+               Catch::Contains("1500 ms") && Catch::Contains("whole seconds"));
 
     CHECK_THAT(refusal("amqq://user:" + std::string(secret) + "@127.0.0.1:1/", {}),
                Catch::Contains("amqp:// or amqps://") && !Catch::Contains(secret));
@@ -388,16 +391,16 @@ TEST_CASE("open refuses contradicting options before it connects") {
 TEST_CASE("a broker that cannot be reached is a ConnectionError naming the address and never the password") {
     try {
         (void)acemq::amqp::open("amqp://orders-service:" + std::string(secret) + "@127.0.0.1:1/shop",
-                                {.connect_timeout = std::chrono::seconds(5)});
+                                {.session = {.connect_timeout = std::chrono::seconds(5)}});
         FAIL("open succeeded against a port where nothing listens");
-    } catch (const acemq::amqp::ConnectionError& error) {
+    } catch (const acemq::ConnectionError& error) {
         CHECK_THAT(error.what(), Catch::Contains("127.0.0.1:1") && !Catch::Contains(secret));
     }
     // Through the URL registry too: connect("amqp://...") reaches the same transport.
     try {
         (void)acemq::connect("amqp://orders-service:" + std::string(secret) + "@127.0.0.1:1/");
         FAIL("connect succeeded against a port where nothing listens");
-    } catch (const acemq::amqp::ConnectionError& error) {
+    } catch (const acemq::ConnectionError& error) {
         CHECK_THAT(error.what(), Catch::Contains("127.0.0.1:1") && !Catch::Contains(secret));
     }
 }
@@ -406,9 +409,9 @@ TEST_CASE("TLS settings that cannot be used are refused before the handshake") {
     using acemq::amqp::Tls;
     try {
         (void)acemq::amqp::open("amqps://127.0.0.1:1/", {.tls = Tls{}.ca_file("/nowhere/acemq-ca.pem"),
-                                                         .connect_timeout = std::chrono::seconds(5)});
+                                                         .session = {.connect_timeout = std::chrono::seconds(5)}});
         FAIL("open succeeded with a CA file that does not exist");
-    } catch (const acemq::amqp::ConnectionError& error) {
+    } catch (const acemq::ConnectionError& error) {
         CHECK_THAT(error.what(), Catch::Contains("/nowhere/acemq-ca.pem"));
     }
     const Tls insecure = Tls::without_verification_insecure();
@@ -421,12 +424,17 @@ TEST_CASE("TLS settings that cannot be used are refused before the handshake") {
     CHECK(named.expected_server_name() == "localhost");
 }
 
+TEST_CASE("amqp::state is for a transport amqp::open made, and says so for another") {
+    auto other = acemq::open_transport("inproc://amqp-state-" + acemq::new_uuid().substr(0, 8));
+    CHECK_THROWS_WITH(acemq::amqp::state(*other), Catch::Contains("amqp::open") && Catch::Contains("\"inproc\""));
+}
+
 TEST_CASE("connection events have stable names") {
-    using Kind = acemq::amqp::ConnectionEvent::Kind;
-    CHECK(acemq::amqp::to_string(Kind::lost) == "lost");
-    CHECK(acemq::amqp::to_string(Kind::retrying) == "retrying");
-    CHECK(acemq::amqp::to_string(Kind::recovered) == "recovered");
-    CHECK(acemq::amqp::to_string(Kind::blocked) == "blocked");
-    CHECK(acemq::amqp::to_string(Kind::unblocked) == "unblocked");
-    CHECK(acemq::amqp::to_string(Kind::gave_up) == "gave-up");
+    using Kind = acemq::ConnectionEvent::Kind;
+    CHECK(acemq::to_string(Kind::lost) == "lost");
+    CHECK(acemq::to_string(Kind::retrying) == "retrying");
+    CHECK(acemq::to_string(Kind::recovered) == "recovered");
+    CHECK(acemq::to_string(Kind::blocked) == "blocked");
+    CHECK(acemq::to_string(Kind::unblocked) == "unblocked");
+    CHECK(acemq::to_string(Kind::gave_up) == "gave-up");
 }

@@ -41,12 +41,12 @@ namespace {
 
 using namespace std::chrono_literals;
 using Clock = std::chrono::steady_clock;
-using acemq::amqp::ConnectionError;
-using acemq::amqp::ConnectionEvent;
+using acemq::ConnectionError;
+using acemq::ConnectionEvent;
 using acemq::amqp::Credentials;
 using acemq::amqp::Options;
 using acemq::amqp::Tls;
-using Kind = acemq::amqp::ConnectionEvent::Kind;
+using Kind = acemq::ConnectionEvent::Kind;
 
 struct Tick {
     std::string id;
@@ -159,7 +159,7 @@ public:
         std::lock_guard lock(mutex_);
         std::string text;
         for (const auto& entry : events_)
-            text += std::string(acemq::amqp::to_string(entry.event.kind)) + " #" + std::to_string(entry.event.attempt) +
+            text += std::string(acemq::to_string(entry.event.kind)) + " #" + std::to_string(entry.event.attempt) +
                     ": " + entry.event.detail + "\n";
         return text;
     }
@@ -250,7 +250,7 @@ private:
 };
 
 // A message sent through the bus on `transport` comes back out of a fresh queue.
-void round_trip(const std::shared_ptr<acemq::amqp::AmqpTransport>& transport) {
+void round_trip(const std::shared_ptr<acemq::Transport>& transport) {
     acemq::Bus bus = acemq::connect(transport, {.origin = "faults@test"});
     const std::string queue = unique("round-trip");
     bus.declare(acemq::Topology{}.queue(queue, {.type = acemq::QueueType::classic, .durable = false}));
@@ -269,7 +269,7 @@ void round_trip(const std::shared_ptr<acemq::amqp::AmqpTransport>& transport) {
 
 // The ConnectionError that open() throws; fails the test when it connects.
 std::string connect_refusal(const std::string& url, Options options) {
-    if (options.connect_timeout == std::chrono::milliseconds(30'000)) options.connect_timeout = 10s;
+    if (!options.session.connect_timeout) options.session.connect_timeout = 10s;
     try {
         auto transport = acemq::amqp::open(url, std::move(options));
         transport->close();
@@ -286,14 +286,15 @@ TEST_CASE("a broker restart mid-stream: publisher and consumer recover, and noth
     EventLog events;
     std::atomic<bool> recovered{false};
     auto log_sink = events.sink();
-    auto transport = acemq::amqp::open(amqp_url(), {.confirm_timeout = 5s,
-                                                    .first_recovery_delay = 200ms,
-                                                    .max_recovery_delay = 1s,
-                                                    .connection_name = "acemq-faults-restart",
-                                                    .on_event = [&](const ConnectionEvent& event) {
-                                                        log_sink(event);
-                                                        if (event.kind == Kind::recovered) recovered.store(true);
-                                                    }});
+    auto transport = acemq::amqp::open(amqp_url(), {.session = {.confirm_timeout = 5s,
+                                                                .first_recovery_delay = 200ms,
+                                                                .max_recovery_delay = 1s,
+                                                                .name = "acemq-faults-restart",
+                                                                .on_event = [&](const ConnectionEvent& event) {
+                                                                    log_sink(event);
+                                                                    if (event.kind == Kind::recovered)
+                                                                        recovered.store(true);
+                                                                }}});
     acemq::Bus bus = acemq::connect(transport, {.origin = "faults@test"});
     const std::string queue = unique("restart");
     bus.declare(acemq::Topology{}.queue(queue, {.type = acemq::QueueType::quorum}));
@@ -361,7 +362,7 @@ TEST_CASE("a broker restart mid-stream: publisher and consumer recover, and noth
     {
         const auto health = transport->check_health(1s);
         CHECK(health.status == acemq::Health::Status::down);
-        CHECK_FALSE(transport->connected());
+        CHECK_FALSE(acemq::amqp::state(*transport).connected);
     }
     std::this_thread::sleep_for(1500ms);
     broker.start();
@@ -369,7 +370,7 @@ TEST_CASE("a broker restart mid-stream: publisher and consumer recover, and noth
     REQUIRE(eventually([&] { return events.count(Kind::recovered) >= 1; }, 60s));
     const auto recovered_at = *events.first(Kind::recovered);
     CHECK(*events.first(Kind::lost) < recovered_at);
-    CHECK(transport->connected());
+    CHECK(acemq::amqp::state(*transport).connected);
 
     // After recovery both halves carry on: the publisher has its sends confirmed and the
     // consumer (consuming again with its tag) receives.
@@ -426,7 +427,7 @@ TEST_CASE("TLS: the test CA is trusted, other CAs and names are refused") {
 
     SECTION("the CA that signed the broker's certificate: connects and a message goes round") {
         auto transport = acemq::amqp::open(url, {.tls = Tls{}.ca_file(ca)});
-        CHECK(transport->connected());
+        CHECK(acemq::amqp::state(*transport).connected);
         round_trip(transport);
     }
     SECTION("a client certificate from the same CA is accepted") {
@@ -471,12 +472,12 @@ TEST_CASE("TLS: the test CA is trusted, other CAs and names are refused") {
         // TLS spoken to the plain listener: the handshake fails, and the text says which
         // port to use rather than blaming the certificate. Each attempt is bounded by its
         // connect timeout.
-        CHECK_THAT(connect_refusal(tls_to_plain_port(), {.tls = Tls{}.ca_file(ca), .connect_timeout = 5s}),
+        CHECK_THAT(connect_refusal(tls_to_plain_port(), {.tls = Tls{}.ca_file(ca), .session = {.connect_timeout = 5s}}),
                    Catch::Contains("handshake failed") && Catch::Contains("the broker's TLS listener") &&
                        !Catch::Contains("certificate was not accepted"));
         // Plain AMQP spoken to the TLS listener: the listener hangs up, which is not a
         // matter of credentials.
-        CHECK_THAT(connect_refusal(plain_to_tls_port(), {.connect_timeout = 5s}),
+        CHECK_THAT(connect_refusal(plain_to_tls_port(), {.session = {.connect_timeout = 5s}}),
                    Catch::Contains("plain AMQP listener") && !Catch::Contains("check the credentials"));
     }
     SECTION("a client certificate the broker's CA did not sign is refused") {
@@ -490,8 +491,8 @@ TEST_CASE("TLS: the test CA is trusted, other CAs and names are refused") {
         REQUIRE(std::system(command.c_str()) == 0);
         // Under TLS 1.3 the broker's verdict on a client certificate comes after the client
         // finished its handshake, so the refusal surfaces at login; either way it says so.
-        CHECK_THAT(connect_refusal(
-                       url, {.tls = Tls{}.ca_file(ca).client_certificate(certificate, key), .connect_timeout = 10s}),
+        CHECK_THAT(connect_refusal(url, {.tls = Tls{}.ca_file(ca).client_certificate(certificate, key),
+                                         .session = {.connect_timeout = 10s}}),
                    Catch::Contains(url) && Catch::Contains("Tls::client_certificate") &&
                        !Catch::Contains("check the credentials"));
     }
@@ -535,10 +536,10 @@ TEST_CASE("credentials: a refused login never shows the password; environment an
         const std::filesystem::path file = dir.file("credentials", "guest\nguest\n");
         EventLog events;
         auto transport = acemq::amqp::open(endpoint, {.credentials = Credentials::from_file(file),
-                                                      .first_recovery_delay = 200ms,
-                                                      .max_recovery_delay = 500ms,
-                                                      .connection_name = "acemq-faults-rotation",
-                                                      .on_event = events.sink()});
+                                                      .session = {.first_recovery_delay = 200ms,
+                                                                  .max_recovery_delay = 500ms,
+                                                                  .name = "acemq-faults-rotation",
+                                                                  .on_event = events.sink()}});
         CHECK(transport->check_health().status == acemq::Health::Status::up);
 
         // The file now holds a password the broker does not take, and the connection goes.
@@ -548,7 +549,7 @@ TEST_CASE("credentials: a refused login never shows the password; environment an
         // It keeps trying (each attempt reads the file and is refused) and does not recover.
         REQUIRE(eventually([&] { return events.count(Kind::retrying) >= 3; }, 30s));
         CHECK(events.count(Kind::recovered) == 0);
-        CHECK_FALSE(transport->connected());
+        CHECK_FALSE(acemq::amqp::state(*transport).connected);
 
         // The secret is put right: the next attempt reads it and gets in.
         dir.file("credentials", "guest\nguest\n");
@@ -562,7 +563,7 @@ TEST_CASE("credentials: a refused login never shows the password; environment an
 TEST_CASE("a connection the broker blocks refuses publishes at once, and health says why") {
     EventLog events;
     auto transport = acemq::amqp::open(
-        amqp_url(), {.confirm_timeout = 5s, .connection_name = "acemq-faults-blocked", .on_event = events.sink()});
+        amqp_url(), {.session = {.confirm_timeout = 5s, .name = "acemq-faults-blocked", .on_event = events.sink()}});
     acemq::Bus bus = acemq::connect(transport, {.origin = "faults@test"});
     const std::string queue = unique("blocked");
     bus.declare(acemq::Topology{}.queue(queue, {.type = acemq::QueueType::classic, .durable = false}));
@@ -576,17 +577,17 @@ TEST_CASE("a connection the broker blocks refuses publishes at once, and health 
         std::size_t probes = 0;
         const bool blocked = eventually(
             [&] {
-                if (transport->blocked().blocked) return true;
+                if (acemq::amqp::state(*transport).blocked) return true;
                 ++probes;
                 acemq::OutboundMessage probe;
                 probe.routing_key = queue;
                 probe.body = acemq::Bytes{std::byte{'p'}};
                 (void)transport->publish(std::move(probe));
-                return transport->blocked().blocked;
+                return acemq::amqp::state(*transport).blocked;
             },
             30s, 100ms);
         REQUIRE(blocked);
-        const std::string reason = transport->blocked().reason;
+        const std::string reason = acemq::amqp::state(*transport).blocked_reason;
         figure("blocked: the transport knew after " + std::to_string(probes) + " probe publishes; reason \"" + reason +
                "\"");
         CHECK(events.count(Kind::blocked) == 1);
@@ -618,7 +619,7 @@ TEST_CASE("a connection the broker blocks refuses publishes at once, and health 
         CHECK_THAT(health.detail, Catch::StartsWith("the broker has blocked this connection; publishing is paused"));
 
         REQUIRE(alarm.clear());
-        REQUIRE(eventually([&] { return !transport->blocked().blocked; }, 30s));
+        REQUIRE(eventually([&] { return !acemq::amqp::state(*transport).blocked; }, 30s));
         CHECK(events.count(Kind::unblocked) == 1);
     }
     CHECK(publisher.send(Tick{"after", 2}).confirmed);
@@ -631,11 +632,11 @@ TEST_CASE("a connection the broker blocks refuses publishes at once, and health 
 
 TEST_CASE("a blocked connection that is lost is down, not blocked, and publishes again once recovered") {
     EventLog events;
-    auto transport = acemq::amqp::open(amqp_url(), {.confirm_timeout = 2s,
-                                                    .first_recovery_delay = 200ms,
-                                                    .max_recovery_delay = 1s,
-                                                    .connection_name = "acemq-faults-blocked-lost",
-                                                    .on_event = events.sink()});
+    auto transport = acemq::amqp::open(amqp_url(), {.session = {.confirm_timeout = 2s,
+                                                                .first_recovery_delay = 200ms,
+                                                                .max_recovery_delay = 1s,
+                                                                .name = "acemq-faults-blocked-lost",
+                                                                .on_event = events.sink()}});
     const std::string queue = unique("blocked-lost");
     transport->declare(acemq::Topology{}.queue(queue, {.type = acemq::QueueType::quorum}));
     auto probe = [&] {
@@ -649,14 +650,14 @@ TEST_CASE("a blocked connection that is lost is down, not blocked, and publishes
     REQUIRE(eventually(
         [&] {
             (void)probe();
-            return transport->blocked().blocked;
+            return acemq::amqp::state(*transport).blocked;
         },
         30s, 100ms));
 
     BrokerApp broker;
     broker.stop();
     REQUIRE(eventually([&] { return events.count(Kind::lost) >= 1; }, 30s));
-    CHECK_FALSE(transport->blocked().blocked);
+    CHECK_FALSE(acemq::amqp::state(*transport).blocked);
     const auto health = transport->check_health(1s);
     CHECK(health.status == acemq::Health::Status::down);
     CHECK_FALSE(health.blocked);
@@ -673,7 +674,7 @@ TEST_CASE("a blocked connection that is lost is down, not blocked, and publishes
     figure("blocked and lost: stop_app took " + std::to_string(seconds_between(broker.stop_called, broker.stopped)) +
            " s, start_app and await_startup " + std::to_string(seconds_between(broker.start_called, broker.started)) +
            " s; publishing again " + std::to_string(seconds_between(broker.started, Clock::now())) + " s later");
-    CHECK_FALSE(transport->blocked().blocked);
+    CHECK_FALSE(acemq::amqp::state(*transport).blocked);
     CHECK(transport->check_health().status == acemq::Health::Status::up);
     transport->delete_queue(queue);
     transport->close();
@@ -681,7 +682,7 @@ TEST_CASE("a blocked connection that is lost is down, not blocked, and publishes
 
 TEST_CASE("health: up on a good connection, creates nothing, down once closed") {
     const std::vector<std::string> before = queue_names();
-    auto transport = acemq::amqp::open(amqp_url(), {.connection_name = "acemq-faults-health"});
+    auto transport = acemq::amqp::open(amqp_url(), {.session = {.name = "acemq-faults-health"}});
     for (int i = 0; i < 5; ++i) {
         const auto health = transport->check_health();
         CHECK(health.status == acemq::Health::Status::up);
@@ -696,11 +697,11 @@ TEST_CASE("health: up on a good connection, creates nothing, down once closed") 
     const auto closed = transport->check_health();
     CHECK(closed.status == acemq::Health::Status::down);
     CHECK(closed.detail == "the connection has been closed");
-    CHECK_FALSE(transport->connected());
+    CHECK_FALSE(acemq::amqp::state(*transport).connected);
 }
 
 TEST_CASE("health: a consumer whose queue is deleted under it has stopped reading, and health says degraded") {
-    auto transport = acemq::amqp::open(amqp_url(), {.connection_name = "acemq-faults-degraded"});
+    auto transport = acemq::amqp::open(amqp_url(), {.session = {.name = "acemq-faults-degraded"}});
     acemq::Bus bus = acemq::connect(transport);
     const std::string queue = "faults-degraded-" + acemq::new_uuid().substr(0, 8);
     bus.declare(acemq::Topology{}.queue(queue, {.type = acemq::QueueType::classic}));
@@ -709,18 +710,19 @@ TEST_CASE("health: a consumer whose queue is deleted under it has stopped readin
     CHECK(bus.health().status == acemq::Health::Status::up);
 
     // Deleted by someone else, as an operator would: the broker cancels our consumer.
-    auto other = acemq::amqp::open(amqp_url(), {.connection_name = "acemq-faults-degraded-operator"});
+    auto other = acemq::amqp::open(amqp_url(), {.session = {.name = "acemq-faults-degraded-operator"}});
     other->delete_queue(queue);
     const auto deadline = Clock::now() + 10s;
-    while (transport->stopped_queues().empty() && Clock::now() < deadline) std::this_thread::sleep_for(10ms);
-    REQUIRE(transport->stopped_queues() == std::vector<std::string>{queue});
+    while (acemq::amqp::state(*transport).stopped_queues.empty() && Clock::now() < deadline)
+        std::this_thread::sleep_for(10ms);
+    REQUIRE(acemq::amqp::state(*transport).stopped_queues == std::vector<std::string>{queue});
     const acemq::Health health = bus.health();
     CHECK(health.status == acemq::Health::Status::degraded);
     CHECK(health.detail == "these consumers have stopped reading: " + queue);
 
     // Closing that consumer ends the report: nothing is left that should be reading.
     consumer.close();
-    CHECK(transport->stopped_queues().empty());
+    CHECK(acemq::amqp::state(*transport).stopped_queues.empty());
     CHECK(bus.health().status == acemq::Health::Status::up);
 }
 
@@ -728,10 +730,10 @@ TEST_CASE("an idle connection stays up: heartbeats go out while nothing else hap
     EventLog events;
     // One-second heartbeats: the broker drops a connection that stays silent for two of them.
     auto transport = acemq::amqp::open(
-        amqp_url(), {.heartbeat = 1s, .connection_name = "acemq-faults-idle", .on_event = events.sink()});
+        amqp_url(), {.session = {.heartbeat = 1s, .name = "acemq-faults-idle", .on_event = events.sink()}});
     std::this_thread::sleep_for(5s);  // no publish, no consumer: only the I/O thread's ticks
     CHECK(events.count(Kind::lost) == 0);
-    CHECK(transport->connected());
+    CHECK(acemq::amqp::state(*transport).connected);
     round_trip(transport);
     CHECK(events.count(Kind::lost) == 0);
 }

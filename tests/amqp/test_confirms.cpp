@@ -5,7 +5,7 @@
 #include <catch2/catch.hpp>
 
 #include "amqp/confirms.hpp"
-#include "amqp/publish_window.hpp"
+#include "session/publish_window.hpp"
 
 #include <chrono>
 #include <future>
@@ -19,7 +19,7 @@ namespace {
 using acemq::PublishResult;
 using acemq::amqp::Confirms;
 using acemq::amqp::PendingPublish;
-using acemq::amqp::PublishWindow;
+using acemq::session::PublishWindow;
 
 std::shared_ptr<PendingPublish> pending(std::string message_id, bool mandatory = false) {
     auto one = std::make_shared<PendingPublish>();

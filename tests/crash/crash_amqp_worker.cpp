@@ -87,7 +87,7 @@ private:
 // the 1 s lease this drill had, the lease was always over by then. This worker beats every
 // 200 ms, so the broker takes its payment back at most 600 ms after a kill.
 std::shared_ptr<acemq::Transport> open_broker(const std::string& url) {
-    if (url.starts_with("zmq+")) return acemq::zmq::open(url, {.heartbeat = 200ms});
+    if (url.starts_with("zmq+")) return acemq::zmq::open(url, {.session = {.heartbeat = 200ms}});
     return acemq::open_transport(url);
 }
 

@@ -591,6 +591,18 @@ TEST_CASE("a broker made with a clock is the one open_transport finds; another c
     CHECK_THROWS_AS(inproc::broker(name, std::make_shared<ManualClock>()), InvalidArgument);
 }
 
+TEST_CASE("inproc::open opens the broker its URL names, in the shape every transport opens with",
+          "[inproc][instances]") {
+    const std::string name = unique_name("opened");
+    std::shared_ptr<Transport> opened = inproc::open("inproc://" + name, {.acks_wait = false});
+    auto other = connect(name);
+    opened->declare(Topology{}.queue("q", classic()));
+    other->publish(message("", "q"));
+    CHECK(opened->queue_depth("q") == 1);
+    CHECK(std::dynamic_pointer_cast<inproc::InprocTransport>(opened)->broker() == inproc::broker(name));
+    CHECK_THROWS_WITH(inproc::open("zmq+ipc:///run/" + name), Catch::Contains("write inproc://NAME"));
+}
+
 TEST_CASE("inproc URLs need a name", "[inproc][instances]") {
     CHECK_THROWS_AS(open_transport("inproc://"), InvalidArgument);
 }

@@ -26,7 +26,7 @@ std::string amqp_url() {
 }  // namespace
 
 TEST_CASE("amqp: up with a round trip; down, \"the connection has been closed\", once closed") {
-    auto transport = acemq::amqp::open(amqp_url(), {.connection_name = "acemq-observability-health"});
+    auto transport = acemq::amqp::open(amqp_url(), {.session = {.name = "acemq-observability-health"}});
     const Health up = transport->check_health(3s);
     CHECK(up.status == Health::Status::up);
     CHECK_FALSE(up.blocked);
@@ -38,7 +38,7 @@ TEST_CASE("amqp: up with a round trip; down, \"the connection has been closed\",
 }
 
 TEST_CASE("amqp: describe() gives the URL without user or password") {
-    auto transport = acemq::amqp::open(amqp_url(), {.connection_name = "acemq-observability-describe"});
+    auto transport = acemq::amqp::open(amqp_url(), {.session = {.name = "acemq-observability-describe"}});
     const acemq::TransportInfo info = transport->describe();
     CHECK(info.name == "amqp");
     CHECK(info.messaging_system == "rabbitmq");
@@ -48,7 +48,7 @@ TEST_CASE("amqp: describe() gives the URL without user or password") {
 }
 
 TEST_CASE("amqp: a consumer whose queue is deleted under it: the bus is degraded, naming the queue once") {
-    auto transport = acemq::amqp::open(amqp_url(), {.connection_name = "acemq-observability-degraded"});
+    auto transport = acemq::amqp::open(amqp_url(), {.session = {.name = "acemq-observability-degraded"}});
     acemq::Bus bus = acemq::connect(transport);
     const std::string queue = "observability-degraded-" + acemq::new_uuid().substr(0, 8);
     bus.declare(acemq::Topology{}.queue(queue, {.type = acemq::QueueType::classic}));
@@ -56,10 +56,10 @@ TEST_CASE("amqp: a consumer whose queue is deleted under it: the bus is degraded
         bus.consume_raw(queue, [](const acemq::Message<acemq::Bytes>&) { return acemq::accept(); }, {.declare = false});
     CHECK(bus.health().status == Health::Status::up);
     CHECK(bus.health().consumers == 1);
-    auto other = acemq::amqp::open(amqp_url(), {.connection_name = "acemq-observability-operator"});
+    auto other = acemq::amqp::open(amqp_url(), {.session = {.name = "acemq-observability-operator"}});
     other->delete_queue(queue);
     const auto deadline = std::chrono::steady_clock::now() + 10s;
-    while (transport->stopped_queues().empty() && std::chrono::steady_clock::now() < deadline)
+    while (acemq::amqp::state(*transport).stopped_queues.empty() && std::chrono::steady_clock::now() < deadline)
         std::this_thread::sleep_for(10ms);
     const Health health = bus.health();
     CHECK(health.status == Health::Status::degraded);

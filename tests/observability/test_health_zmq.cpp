@@ -28,7 +28,7 @@ using testing_support::eventually;
 TEST_CASE("zmq: down when the broker process is killed, up after it restarts") {
     zmq_test::BrokerProcess broker(ACEMQ_BROKER_PROGRAM,
                                    {"--listen", zmq_test::fresh_ipc_endpoint("health"), "--heartbeat-ms", "200"});
-    auto transport = acemq::zmq::open(broker.url(), {.heartbeat = 200ms});
+    auto transport = acemq::zmq::open(broker.url(), {.session = {.heartbeat = 200ms}});
     const Health up = transport->check_health(1s);
     CHECK(up.status == Health::Status::up);
     CHECK(up.round_trip > 0us);
@@ -59,9 +59,9 @@ TEST_CASE("zmq: once the session is known lost, health is down at once with the 
     // for one that does not: the test's own waits below are much shorter.
     auto transport = acemq::zmq::open(
         broker.url(),
-        {.call_timeout = 120s, .heartbeat = 200ms, .on_event = [lost](const acemq::zmq::ConnectionEvent& event) {
-             if (event.kind == acemq::zmq::ConnectionEvent::Kind::lost) *lost = true;
-         }});
+        {.session = {.call_timeout = 120s, .heartbeat = 200ms, .on_event = [lost](const acemq::ConnectionEvent& event) {
+                         if (event.kind == acemq::ConnectionEvent::Kind::lost) *lost = true;
+                     }}});
     acemq::Bus bus = acemq::connect(transport);
     bus.declare(acemq::Topology{}.queue("orders"));
     acemq::Consumer consumer =
@@ -98,9 +98,9 @@ TEST_CASE("zmq: readiness counts the consumers while the broker is away") {
                                    {"--listen", zmq_test::fresh_ipc_endpoint("counted"), "--heartbeat-ms", "200"});
     auto lost = std::make_shared<std::atomic<bool>>(false);
     auto transport = acemq::zmq::open(
-        broker.url(), {.heartbeat = 200ms, .on_event = [lost](const acemq::zmq::ConnectionEvent& event) {
-                           if (event.kind == acemq::zmq::ConnectionEvent::Kind::lost) *lost = true;
-                       }});
+        broker.url(), {.session = {.heartbeat = 200ms, .on_event = [lost](const acemq::ConnectionEvent& event) {
+                                       if (event.kind == acemq::ConnectionEvent::Kind::lost) *lost = true;
+                                   }}});
     acemq::Bus bus = acemq::connect(transport);
     bus.declare(acemq::Topology{}.queue("a").queue("b"));
     const auto accept = [](const acemq::Message<acemq::Bytes>&) { return acemq::accept(); };

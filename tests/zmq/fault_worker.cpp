@@ -14,7 +14,7 @@ int main(int argc, char* argv[]) {
         std::fprintf(stderr, "usage: %s URL QUEUE PREFETCH\n", argv[0]);
         return 2;
     }
-    auto transport = acemq::zmq::open(argv[1], {.client_name = "zmq_fault_worker"});
+    auto transport = acemq::zmq::open(argv[1], {.session = {.name = "zmq_fault_worker"}});
     std::mutex mutex;
     std::vector<acemq::Delivery> held;
     auto subscription = transport->consume(argv[2], {.prefetch = static_cast<std::uint16_t>(std::atoi(argv[3]))},

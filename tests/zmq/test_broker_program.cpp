@@ -241,7 +241,8 @@ TEST_CASE("acemq-broker --listen tcp://localhost:PORT binds the loopback address
     REQUIRE(endpoints.size() == 1);
     const int port = port_of(endpoints[0]);
     REQUIRE(port > 0);
-    auto transport = acemq::zmq::open("zmq+tcp://localhost:" + std::to_string(port), {.connect_timeout = 10s});
+    auto transport =
+        acemq::zmq::open("zmq+tcp://localhost:" + std::to_string(port), {.session = {.connect_timeout = 10s}});
     CHECK(transport->check_health(10s).status == acemq::Health::Status::up);
     transport->close();
     broker.signal(SIGTERM);

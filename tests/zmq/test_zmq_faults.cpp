@@ -161,13 +161,13 @@ TEST_CASE("the broker SIGKILLed and restarted: publishes in flight are reported 
     const std::string endpoint = zmq_test::fresh_ipc_endpoint("restart");
     BrokerProcess broker(ACEMQ_BROKER_PROGRAM, {"--listen", endpoint, "--heartbeat-ms", "200"});
     std::mutex events_mutex;
-    std::vector<acemq::zmq::ConnectionEvent::Kind> events;
+    std::vector<acemq::ConnectionEvent::Kind> events;
     auto transport = acemq::zmq::open(
         broker.url(),
-        {.confirm_timeout = 20s, .heartbeat = 200ms, .on_event = [&](const acemq::zmq::ConnectionEvent& event) {
-             std::lock_guard lock(events_mutex);
-             events.push_back(event.kind);
-         }});
+        {.session = {.confirm_timeout = 20s, .heartbeat = 200ms, .on_event = [&](const acemq::ConnectionEvent& event) {
+                         std::lock_guard lock(events_mutex);
+                         events.push_back(event.kind);
+                     }}});
     const std::string queue = "faults.restart";
     transport->declare(work_queue(queue));
     Collector collector;
@@ -197,8 +197,7 @@ TEST_CASE("the broker SIGKILLed and restarted: publishes in flight are reported 
     REQUIRE(eventually(
         [&] {
             std::lock_guard lock(events_mutex);
-            return std::find(events.begin(), events.end(), acemq::zmq::ConnectionEvent::Kind::recovered) !=
-                   events.end();
+            return std::find(events.begin(), events.end(), acemq::ConnectionEvent::Kind::recovered) != events.end();
         },
         20s));
     // The topology came back with the client, and so did its consumer.
@@ -208,7 +207,7 @@ TEST_CASE("the broker SIGKILLed and restarted: publishes in flight are reported 
     CHECK(transport->check_health(1s).status == acemq::Health::Status::up);
     {
         std::lock_guard lock(events_mutex);
-        CHECK(std::find(events.begin(), events.end(), acemq::zmq::ConnectionEvent::Kind::lost) != events.end());
+        CHECK(std::find(events.begin(), events.end(), acemq::ConnectionEvent::Kind::lost) != events.end());
     }
 }
 
@@ -338,15 +337,15 @@ TEST_CASE("CurveZMQ: the broker admits only the client keys it was given") {
     CHECK(admitted->publish(message_to("curve.orders", 1)).confirmed);
 
     try {
-        acemq::zmq::open(broker.url(),
-                         {.curve = acemq::zmq::ClientCurve{server.pub, stranger.key}, .connect_timeout = 5s});
+        acemq::zmq::open(broker.url(), {.curve = acemq::zmq::ClientCurve{server.pub, stranger.key},
+                                        .session = {.connect_timeout = 5s}});
         FAIL("a client whose key the broker was not given got in");
-    } catch (const acemq::zmq::ConnectionError& error) {
+    } catch (const acemq::ConnectionError& error) {
         CHECK_THAT(error.what(), Catch::Contains("refused this client's CurveZMQ key"));
     }
     CHECK(broker.server().stats().clients_refused >= 1);
     // Without Curve at all, no session either.
-    CHECK_THROWS_AS(acemq::zmq::open(broker.url(), {.connect_timeout = 2s}), acemq::zmq::ConnectionError);
+    CHECK_THROWS_AS(acemq::zmq::open(broker.url(), {.session = {.connect_timeout = 2s}}), acemq::ConnectionError);
     CHECK(admitted->queue_depth("curve.orders") == 1);
     std::filesystem::remove_all(directory);
 }
@@ -378,9 +377,9 @@ TEST_CASE("CurveZMQ: libzmq alone admits any key when no ZAP handler is bound; t
                   other = make_keys(directory, "other");
     ThreadBroker broker("tcp://127.0.0.1:0", {.curve = acemq::zmq::ServerCurve{.secret_key = server.key,
                                                                                .allowed_client_keys = {known.pub}}});
-    CHECK_THROWS_AS(acemq::zmq::open(broker.url(),
-                                     {.curve = acemq::zmq::ClientCurve{server.pub, other.key}, .connect_timeout = 5s}),
-                    acemq::zmq::ConnectionError);
+    CHECK_THROWS_AS(acemq::zmq::open(broker.url(), {.curve = acemq::zmq::ClientCurve{server.pub, other.key},
+                                                    .session = {.connect_timeout = 5s}}),
+                    acemq::ConnectionError);
     CHECK(broker.server().stats().sessions == 0);
     // And a server told to use Curve with no allowed keys refuses to start rather than admit all.
     CHECK_THROWS_AS(

@@ -5,6 +5,7 @@
 //   auto transport = acemq::amqp::open("amqps://mq.internal:5671/orders", {
 //       .credentials = acemq::amqp::Credentials::from_environment("MQ_USER", "MQ_PASSWORD"),
 //       .tls = acemq::amqp::Tls{}.ca_file("/etc/mq/ca.pem").client_certificate("/etc/mq/me.pem", "/etc/mq/me.key"),
+//       .session = {.name = "payments@pod-1"},
 //   });
 //   acemq::Bus bus = acemq::connect(transport, {.origin = "payments@pod-1"});
 //
@@ -23,7 +24,7 @@
 // (131072) less 20 bytes, tables nested past 64 levels; the connection is never the price.
 // A delivery whose headers nest past 64 levels is handed on unread, with empty headers and
 // decode_failure saying why (the engine parks it). A lost connection is re-established with
-// backoff (1 s doubling to 30 s), the topology this transport declared is declared again and
+// backoff (SessionOptions, <acemq/session.hpp>: 1 s doubling to 30 s), the topology this transport declared is declared again and
 // subscriptions consume again with their tags; deliveries handed out before the loss are
 // returned by the broker and settling them does nothing.
 //
@@ -36,16 +37,16 @@
 // its subscriptions are destroyed (settling one after a close is fine: it does nothing).
 #pragma once
 
-#include <chrono>
 #include <filesystem>
-#include <functional>
 #include <memory>
 #include <optional>
 #include <ostream>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include <acemq/error.hpp>
+#include <acemq/session.hpp>
 #include <acemq/transport.hpp>
 
 namespace acemq::amqp {
@@ -107,101 +108,48 @@ private:
     bool verify_ = true;
 };
 
-// What happens to the connection, for logs and health: lost (with why), retrying (the
-// attempt about to be made), recovered, blocked (with the broker's reason), unblocked,
-// gave_up (closed while recovering).
-struct ConnectionEvent {
-    enum class Kind { lost, retrying, recovered, blocked, unblocked, gave_up };
-    Kind kind;
-    std::string detail;
-    int attempt = 0;
-};
-std::string_view to_string(ConnectionEvent::Kind kind);
-
 struct Options {
     // Default: the URL's user:password, else guest/guest.
     std::optional<Credentials> credentials{};
     // Only with amqps:// (InvalidArgument with amqp://). Default for amqps: verify against
     // the system trust store.
     std::optional<Tls> tls{};
-    std::chrono::milliseconds connect_timeout{30'000};
-    // A call that needs the broker's answer (declare, pull, depth) fails after this long.
-    std::chrono::milliseconds call_timeout{30'000};
-    // Publishes waiting for a confirm at most; a publish that finds the window full waits up
-    // to confirm_timeout for a slot, then fails with the family's "not keeping up" sentence.
-    std::size_t max_outstanding_publishes = 1000;
-    std::chrono::milliseconds confirm_timeout{10'000};
-    std::chrono::seconds heartbeat{30};
-    bool recover = true;
-    std::chrono::milliseconds first_recovery_delay{1'000};
-    std::chrono::milliseconds max_recovery_delay{30'000};
-    std::string connection_name{};  // shown in the management UI
-    // Called on the I/O thread (or the publishing thread that found the connection lost);
-    // keep it short and do not call the transport from it.
-    std::function<void(const ConnectionEvent&)> on_event{};
+    // Timeouts, the confirm window, heartbeats (whole seconds, as AMQP negotiates them; 0
+    // for none), recovery, the connection's name in the management UI and on_event.
+    SessionOptions session{};
 };
-
-// A publish refused without being written because the broker blocked the connection.
-struct BlockedState {
-    bool blocked = false;
-    std::string reason;
-};
-
-class AmqpTransport;
 
 // Connects (once, with connect_timeout; recovery applies only to a connection that was up)
 // and returns the transport. Throws InvalidArgument for a bad URL or contradicting options,
-// ConnectionError when the broker cannot be reached or refuses the login.
-std::shared_ptr<AmqpTransport> open(std::string_view url, Options options = {});
+// acemq::ConnectionError (naming the host and port, never the credentials) when the broker
+// cannot be reached or refuses the login; a lost connection later is one too.
+std::shared_ptr<Transport> open(std::string_view url, Options options = {});
 
-// The broker could not be reached, refused the login, or the connection is gone. The
-// text names the host and port and never the credentials. A catch of acemq::ConnectionError
-// catches it too.
-class ConnectionError : public acemq::ConnectionError {
-public:
-    using acemq::ConnectionError::ConnectionError;
+// What the connection is doing now, beyond what check_health asks the broker:
+//  - connected: false while it is down and recovering, and once closed;
+//  - blocked: the broker blocks the connection (a resource alarm; publishes are refused at
+//    once, as paused), with the broker's reason; a new connection starts unblocked;
+//  - stopped_queues: queues whose subscriptions deliver nothing now: the broker cancelled
+//    them (their queue was deleted), or consuming again after a reconnect has failed so far
+//    (retried every second); also listed in Health::stopped_reading.
+struct ConnectionState {
+    bool connected = false;
+    bool blocked = false;
+    std::string blocked_reason;
+    std::vector<std::string> stopped_queues;
 };
+// InvalidArgument when `transport` is not one amqp::open (or connect("amqp://...")) made.
+ConnectionState state(const Transport& transport);
 
-class AmqpTransport final : public Transport {
-public:
-    ~AmqpTransport() override;  // closes
-    AmqpTransport(const AmqpTransport&) = delete;
-    AmqpTransport& operator=(const AmqpTransport&) = delete;
-
-    void declare(const Topology& topology) override;
-    PublishResult publish(OutboundMessage message) override;
-    std::vector<PublishResult> publish_batch(std::vector<OutboundMessage> messages) override;
-    std::unique_ptr<Subscription> consume(std::string_view queue, const ConsumeSpec& spec, DeliverFn deliver) override;
-    std::optional<Delivery> pull(std::string_view queue) override;
-    std::uint64_t queue_depth(std::string_view queue) override;
-    bool queue_exists(std::string_view queue) override;
-    void delete_queue(std::string_view queue) override;
-    void close() override;
-
-    // Asks the broker whether a queue that nobody uses exists (creates nothing), within
-    // `timeout`. up when it answers; up with a note when the broker blocks the connection
-    // (no round trip then); degraded when some subscriptions have stopped reading (see
-    // stopped_queues, also listed in Health::stopped_reading); down when it does not answer
-    // ("the broker did not answer: ..."), the connection is down and recovering, or it was
-    // closed ("the connection has been closed").
-    Health check_health(std::chrono::milliseconds timeout = std::chrono::seconds(3)) override;
-    // "amqp", "rabbitmq", the URL without user or password; capabilities "confirms",
-    // "quorum-queues", "blocked-connections", and "tls" for amqps://; max_properties_bytes
-    // from the negotiated frame_max (less 20 bytes of framing).
-    TransportInfo describe() const override;
-    BlockedState blocked() const;
-    bool connected() const;
-    // Queues whose subscriptions deliver nothing now: the broker cancelled them (their queue
-    // was deleted), or consuming again after a reconnect has failed so far (retried every
-    // second).
-    std::vector<std::string> stopped_queues() const;
-
-    class Impl;
-
-private:
-    friend std::shared_ptr<AmqpTransport> open(std::string_view url, Options options);
-    explicit AmqpTransport(std::shared_ptr<Impl> impl);
-    std::shared_ptr<Impl> impl_;  // shared with the subscriptions, which may outlive a close
-};
+// What the transport open returns says to check_health and describe:
+//  - check_health(timeout): asks the broker whether a queue that nobody uses exists (creates
+//    nothing), within `timeout`. up when it answers; up with a note when the broker blocks
+//    the connection (no round trip then); degraded when some subscriptions have stopped
+//    reading (ConnectionState::stopped_queues, also in Health::stopped_reading); down when it
+//    does not answer ("the broker did not answer: ..."), the connection is down and
+//    recovering, or it was closed ("the connection has been closed").
+//  - describe(): "amqp", "rabbitmq", the URL without user or password; capabilities
+//    "confirms", "quorum-queues", "blocked-connections", and "tls" for amqps://;
+//    max_properties_bytes from the negotiated frame_max (less 20 bytes of framing).
 
 }  // namespace acemq::amqp

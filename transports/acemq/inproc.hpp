@@ -157,6 +157,13 @@ struct ConnectionOptions {
     bool acks_wait = true;
 };
 
+// A connection to a broker as a Transport, the shape every transport opens with
+// (<acemq/session.hpp>): "inproc://NAME" is the broker NAME, made when no live one has that
+// name (see broker()); "inproc://NAME?data=FILE" the durable broker NAME keeping its state in
+// FILE (BrokerOptions::data). InvalidArgument for another URL. acemq::connect("inproc://NAME")
+// opens the same with default options.
+std::shared_ptr<Transport> open(std::string_view url, ConnectionOptions options = {});
+
 // What a publish's ConfirmFn is told; see Broker::publish.
 using ConfirmFn = std::function<void(PublishResult)>;
 // What publish_batch tells of its i-th message; see Broker::publish_batch.

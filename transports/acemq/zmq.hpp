@@ -20,7 +20,8 @@
 //    unsettled deliveries, as RabbitMQ does;
 //  - heartbeats both ways (a beat a second, three missed and the peer is dead): a client
 //    that vanishes has its unsettled deliveries returned to their queues, redelivered; a
-//    broker that vanishes is reconnected with backoff, the topology this transport declared
+//    broker that vanishes is reconnected with backoff (SessionOptions, <acemq/session.hpp>:
+//    100 ms doubling to 5 s), the topology this transport declared
 //    is declared again and subscriptions consume again; deliveries handed out before the
 //    loss are returned by the broker, and settling them does nothing;
 //  - frames that break the protocol (docs/zmq-protocol.md) are answered with an error frame;
@@ -50,17 +51,10 @@
 
 #include <acemq/error.hpp>
 #include <acemq/inproc.hpp>
+#include <acemq/session.hpp>
 #include <acemq/transport.hpp>
 
 namespace acemq::zmq {
-
-// The broker could not be reached, refused this client (a key it does not admit), or the
-// session is gone. The text names the endpoint; never a key. A catch of
-// acemq::ConnectionError catches it too.
-class ConnectionError : public acemq::ConnectionError {
-public:
-    using acemq::ConnectionError::ConnectionError;
-};
 
 // ---- CurveZMQ keys --------------------------------------------------------------------
 // Keys live in files as ZeroMQ writes them, Z85 text of 40 characters: NAME.pub holds the
@@ -136,38 +130,20 @@ std::unique_ptr<Server> serve(const BrokerOpener& open_broker, std::vector<std::
                               ServerOptions options = {});
 
 // ---- The client transport -------------------------------------------------------------
-struct ConnectionEvent {
-    enum class Kind { lost, retrying, recovered, gave_up };
-    Kind kind;
-    std::string detail;
-    int attempt = 0;
-};
-std::string_view to_string(ConnectionEvent::Kind kind);
-
 struct Options {
     std::optional<ClientCurve> curve{};
-    // open() waits this long for the broker's welcome.
-    std::chrono::milliseconds connect_timeout{10'000};
-    // A call that needs the broker's answer (declare, consume, pull, depth, ...) fails after this long.
-    std::chrono::milliseconds call_timeout{30'000};
-    // Publishes waiting for a confirm at most; a publish that finds the window full waits up
-    // to confirm_timeout for a slot. One with no confirm after confirm_timeout is lost.
-    std::size_t max_outstanding_publishes = 1000;
-    std::chrono::milliseconds confirm_timeout{10'000};
-    std::chrono::milliseconds heartbeat{1'000};
+    // The broker is taken as gone when it sends nothing for this many of its heartbeat
+    // intervals (learnt at the handshake).
     int missed_heartbeats = 3;
-    bool recover = true;
-    std::chrono::milliseconds first_recovery_delay{100};
-    std::chrono::milliseconds max_recovery_delay{5'000};
-    std::string client_name{};  // shown in the broker's log
-    // Called on the I/O thread; keep it short and do not call the transport from it.
-    std::function<void(const ConnectionEvent&)> on_event{};
+    // Timeouts, the confirm window, heartbeats, recovery, the name shown in the broker's log
+    // and on_event (on the I/O thread).
+    SessionOptions session{};
 };
 
 // Connects (waiting up to connect_timeout for the broker's welcome) and returns the
 // transport. Throws InvalidArgument for a URL that is not zmq+tcp:// or zmq+ipc://, or
-// unreadable keys; ConnectionError when no broker answers in time or it refuses this
-// client's key.
+// unreadable keys; acemq::ConnectionError (naming the endpoint, never a key) when no broker
+// answers in time or it refuses this client's key; a session lost later is one too.
 std::shared_ptr<Transport> open(std::string_view url, Options options = {});
 
 }  // namespace acemq::zmq

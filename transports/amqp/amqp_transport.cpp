@@ -1,5 +1,5 @@
-// The public face of the AMQP transport: AmqpTransport's members, its subscriptions, open()
-// and the registration of the URL schemes. The work is done by AmqpTransport::Impl
+// The face of the AMQP transport: AmqpTransport's members, its subscriptions, open() and
+// state(). The work is done by AmqpTransport::Impl
 // (transport_impl.hpp) and the parts it owns.
 
 #include <acemq/amqp.hpp>
@@ -33,7 +33,7 @@ public:
     }
 
 private:
-    std::mutex mutex_;
+    std::mutex mutex_;  // guards stopped_ and closed_, held until the I/O thread has done it
     std::shared_ptr<AmqpTransport::Impl> impl_;
     std::shared_ptr<SubscriptionState> state_;
     bool stopped_ = false;
@@ -104,9 +104,21 @@ void AmqpTransport::delete_queue(std::string_view queue) {
 
 void AmqpTransport::close() { impl_->shut_down(); }
 
-BlockedState AmqpTransport::blocked() const { return impl_->blocked(); }
-bool AmqpTransport::connected() const { return impl_->connected(); }
-std::vector<std::string> AmqpTransport::stopped_queues() const { return impl_->stopped_queues(); }
+ConnectionState AmqpTransport::state() const {
+    BlockedState blocked = impl_->blocked();
+    return ConnectionState{.connected = impl_->connected(),
+                           .blocked = blocked.blocked,
+                           .blocked_reason = std::move(blocked.reason),
+                           .stopped_queues = impl_->stopped_queues()};
+}
+
+ConnectionState state(const Transport& transport) {
+    const auto* amqp = dynamic_cast<const AmqpTransport*>(&transport);
+    if (amqp == nullptr)
+        throw InvalidArgument("acemq: amqp::state asks about a transport amqp::open made; this one is \"" +
+                              transport.describe().name + "\"");
+    return amqp->state();
+}
 
 Health AmqpTransport::check_health(std::chrono::milliseconds timeout) {
     Health report;
@@ -118,11 +130,11 @@ Health AmqpTransport::check_health(std::chrono::milliseconds timeout) {
         report.detail = "the connection has been closed";
         return report;
     }
-    if (!connected()) {
+    if (!impl_->connected()) {
         report.detail = "the connection to " + impl_->address().printable() + " is down";
         return report;
     }
-    if (const BlockedState state = blocked(); state.blocked) {
+    if (const BlockedState state = impl_->blocked(); state.blocked) {
         report.status = Health::Status::up;
         report.blocked = true;
         report.detail = "the broker has blocked this connection; publishing is paused" +
@@ -143,7 +155,7 @@ Health AmqpTransport::check_health(std::chrono::milliseconds timeout) {
     }
     report.round_trip =
         std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - started);
-    const std::vector<std::string> cancelled = stopped_queues();
+    const std::vector<std::string> cancelled = impl_->stopped_queues();
     if (!cancelled.empty()) {
         report.status = Health::Status::degraded;
         report.stopped_reading = cancelled;
@@ -166,21 +178,30 @@ TransportInfo AmqpTransport::describe() const {
     return info;
 }
 
-std::shared_ptr<AmqpTransport> open(std::string_view url, Options options) {
+std::shared_ptr<Transport> open(std::string_view url, Options options) {
     Address address = parse_address(url);
     if (options.tls && !address.tls)
         throw InvalidArgument("acemq: TLS settings were given for " + address.printable() +
                               ", which is not encrypted: use an amqps:// URL, or drop the TLS settings");
     if (options.tls && options.tls->certificate() && options.tls->certificate()->empty())
         throw InvalidArgument("acemq: the TLS client certificate path is empty");
-    if (options.max_outstanding_publishes == 0)
-        throw InvalidArgument("acemq: max_outstanding_publishes must be at least 1");
+    session::Settings session = session::settle(options.session,
+                                                {.connect_timeout = std::chrono::seconds(30),
+                                                 .heartbeat = std::chrono::seconds(30),
+                                                 .first_recovery_delay = std::chrono::seconds(1),
+                                                 .max_recovery_delay = std::chrono::seconds(30)},
+                                                "amqp::Options");
+    // AMQP negotiates heartbeats in whole seconds: a remainder would be dropped unseen.
+    if (session.heartbeat.count() < 0 || session.heartbeat % std::chrono::seconds(1) != std::chrono::milliseconds(0))
+        throw InvalidArgument(
+            "acemq: amqp::Options session.heartbeat is " + std::to_string(session.heartbeat.count()) +
+            " ms; AMQP negotiates heartbeats in whole seconds: give a multiple of 1000 ms (0 for none)");
     if (options.credentials && address.user)
         throw InvalidArgument("acemq: credentials were given both in the URL and in Options for " +
                               address.printable() + "; give them in one place");
-    auto impl = std::make_shared<AmqpTransport::Impl>(std::move(address), std::move(options));
+    auto impl = std::make_shared<AmqpTransport::Impl>(std::move(address), std::move(options), std::move(session));
     impl->start();
-    return std::shared_ptr<AmqpTransport>(new AmqpTransport(std::move(impl)));
+    return std::make_shared<AmqpTransport>(std::move(impl));
 }
 
 }  // namespace acemq::amqp

@@ -4,7 +4,6 @@
 // a publisher holding the I/O lock); internal.
 #pragma once
 
-#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -12,23 +11,22 @@
 #include <string>
 
 #include <acemq/transport.hpp>
-#include "amqp/answer.hpp"
-#include "amqp/publish_window.hpp"
+#include "session/answer.hpp"
+#include "session/publish_window.hpp"
 
 namespace acemq::amqp {
 
 // One publish, from the caller that waits for it to the confirm that answers it.
 struct PendingPublish {
     OutboundMessage message;
-    Answer<PublishResult> answer;
-    std::atomic<bool> abandoned{false};  // the caller stopped waiting: do not write it late
+    session::Answer<PublishResult> answer;  // abandoned when the caller stopped waiting: not written late
     bool returned = false;
     std::string return_reason;
 };
 
 class Confirms {
 public:
-    explicit Confirms(PublishWindow& window) : window_(window) {}
+    explicit Confirms(session::PublishWindow& window) : window_(window) {}
 
     // Numbering starts again: confirm mode was just turned on for a new publish channel.
     void restart() { next_sequence_ = 1; }
@@ -51,7 +49,7 @@ public:
     void refuse_from(const std::string& why, const std::function<bool(const OutboundMessage&)>& caused);
 
 private:
-    PublishWindow& window_;
+    session::PublishWindow& window_;
     std::uint64_t next_sequence_ = 1;
     std::map<std::uint64_t, std::shared_ptr<PendingPublish>> unconfirmed_;
 };

@@ -56,15 +56,16 @@ void configure_tls(amqp_socket_t* socket, const Address& address, const Tls& tls
 
 }  // namespace
 
-Connection::Connection(const Address& address, const Credentials::Resolved& credentials, const Options& options)
+Connection::Connection(const Address& address, const Credentials::Resolved& credentials, const std::optional<Tls>& tls,
+                       const session::Settings& session)
     : state_(amqp_new_connection()), printable_(address.printable()) {
     if (state_ == nullptr) throw ConnectionError("acemq: cannot connect to " + printable_ + ": out of memory");
     try {
         amqp_socket_t* socket = address.tls ? amqp_ssl_socket_new(state_) : amqp_tcp_socket_new(state_);
         if (socket == nullptr)
             throw ConnectionError("acemq: cannot connect to " + printable_ + ": cannot make a socket");
-        if (address.tls) configure_tls(socket, address, options.tls.value_or(Tls{}), printable_);
-        timeval connect_timeout = timeval_of(options.connect_timeout);
+        if (address.tls) configure_tls(socket, address, tls.value_or(Tls{}), printable_);
+        timeval connect_timeout = timeval_of(session.connect_timeout);
         const int opened = amqp_socket_open_noblock(socket, address.host.c_str(), address.port, &connect_timeout);
         if (opened != AMQP_STATUS_OK) {
             std::string hint = "is the broker running and listening there?";
@@ -85,7 +86,7 @@ Connection::Connection(const Address& address, const Credentials::Resolved& cred
         }
         timeval handshake_timeout = connect_timeout;
         amqp_set_handshake_timeout(state_, &handshake_timeout);
-        timeval call_timeout = timeval_of(options.call_timeout);
+        timeval call_timeout = timeval_of(session.call_timeout);
         amqp_set_rpc_timeout(state_, &call_timeout);
 
         // Capabilities so that the broker tells us when it blocks us and when it cancels a
@@ -95,13 +96,14 @@ Connection::Connection(const Address& address, const Credentials::Resolved& cred
             {bytes_of("consumer_cancel_notify"), {AMQP_FIELD_KIND_BOOLEAN, {.boolean = 1}}},
             {bytes_of("publisher_confirms"), {AMQP_FIELD_KIND_BOOLEAN, {.boolean = 1}}},
         };
-        const std::string name = options.connection_name.empty() ? "acemq-cpp" : options.connection_name;
+        const std::string name = session.name.empty() ? "acemq-cpp" : session.name;
         amqp_table_entry_t properties[] = {
             {bytes_of("capabilities"), {AMQP_FIELD_KIND_TABLE, {.table = {3, capabilities}}}},
             {bytes_of("connection_name"), {AMQP_FIELD_KIND_UTF8, {.bytes = bytes_of(name)}}},
         };
         const amqp_table_t client_properties{2, properties};
-        const auto heartbeat = static_cast<int>(options.heartbeat.count());
+        const auto heartbeat =
+            static_cast<int>(std::chrono::duration_cast<std::chrono::seconds>(session.heartbeat).count());
         const amqp_rpc_reply_t login =
             amqp_login_with_properties(state_, address.vhost.c_str(), 0, 131072, heartbeat, &client_properties,
                                        AMQP_SASL_METHOD_PLAIN, credentials.user.c_str(), credentials.password.c_str());

@@ -17,6 +17,7 @@
 #include <acemq/topology.hpp>
 #include <acemq/transport.hpp>
 #include "amqp/address.hpp"
+#include "session/settings.hpp"
 
 namespace acemq::amqp {
 
@@ -42,7 +43,8 @@ class Connection {
 public:
     // Opens the socket (TLS when the address says so), logs in and sets the call timeout.
     // ConnectionError naming the address (never the credentials) on failure.
-    Connection(const Address& address, const Credentials::Resolved& credentials, const Options& options);
+    Connection(const Address& address, const Credentials::Resolved& credentials, const std::optional<Tls>& tls,
+               const session::Settings& session);
     ~Connection();
     Connection(const Connection&) = delete;
     Connection& operator=(const Connection&) = delete;

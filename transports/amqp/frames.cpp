@@ -65,12 +65,12 @@ void AmqpTransport::Impl::handle_method(amqp_channel_t channel, const amqp_metho
         const auto* blocked = static_cast<const amqp_connection_blocked_t*>(method.decoded);
         std::string reason = string_of(blocked->reason);
         set_blocked(BlockedState{.blocked = true, .reason = reason});
-        emit({ConnectionEvent::Kind::blocked, reason, 0});
+        events_.emit(ConnectionEvent::Kind::blocked, reason);
         return;
     }
     case AMQP_CONNECTION_UNBLOCKED_METHOD:
         set_blocked(BlockedState{});
-        emit({ConnectionEvent::Kind::unblocked, {}, 0});
+        events_.emit(ConnectionEvent::Kind::unblocked, {});
         return;
     default: return;  // channel.flow and the like: nothing we act on
     }

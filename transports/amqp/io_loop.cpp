@@ -18,7 +18,7 @@ void AmqpTransport::Impl::run() {
     while (!commands_.is_shut()) {
         std::unique_lock io(io_mutex_);
         if (!connection_) {
-            if (!options_.recover) {
+            if (!session_.recover) {
                 io.unlock();
                 fail_queued_commands();
                 commands_.wait(-1, std::chrono::milliseconds(500));
@@ -60,13 +60,13 @@ void AmqpTransport::Impl::run() {
         confirms_.fail_all("the transport was closed before the broker confirmed it");
         connection_->close();
     }
-    if (attempt > 0) emit({ConnectionEvent::Kind::gave_up, address_.printable(), attempt});
+    if (attempt > 0) events_.emit(ConnectionEvent::Kind::gave_up, address_.printable(), attempt);
 }
 
 // How long the I/O thread sleeps at most: often enough to send heartbeats in time and to
 // notice what the broker says unasked.
 std::chrono::milliseconds AmqpTransport::Impl::tick() const {
-    const auto heartbeat = std::chrono::duration_cast<std::chrono::milliseconds>(options_.heartbeat);
+    const auto heartbeat = session_.heartbeat;
     return heartbeat.count() > 0 ? std::min(heartbeat / 4, std::chrono::milliseconds(1000))
                                  : std::chrono::milliseconds(1000);
 }

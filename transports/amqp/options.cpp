@@ -90,16 +90,4 @@ Tls Tls::without_verification_insecure() {
     return tls;
 }
 
-std::string_view to_string(ConnectionEvent::Kind kind) {
-    switch (kind) {
-    case ConnectionEvent::Kind::lost: return "lost";
-    case ConnectionEvent::Kind::retrying: return "retrying";
-    case ConnectionEvent::Kind::recovered: return "recovered";
-    case ConnectionEvent::Kind::blocked: return "blocked";
-    case ConnectionEvent::Kind::unblocked: return "unblocked";
-    case ConnectionEvent::Kind::gave_up: return "gave-up";
-    }
-    return "unknown";
-}
-
 }  // namespace acemq::amqp

@@ -38,11 +38,7 @@ std::vector<PublishResult> AmqpTransport::Impl::publish(std::vector<OutboundMess
         }
         const std::size_t granted = window_.take(sendable.size() - next);
         if (granted == 0) {
-            const std::string why = std::to_string(options_.max_outstanding_publishes) +
-                                    " publishes are already waiting for a confirm and none completed within " +
-                                    std::to_string(options_.confirm_timeout.count()) +
-                                    " ms. The broker is not keeping up; publish more slowly rather than "
-                                    "buffering more";
+            const std::string why = window_.full_reason();
             for (; next < sendable.size(); ++next)
                 results[sendable[next]] = PublishResult{.return_reason = why, .why = PublishResult::Unconfirmed::lost};
             break;
@@ -56,16 +52,15 @@ std::vector<PublishResult> AmqpTransport::Impl::publish(std::vector<OutboundMess
             pending.push_back(std::move(one));
         }
         next += granted;
-        if (sendable.size() == 1 && publish_directly(chunk, Clock::now() + options_.confirm_timeout)) break;
+        if (sendable.size() == 1 && publish_directly(chunk, Clock::now() + session_.confirm_timeout)) break;
         post([this, chunk = std::move(chunk)](Connection* connection) mutable { write_publishes(connection, chunk); });
     }
-    const auto deadline = Clock::now() + options_.confirm_timeout;
+    const auto deadline = Clock::now() + session_.confirm_timeout;
     for (std::size_t i = 0; i < pending.size(); ++i) {
         std::optional<PublishResult> result = pending[i]->answer.wait_until(deadline);
         if (!result) {
-            pending[i]->abandoned.store(true);
             result = PublishResult{
-                .return_reason = "no confirm within " + std::to_string(options_.confirm_timeout.count()) + " ms",
+                .return_reason = "no confirm within " + std::to_string(session_.confirm_timeout.count()) + " ms",
                 .why = PublishResult::Unconfirmed::lost};
         }
         results[sendable[i]] = std::move(*result);
@@ -112,7 +107,7 @@ void AmqpTransport::Impl::write_publishes(Connection* connection, Chunk& chunk) 
     }
     for (std::size_t i = 0; i < chunk.size(); ++i) {
         auto& pending = chunk[i];
-        if (pending->abandoned.load()) {
+        if (pending->answer.abandoned()) {
             window_.give_back(1);
             continue;
         }

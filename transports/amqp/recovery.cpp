@@ -10,18 +10,17 @@ namespace acemq::amqp {
 
 // One attempt at a new connection after a loss; true when it is up again.
 bool AmqpTransport::Impl::recover(int attempt) {
-    emit({ConnectionEvent::Kind::retrying, address_.printable(), attempt});
+    events_.emit(ConnectionEvent::Kind::retrying, address_.printable(), attempt);
     try {
         connect_now();
         topology_.replay(*connection_);
         resume_subscriptions();
         connected_.store(true);
-        emit({ConnectionEvent::Kind::recovered, address_.printable(), attempt});
+        events_.emit(ConnectionEvent::Kind::recovered, address_.printable(), attempt);
         return true;
     } catch (const Error& error) {
         drop_connection(error.what(), false);
-        next_attempt_ = Clock::now() + recovery_delay_;
-        recovery_delay_ = std::min(recovery_delay_ * 2, options_.max_recovery_delay);
+        next_attempt_ = Clock::now() + backoff_.next();
         return false;
     }
 }
@@ -34,13 +33,13 @@ void AmqpTransport::Impl::connect_now() {
         credentials.user = address_.user.value_or("guest");
         credentials.password = address_.password.value_or(address_.user ? "" : "guest");
     }
-    auto connection = std::make_unique<Connection>(address_, credentials, options_);
+    auto connection = std::make_unique<Connection>(address_, credentials, options_.tls, session_);
     open_publish_channel(*connection);
     connection->open_channel(admin_channel);
     connection->open_channel(pull_channel);
     frame_max_.store(connection->frame_max());
     connection_ = std::move(connection);
-    ++generation_;
+    generation_ = generations_.next();
     subscriptions_.on_new_connection();
     set_blocked(BlockedState{});
 }
@@ -76,20 +75,11 @@ void AmqpTransport::Impl::drop_connection(const std::string& why, bool was_up) {
     confirms_.fail_all("the connection was lost before the broker confirmed it (" + why + ")");
     connection_.reset();
     if (was_up) {
-        next_attempt_ = Clock::now() + options_.first_recovery_delay;
-        recovery_delay_ = std::min(options_.first_recovery_delay * 2, options_.max_recovery_delay);
-        emit({ConnectionEvent::Kind::lost, why, 0});
+        backoff_.reset();
+        next_attempt_ = Clock::now() + backoff_.next();
+        events_.emit(ConnectionEvent::Kind::lost, why);
     }
     commands_.wake();  // a publisher may have found the loss: the I/O thread recovers
-}
-
-void AmqpTransport::Impl::emit(const ConnectionEvent& event) {
-    if (!options_.on_event) return;
-    try {
-        options_.on_event(event);
-    } catch (const std::exception&) {
-        // An observer's failure must not take the connection down with it.
-    }
 }
 
 }  // namespace acemq::amqp

@@ -4,6 +4,7 @@
 
 #include "amqp/connection.hpp"
 #include "amqp/wire.hpp"
+#include "session/delivery_tags.hpp"
 
 namespace acemq::amqp {
 
@@ -12,11 +13,11 @@ void Settler::settle(std::uint64_t delivery_tag, bool ack, bool requeue) {
         // A settlement for another connection's delivery, or after the channel closed: the
         // broker gave that message back already, so nothing is settled.
         const amqp_channel_t channel = subscription_ ? subscription_->channel : fixed_channel_;
-        if (generation_of(delivery_tag) != generation || channel == 0) return;
+        if (session::generation_of(delivery_tag) != generation || channel == 0) return;
         if (ack)
-            connection.ack(channel, broker_tag_of(delivery_tag));
+            connection.ack(channel, session::broker_tag_of(delivery_tag));
         else
-            connection.nack(channel, broker_tag_of(delivery_tag), requeue);
+            connection.nack(channel, session::broker_tag_of(delivery_tag), requeue);
     });
 }
 
@@ -53,7 +54,7 @@ void Subscriptions::deliver(Connection& connection, Incoming delivery, std::uint
             return;
         }
         state->deliver(
-            Delivery(std::move(delivery.message), *state->settler, tag_for(generation, delivery.broker_tag)));
+            Delivery(std::move(delivery.message), *state->settler, session::tag_for(generation, delivery.broker_tag)));
         return;
     }
 }

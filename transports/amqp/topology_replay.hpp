@@ -1,20 +1,20 @@
-// The topology this transport declared, kept so that a new connection declares it again
-// before anything else, and the declarations themselves (on the admin channel). I/O thread
-// only; internal.
+// Declarations on the admin channel, and the topology this transport declared kept (by the
+// session layer's rule, session/declared_topology.hpp) so that a new connection declares it
+// again before anything else. I/O thread only; internal.
 #pragma once
 
 #include <cstdint>
 #include <optional>
 #include <string>
-#include <vector>
 
 #include <acemq/topology.hpp>
+#include "session/declared_topology.hpp"
 
 namespace acemq::amqp {
 
 class Connection;
 
-class DeclaredTopology {
+class TopologyReplay {
 public:
     // Declares and remembers; TopologyError when the broker refuses one (the admin channel
     // is open again by then).
@@ -27,9 +27,7 @@ public:
     std::optional<std::uint64_t> message_count(Connection& connection, const std::string& queue);
 
 private:
-    std::vector<ExchangeDeclaration> exchanges_;
-    std::vector<QueueDeclaration> queues_;
-    std::vector<BindingDeclaration> bindings_;
+    session::DeclaredTopology declared_;
 };
 
 }  // namespace acemq::amqp

@@ -2,12 +2,15 @@
 
 #include <acemq/uuid.hpp>
 #include "amqp/wire.hpp"
+#include "session/delivery_tags.hpp"
 
 namespace acemq::amqp {
 
-AmqpTransport::Impl::Impl(Address address, Options options)
-    : address_(std::move(address)), options_(std::move(options)),
-      window_(options_.max_outstanding_publishes, options_.confirm_timeout) {}
+AmqpTransport::Impl::Impl(Address address, Options options, session::Settings session)
+    : address_(std::move(address)), options_(std::move(options)), session_(std::move(session)),
+      events_("amqp transport to " + address_.printable(), session_.on_event),
+      window_(session_.max_outstanding_publishes, session_.confirm_timeout),
+      backoff_(session_.first_recovery_delay, session_.max_recovery_delay) {}
 
 AmqpTransport::Impl::~Impl() { shut_down(); }
 
@@ -80,7 +83,7 @@ void AmqpTransport::Impl::stop(const std::shared_ptr<SubscriptionState>& state) 
             subscriptions_.stop(connection, *state);
             return true;
         },
-        options_.call_timeout);
+        session_.call_timeout);
 }
 
 void AmqpTransport::Impl::close_subscription(const std::shared_ptr<SubscriptionState>& state) {
@@ -92,13 +95,13 @@ void AmqpTransport::Impl::close_subscription(const std::shared_ptr<SubscriptionS
             note_stopped_queues();
             return true;
         },
-        options_.call_timeout);
+        session_.call_timeout);
 }
 
 std::optional<Delivery> AmqpTransport::Impl::pull(Connection& connection, const std::string& queue) {
     std::optional<Connection::Pulled> pulled = connection.get(pull_channel, queue);
     if (!pulled) return std::nullopt;
-    return Delivery(std::move(pulled->message), pull_settler_, tag_for(generation_, pulled->delivery_tag));
+    return Delivery(std::move(pulled->message), pull_settler_, session::tag_for(generation_, pulled->delivery_tag));
 }
 
 }  // namespace acemq::amqp

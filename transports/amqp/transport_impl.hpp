@@ -21,22 +21,57 @@
 
 #include <acemq/amqp.hpp>
 #include "amqp/address.hpp"
-#include "amqp/answer.hpp"
 #include "amqp/command_queue.hpp"
 #include "amqp/confirms.hpp"
 #include "amqp/connection.hpp"
 #include "amqp/incoming.hpp"
-#include "amqp/publish_window.hpp"
 #include "amqp/subscriptions.hpp"
 #include "amqp/topology_replay.hpp"
+#include "session/answer.hpp"
+#include "session/delivery_tags.hpp"
+#include "session/publish_window.hpp"
+#include "session/settings.hpp"
 
 namespace acemq::amqp {
+
+// A publish refused without being written because the broker blocked the connection.
+struct BlockedState {
+    bool blocked = false;
+    std::string reason;
+};
+
+// What amqp::open returns; see <acemq/amqp.hpp> for what it guarantees. Every member is
+// thread-safe.
+class AmqpTransport final : public Transport {
+public:
+    class Impl;
+    explicit AmqpTransport(std::shared_ptr<Impl> impl);
+    ~AmqpTransport() override;  // closes
+    AmqpTransport(const AmqpTransport&) = delete;
+    AmqpTransport& operator=(const AmqpTransport&) = delete;
+
+    void declare(const Topology& topology) override;
+    PublishResult publish(OutboundMessage message) override;
+    std::vector<PublishResult> publish_batch(std::vector<OutboundMessage> messages) override;
+    std::unique_ptr<Subscription> consume(std::string_view queue, const ConsumeSpec& spec, DeliverFn deliver) override;
+    std::optional<Delivery> pull(std::string_view queue) override;
+    std::uint64_t queue_depth(std::string_view queue) override;
+    bool queue_exists(std::string_view queue) override;
+    void delete_queue(std::string_view queue) override;
+    void close() override;
+    Health check_health(std::chrono::milliseconds timeout) override;
+    TransportInfo describe() const override;
+    ConnectionState state() const;
+
+private:
+    std::shared_ptr<Impl> impl_;  // shared with the subscriptions, which may outlive a close
+};
 
 class AmqpTransport::Impl final : private SettlementLink {
 public:
     using Clock = std::chrono::steady_clock;
 
-    Impl(Address address, Options options);
+    Impl(Address address, Options options, session::Settings session);
     ~Impl();
 
     // Connects (a failure is the caller's exception) and starts the I/O thread.
@@ -51,7 +86,7 @@ public:
             throw UsageError("acemq: cannot " + std::string(what) +
                              " from inside a delivery callback of the same AMQP transport: hand the delivery to "
                              "another thread first");
-        auto answer = std::make_shared<Answer<R>>();
+        auto answer = std::make_shared<session::Answer<R>>();
         post([answer, work = std::move(work)](Connection* connection) {
             try {
                 answer->set(work(connection));
@@ -78,7 +113,7 @@ public:
                 if (connection == nullptr) throw ConnectionError("acemq: the AMQP transport is closed");
                 return work(*connection);
             },
-            timeout.value_or(options_.call_timeout));
+            timeout.value_or(session_.call_timeout));
     }
 
     // Queues work for the I/O thread; once the transport is shut it runs at once, with nullptr.
@@ -92,7 +127,7 @@ public:
 
     // I/O thread only.
     std::optional<Delivery> pull(Connection& connection, const std::string& queue);
-    DeclaredTopology& topology() noexcept { return topology_; }
+    TopologyReplay& topology() noexcept { return topology_; }
 
     BlockedState blocked() const;
     bool connected() const { return connected_.load(); }
@@ -132,35 +167,37 @@ private:
     void resume_subscriptions();
     void note_stopped_queues();
     void drop_connection(const std::string& why, bool was_up);
-    void emit(const ConnectionEvent& event);
 
     Address address_;
-    Options options_;
+    Options options_;  // its credentials and TLS settings; the rest is in session_
+    session::Settings session_;
+    session::Events events_;
     CommandQueue commands_;
     std::thread io_thread_;
     std::thread::id io_thread_id_;
 
-    mutable std::mutex state_mutex_;
+    mutable std::mutex state_mutex_;  // guards blocked_ and stopped_queues_
     BlockedState blocked_;
     std::vector<std::string> stopped_queues_;
     std::atomic<bool> connected_{false};
 
-    PublishWindow window_;
+    session::PublishWindow window_;
 
-    // Held by whoever uses the connection and what follows: the I/O thread, except while it
-    // sleeps, or a caller writing a publish or a settlement itself.
+    // Guards the connection and every member after it: held by the I/O thread, except while
+    // it sleeps, or by a caller writing a publish or a settlement itself.
     std::mutex io_mutex_;
     std::unique_ptr<Connection> connection_;
-    std::uint64_t generation_ = 0;
+    std::uint64_t generation_ = 0;  // of the connection; 0 before the first
+    session::Generations generations_;
     Clock::time_point next_resume_{};
     Clock::time_point next_attempt_{};
-    std::chrono::milliseconds recovery_delay_{0};
+    session::Backoff backoff_;
     std::atomic<std::size_t> frame_max_{0};  // the connection's, as negotiated; read by callers
     Confirms confirms_{window_};
     IncomingContent incoming_;
     Subscriptions subscriptions_{*this, incoming_};
     Settler pull_settler_{*this, pull_channel};
-    DeclaredTopology topology_;
+    TopologyReplay topology_;
 };
 
 }  // namespace acemq::amqp

@@ -16,10 +16,10 @@ constexpr std::string_view scheme_prefix = "inproc://";
 
 }  // namespace
 
-InprocTransport::InprocTransport(std::shared_ptr<Broker> broker)
-    : broker_(std::move(broker)), connection_(broker_->open_connection()) {}
+InprocTransport::InprocTransport(std::shared_ptr<Broker> broker, ConnectionOptions options)
+    : broker_(std::move(broker)), connection_(broker_->open_connection(options)) {}
 
-std::shared_ptr<InprocTransport> InprocTransport::open(std::string_view url) {
+std::shared_ptr<Transport> open(std::string_view url, ConnectionOptions options) {
     auto refuse = [&](std::string_view why) {
         return InvalidArgument("acemq: cannot open \"" + redacted_url(url) +
                                "\" as an inproc transport: " + std::string(why));
@@ -32,16 +32,17 @@ std::shared_ptr<InprocTransport> InprocTransport::open(std::string_view url) {
     const std::size_t query = rest.find('?');
     const std::string_view name = rest.substr(0, query);
     if (name.empty()) throw refuse("it names no broker; write inproc://NAME");
-    BrokerOptions options;
+    BrokerOptions broker_options;
     bool durable = false;
     if (query != std::string_view::npos) {
         const std::string_view parameter = rest.substr(query + 1);
         if (!parameter.starts_with("data=") || parameter.size() == 5)
             throw refuse("the only parameter it takes is data=FILE, the SQLite file of a durable broker");
-        options.data = std::string(parameter.substr(5));
+        broker_options.data = std::string(parameter.substr(5));
         durable = true;
     }
-    return std::make_shared<InprocTransport>(durable ? inproc::broker(name, options) : inproc::broker(name));
+    return std::make_shared<InprocTransport>(durable ? inproc::broker(name, broker_options) : inproc::broker(name),
+                                             options);
 }
 
 InprocTransport::~InprocTransport() {

@@ -1,8 +1,9 @@
 // The Transport over the embedded broker: one InprocTransport is one connection to a
 // Broker (see <acemq/inproc.hpp> for what the broker does and where it differs from RabbitMQ).
-// connect() knows it by the URL scheme `inproc` (transports/builtin_transports.cpp): open_transport("inproc://orders")
-// connects to the broker named "orders", making it when no live one has that name, so two
-// parts of one process that name it share its queues.
+// inproc::open (<acemq/inproc.hpp>) makes one; connect() knows it by the URL scheme `inproc`
+// (transports/builtin_transports.cpp): open_transport("inproc://orders") connects to the
+// broker named "orders", making it when no live one has that name, so two parts of one
+// process that name it share its queues.
 //
 // Thread-safe, as every Transport. Settle deliveries before destroying the transport (or
 // the subscription) they came from: settling one afterwards throws acemq::Error, because
@@ -27,11 +28,7 @@ std::optional<std::string> refusing_commits(Broker& broker);
 
 class InprocTransport final : public Transport {
 public:
-    explicit InprocTransport(std::shared_ptr<Broker> broker);
-    // "inproc://NAME" → a connection to the broker NAME; "inproc://NAME?data=FILE" → to the
-    // durable broker NAME keeping its state in FILE (see BrokerOptions::data); InvalidArgument
-    // for another URL.
-    static std::shared_ptr<InprocTransport> open(std::string_view url);
+    explicit InprocTransport(std::shared_ptr<Broker> broker, ConnectionOptions options = {});
     ~InprocTransport() override;  // closes
     InprocTransport(const InprocTransport&) = delete;
     InprocTransport& operator=(const InprocTransport&) = delete;

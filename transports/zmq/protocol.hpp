@@ -18,6 +18,8 @@
 
 #include <msgpack.hpp>
 
+#include "session/answer.hpp"
+
 namespace acemq::zmq::wire {
 
 inline constexpr std::uint32_t version = 1;
@@ -51,8 +53,9 @@ enum class Command : std::uint8_t {
 std::string_view to_string(Command command) noexcept;
 
 // How a request failed on the broker, so the client throws the same class the embedded
-// broker would have thrown in-process.
-enum class FailureKind : std::uint8_t { error = 0, topology = 1, invalid_argument = 2, usage = 3 };
+// broker would have thrown in-process: error, topology, invalid_argument or usage (never
+// connection, which is the client's own).
+using FailureKind = session::FailureKind;
 
 // What the broker says when a frame cannot be answered as a request: it could not be read,
 // or it came from a peer that has not said hello (a broker restarted under a client).

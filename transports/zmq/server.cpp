@@ -20,6 +20,7 @@
 #include "quoted_text.hpp"
 
 #include "inproc/inproc_transport.hpp"
+#include "session/work_queue.hpp"
 #include "zmq/endpoint.hpp"
 #include "zmq/keys.hpp"
 #include "zmq/protocol.hpp"
@@ -87,18 +88,11 @@ std::string peer_of(::zmq::message_t& message) {
     return "a peer";
 }
 
+// The class of the exception being handled, as the wire carries it: a broker call does not
+// fail for want of a connection, and the client keeps that kind for its own session.
 wire::FailureKind failure_kind_of_current() {
-    try {
-        throw;
-    } catch (const TopologyError&) {
-        return wire::FailureKind::topology;
-    } catch (const UsageError&) {
-        return wire::FailureKind::usage;
-    } catch (const InvalidArgument&) {
-        return wire::FailureKind::invalid_argument;
-    } catch (const std::exception&) {
-        return wire::FailureKind::error;
-    }
+    const wire::FailureKind kind = session::failure_of_current().kind;
+    return kind == wire::FailureKind::connection ? wire::FailureKind::error : kind;
 }
 
 class ServerImpl final : public Server {
@@ -149,10 +143,10 @@ private:
     // The router's connections that drop. One whose session is open is logged at once (its
     // session ends later, when its heartbeats stop): it is how a frame past what libzmq takes shows.
     SocketMonitor connections_;
-    EventFd wake_;
+    session::WakeUp wake_;
     std::vector<std::string> bound_;
 
-    std::mutex handed_mutex_;
+    std::mutex handed_mutex_;  // guards handed_ and confirmed_
     std::vector<Handed> handed_;
     std::vector<Confirmed> confirmed_;
 

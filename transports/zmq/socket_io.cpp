@@ -1,34 +1,11 @@
 #include "zmq/socket_io.hpp"
 
-#include <sys/eventfd.h>
-#include <unistd.h>
-
 #include <atomic>
-#include <cerrno>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
-#include <system_error>
 
 namespace acemq::zmq {
-
-EventFd::EventFd() : fd_(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) {
-    if (fd_ < 0) throw std::system_error(errno, std::generic_category(), "acemq: cannot make an eventfd");
-}
-
-EventFd::~EventFd() { ::close(fd_); }
-
-void EventFd::signal() noexcept {
-    const std::uint64_t one = 1;
-    // Only EAGAIN (the counter at its maximum) can fail here, and then a wake-up is pending anyway.
-    (void)!::write(fd_, &one, sizeof one);
-}
-
-void EventFd::clear() noexcept {
-    std::uint64_t count = 0;
-    // EAGAIN means another clear() took the count first: nothing is lost.
-    (void)!::read(fd_, &count, sizeof count);
-}
 
 namespace {
 

@@ -1,6 +1,5 @@
-// What the broker's and the client's I/O threads share: a wake-up another thread can signal
-// (an eventfd, polled beside the sockets), sending one protocol frame, and watching a
-// socket's connections. Internal.
+// What the broker's and the client's I/O threads share: sending one protocol frame, and
+// watching a socket's connections (their wake-up is session::WakeUp). Internal.
 #pragma once
 
 #include <cstdint>
@@ -13,22 +12,6 @@
 #include <msgpack.hpp>
 
 namespace acemq::zmq {
-
-// An eventfd: signal() from any thread, poll fd() for readability, clear() on the polling thread.
-class EventFd {
-public:
-    EventFd();
-    ~EventFd();
-    EventFd(const EventFd&) = delete;
-    EventFd& operator=(const EventFd&) = delete;
-
-    int fd() const noexcept { return fd_; }
-    void signal() noexcept;
-    void clear() noexcept;
-
-private:
-    int fd_;
-};
 
 // Sends `frame` without copying it (libzmq frees the buffer when written). With
 // `routing_id` (a ROUTER socket) it goes to that peer; false when the peer is gone.

@@ -1,24 +1,42 @@
 // The client transport (zmq+tcp://, zmq+ipc://): callers encode their frames and hand them to
 // one I/O thread, which owns the DEALER socket, keeps the session alive with heartbeats, and
-// on a loss starts a new session on a new socket (docs/zmq-protocol.md §6). See
-// <acemq/zmq.hpp> for what it guarantees. Internal.
+// on a loss starts a new session on a new socket (docs/zmq-protocol.md §7, §8). What it shares
+// with the AMQP client (the hand-over and its answers, the confirm window, delivery tags,
+// the declared topology, backoff and events) is the session layer's (transports/session);
+// this is its wire. See <acemq/zmq.hpp> for what it guarantees. Internal. Its members are
+// defined by concern:
+//   zmq_transport.cpp   life cycle, state callers ask about, requests, consuming and settling
+//   publishing.cpp      publishes, from the caller to the I/O thread and back
+//   io_loop.cpp         the I/O thread's loop, what it sends and what the broker sends
+//   handshake.cpp       a new socket and its hello / welcome
+//   recovery.cpp        losing a session, and declaring and consuming again in the next
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
-#include <deque>
-#include <functional>
+#include <cstddef>
 #include <list>
 #include <memory>
 #include <mutex>
+#include <optional>
+#include <span>
+#include <string>
 #include <thread>
 #include <unordered_map>
+#include <vector>
 
 #include <zmq.hpp>
 
 #include <acemq/zmq.hpp>
 
-#include "zmq/call.hpp"
+#include "session/answer.hpp"
+#include "session/declared_topology.hpp"
+#include "session/delivery_tags.hpp"
+#include "session/publish_window.hpp"
+#include "session/settings.hpp"
+#include "session/work_queue.hpp"
+#include "zmq/protocol.hpp"
 #include "zmq/socket_io.hpp"
 
 namespace acemq::zmq {
@@ -28,9 +46,10 @@ struct LocalConsumer {
     std::string queue;
     ConsumeSpec spec;
     DeliverFn deliver;
-    std::mutex delivering;        // held while deliver runs, so stop() can wait out the last one
-    bool stopped = false;         // guarded by `delivering`
-    bool released = false;        // guarded by `delivering`
+    // Guards stopped and released; held while deliver runs, so stop() can wait out the last one.
+    std::mutex delivering;
+    bool stopped = false;
+    bool released = false;
     std::uint64_t server_id = 0;  // in the current session; I/O thread only
 };
 
@@ -38,6 +57,8 @@ class ZmqTransport final : public Transport,
                            public std::enable_shared_from_this<ZmqTransport>,
                            private DeliverySettler {
 public:
+    using Clock = std::chrono::steady_clock;
+
     ZmqTransport(std::string url, std::string endpoint, Options options);  // connects
     ~ZmqTransport() override;                                              // closes
 
@@ -63,63 +84,81 @@ public:
     void end_consumer(const std::shared_ptr<LocalConsumer>& consumer, bool release);
 
 private:
+    // A request's answer: the reply frame's bytes (the caller reads them on its own thread),
+    // and the session generation it came in.
+    struct Reply {
+        std::vector<std::byte> frame;
+        std::uint64_t generation = 0;
+    };
+    using ReplyAnswer = session::Answer<Reply>;
+    using ConfirmAnswer = session::Answer<PublishResult>;  // set, never failed: a publish fails as a result
+
     // What a caller hands the I/O thread.
     struct Outgoing {
         enum class Kind { request, publish, settle, consume, end_consumer } kind;
         std::uint64_t number = 0;                   // request number or publish sequence
         msgpack::sbuffer frame{};                   // encoded by the caller (empty for end_consumer)
-        std::shared_ptr<Call> call{};               // none for settle
+        std::shared_ptr<ReplyAnswer> reply{};       // request, consume, end_consumer
+        std::shared_ptr<ConfirmAnswer> confirm{};   // publish
         std::shared_ptr<LocalConsumer> consumer{};  // consume, end_consumer
         bool release = false;                       // end_consumer
         std::uint64_t generation = 0;               // settle: the session its tag is from
+        bool abandoned() const;
     };
 
     void ack(std::uint64_t delivery_tag) override;
     void nack(std::uint64_t delivery_tag, bool requeue) override;
     void settle(std::uint64_t delivery_tag, std::optional<bool> nack_requeue);
 
-    // Caller side.
-    std::shared_ptr<Call> submit(Outgoing outgoing);
-    Call::Result request(Outgoing outgoing, std::string_view what);
+    // Caller side (zmq_transport.cpp).
+    void submit(Outgoing outgoing);
+    Reply request(Outgoing outgoing, std::string_view what);
     std::uint64_t next_number() { return next_number_.fetch_add(1, std::memory_order_relaxed); }
-    PublishResult start_publish(OutboundMessage& message, std::shared_ptr<Call>& call);
-    PublishResult finish_publish(const std::shared_ptr<Call>& call, Call::Clock::time_point deadline);
-    void release_window_slot();
     std::string where() const;
+    std::string closed_text() const;
     // `text` from the broker with the embedded broker's name for itself (`inproc broker
     // "NAME"`, true in its own process) made the one this client talks to: the zmq broker
     // "NAME" at this transport's URL. I/O thread only.
     std::string as_named_here(std::string text) const;
 
-    // I/O thread.
+    // publishing.cpp
+    PublishResult start_publish(OutboundMessage& message, std::shared_ptr<ConfirmAnswer>& confirm);
+    PublishResult finish_publish(const std::shared_ptr<ConfirmAnswer>& confirm, Clock::time_point deadline);
+
+    // io_loop.cpp: the I/O thread.
     void run();
-    bool start_session(Call::Clock::time_point deadline, bool first);
-    void open_socket();
-    void watch_handshake();
     void serve_session();
     void drain_outgoing();
     void send_outgoing(Outgoing& outgoing);
     void receive_all();
     void handle(std::span<const std::byte> bytes);
     void dispatch(const wire::Frame& frame, std::span<const std::byte> bytes);
+    void deliver(wire::Deliver deliver);
+    void answer(const wire::Frame& frame, std::span<const std::byte> bytes);
+
+    // handshake.cpp
+    bool start_session(Clock::time_point deadline, bool first);
+    void open_socket();
+    void watch_handshake();
+    void welcomed(const wire::Welcome& welcome);
+
+    // recovery.cpp
     void lose_session(std::string why);
     void replay();
-    void fail_queued(Call::Outcome outcome, const std::string& why);
-    void event(ConnectionEvent::Kind kind, std::string detail, int attempt = 0);
+    void fail_queued(const std::string& why);
 
     std::string url_;
     std::string endpoint_;
-    Options options_;
+    Options options_;  // its curve keys and missed_heartbeats; the rest is in session_
+    session::Settings session_;
+    session::Events events_;
     std::string server_key_, public_key_, secret_key_;  // Z85, when Curve is on
 
     ::zmq::context_t context_{1};
     std::optional<::zmq::socket_t> socket_;
     std::optional<SocketMonitor> monitor_;  // socket_'s handshakes; reset before socket_
-    EventFd wake_;
+    session::WorkQueue<Outgoing> queue_;
     std::thread thread_;
-
-    std::mutex queue_mutex_;
-    std::deque<Outgoing> queue_;
 
     std::atomic<std::uint64_t> next_number_{1};
     std::atomic<std::uint64_t> generation_{0};  // of the current session; 0 while there is none
@@ -127,38 +166,35 @@ private:
     // The broker's frame limit, from its welcome: a publish whose frame is larger is refused
     // before it is sent (0 until the first welcome).
     std::atomic<std::uint64_t> max_frame_bytes_{0};
-    std::atomic<bool> closed_{false};
+    std::atomic<bool> closed_{false};  // set once queue_ is shut
 
-    std::mutex window_mutex_;
-    std::condition_variable window_cv_;
-    std::size_t in_flight_ = 0;
+    session::PublishWindow window_;
 
-    std::mutex consumers_mutex_;
+    std::mutex consumers_mutex_;                           // guards consumers_
     std::list<std::shared_ptr<LocalConsumer>> consumers_;  // open ones, consumed again after a loss
-    struct Declared {
-        std::vector<ExchangeDeclaration> exchanges;
-        std::vector<QueueDeclaration> queues;
-        std::vector<BindingDeclaration> bindings;
-    } declared_;  // declared again after a loss, each once
+    std::mutex declared_mutex_;                            // guards declared_
+    session::DeclaredTopology declared_;                   // declared again after a loss
+
+    std::mutex lost_mutex_;     // guards lost_because_
+    std::string lost_because_;  // written on the I/O thread; check_health reads it
+    std::mutex open_mutex_;     // guards opened_ and open_failure_
+    std::condition_variable open_cv_;
+    std::optional<std::string> open_failure_;
+    bool opened_ = false;
 
     // I/O thread only.
     std::unordered_map<std::uint64_t, Outgoing> awaiting_;  // requests by number
-    std::unordered_map<std::uint64_t, std::shared_ptr<Call>> confirms_;
+    std::unordered_map<std::uint64_t, std::shared_ptr<ConfirmAnswer>> confirms_;
     std::unordered_map<std::uint64_t, std::shared_ptr<LocalConsumer>> by_server_id_;
+    session::Generations generations_;
+    session::Backoff backoff_;
     std::chrono::milliseconds broker_heartbeat_{1000};
     // How the broker's texts name it (`inproc broker "NAME"`, NAME from the welcome) and what
     // as_named_here puts in its place.
     std::string named_in_process_, named_here_;
-    Call::Clock::time_point last_heard_{}, last_sent_{};
+    Clock::time_point last_heard_{}, last_sent_{};
     std::uint64_t hello_number_ = 0;
-    std::uint64_t sessions_started_ = 0;
-    std::mutex lost_mutex_;
-    std::string lost_because_;     // written on the I/O thread under lost_mutex_; check_health reads it
     std::string refused_because_;  // the handshake was refused (Curve key not admitted)
-    std::mutex open_mutex_;
-    std::condition_variable open_cv_;
-    std::optional<std::string> open_failure_;
-    bool opened_ = false;
 };
 
 }  // namespace acemq::zmq

@@ -73,9 +73,9 @@ TEST_CASE("zmq: a publish past the broker's frame limit is refused unsent; the s
     using namespace zmq_limits;
     zmq_test::ThreadBroker broker(zmq_test::fresh_ipc_endpoint("limits"), {.max_frame_bytes = limit});
     std::atomic<int> lost{0};
-    auto transport = acemq::zmq::open(broker.url(), {.on_event = [&](const acemq::zmq::ConnectionEvent& event) {
-                                          if (event.kind == acemq::zmq::ConnectionEvent::Kind::lost) ++lost;
-                                      }});
+    auto transport = acemq::zmq::open(broker.url(), {.session = {.on_event = [&](const acemq::ConnectionEvent& event) {
+                                                         if (event.kind == acemq::ConnectionEvent::Kind::lost) ++lost;
+                                                     }}});
     acemq::Bus bus = acemq::connect(transport);
     const std::string queue = "limits.publish";
     transport->declare(acemq::Topology{}.queue(queue, {.type = acemq::QueueType::classic}));

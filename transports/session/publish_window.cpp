@@ -1,8 +1,8 @@
-#include "amqp/publish_window.hpp"
+#include "session/publish_window.hpp"
 
 #include <algorithm>
 
-namespace acemq::amqp {
+namespace acemq::session {
 
 std::size_t PublishWindow::take(std::size_t wanted) {
     std::unique_lock lock(mutex_);
@@ -10,6 +10,12 @@ std::size_t PublishWindow::take(std::size_t wanted) {
     const std::size_t granted = std::min(wanted, size_ - in_flight_);
     in_flight_ += granted;
     return granted;
+}
+
+std::string PublishWindow::full_reason() const {
+    return std::to_string(size_) + " publishes are already waiting for a confirm and none completed within " +
+           std::to_string(wait_.count()) +
+           " ms. The broker is not keeping up; publish more slowly rather than buffering more";
 }
 
 void PublishWindow::give_back(std::size_t count) {
@@ -21,4 +27,4 @@ void PublishWindow::give_back(std::size_t count) {
     cv_.notify_all();
 }
 
-}  // namespace acemq::amqp
+}  // namespace acemq::session

@@ -7,8 +7,9 @@
 #include <condition_variable>
 #include <cstddef>
 #include <mutex>
+#include <string>
 
-namespace acemq::amqp {
+namespace acemq::session {
 
 class PublishWindow {
 public:
@@ -17,13 +18,15 @@ public:
     // Up to `wanted` slots, waiting up to `wait` for the first; 0 when none came.
     std::size_t take(std::size_t wanted);
     void give_back(std::size_t count);
+    // Why take() gave none: the publishes in the window and the wait, and what to do.
+    std::string full_reason() const;
 
 private:
     const std::size_t size_;
     const std::chrono::milliseconds wait_;
-    std::mutex mutex_;
+    std::mutex mutex_;  // guards in_flight_
     std::condition_variable cv_;
     std::size_t in_flight_ = 0;
 };
 
-}  // namespace acemq::amqp
+}  // namespace acemq::session
