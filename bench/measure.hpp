@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "json_quoted.hpp"
+#include "codec/json_quoted.hpp"
 
 namespace bench {
 

@@ -22,7 +22,7 @@
 #include <vector>
 
 #include "histogram.hpp"
-#include "json_quoted.hpp"
+#include "codec/json_quoted.hpp"
 #include "options.hpp"
 
 namespace {
