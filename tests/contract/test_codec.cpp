@@ -16,6 +16,7 @@
 #include <algorithm>
 #include <array>
 #include <bit>
+#include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -28,6 +29,7 @@
 #include <vector>
 
 #include "../support/codec_bodies.hpp"
+#include "rfc3339.hpp"
 
 namespace {
 
@@ -1196,4 +1198,22 @@ TEST_CASE("a msgpack ValueReader takes each value by its kind and refuses anothe
     CHECK(in->string() == "x");
     CHECK(in->value() == Value(Bytes{std::byte{7}}));
     CHECK(acemq::JsonCodec().reader(bytes_of("{}"), "") == nullptr);
+}
+
+TEST_CASE("a time is written in RFC 3339, UTC, to the second, the millisecond or the microsecond") {
+    using namespace std::chrono;
+    using acemq::detail::rfc3339;
+    using acemq::detail::SecondFraction;
+    const sys_time<microseconds> when = sys_days{2026y / 11 / 30} + 12h + 4min + 5s + 789012us;
+    CHECK(rfc3339(when, SecondFraction::none) == "2026-11-30T12:04:05Z");
+    CHECK(rfc3339(when, SecondFraction::millis) == "2026-11-30T12:04:05.789Z");
+    CHECK(rfc3339(when, SecondFraction::micros) == "2026-11-30T12:04:05.789012Z");
+    // The next second on the same thread: the text kept of the last one is not reused.
+    CHECK(rfc3339(when + 1s, SecondFraction::millis) == "2026-11-30T12:04:06.789Z");
+    // Before 1970 the fraction still counts up from the second before.
+    CHECK(rfc3339(sys_days{1969y / 12 / 31} + 23h + 59min + 59s + 250ms, SecondFraction::millis) ==
+          "1969-12-31T23:59:59.250Z");
+    std::string line = "at ";
+    acemq::detail::append_rfc3339(line, sys_days{2000y / 1 / 1} + 1us, SecondFraction::micros);
+    CHECK(line == "at 2000-01-01T00:00:00.000001Z");
 }
