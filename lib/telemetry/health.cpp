@@ -2,7 +2,8 @@
 
 #include <cstdio>
 
-#include "json_quoted.hpp"
+#include <acemq/json_codec.hpp>
+
 #include "rfc3339.hpp"
 
 namespace acemq {
@@ -20,14 +21,14 @@ std::string to_json(const Health& health, std::chrono::system_clock::time_point 
     const std::string stamp = detail::rfc3339(checked, detail::SecondFraction::none);
     char millis[32];
     std::snprintf(millis, sizeof millis, "%.3f", static_cast<double>(health.round_trip.count()) / 1000.0);
-    std::string out = "{\"status\":" + detail::json_quoted(to_string(health.status));
-    if (!health.detail.empty()) out += ",\"detail\":" + detail::json_quoted(health.detail);
-    out += ",\"checked\":" + detail::json_quoted(stamp);
+    std::string out = "{\"status\":" + json_quoted(to_string(health.status));
+    if (!health.detail.empty()) out += ",\"detail\":" + json_quoted(health.detail);
+    out += ",\"checked\":" + json_quoted(stamp);
     out += ",\"parts\":{\"blocked\":" + std::string(health.blocked ? "true" : "false") +
            ",\"roundTripMillis\":" + millis + ",\"consumers\":" + std::to_string(health.consumers) +
            ",\"inFlight\":" + std::to_string(health.in_flight) + ",\"stoppedReading\":[";
     for (std::size_t i = 0; i < health.stopped_reading.size(); ++i)
-        out += (i == 0 ? "" : ",") + detail::json_quoted(health.stopped_reading[i]);
+        out += (i == 0 ? "" : ",") + json_quoted(health.stopped_reading[i]);
     out += "]}}";
     return out;
 }

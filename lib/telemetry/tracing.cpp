@@ -1,8 +1,8 @@
 #include <acemq/envelope.hpp>
 #include <acemq/error.hpp>
+#include <acemq/json_codec.hpp>
 #include <acemq/tracing.hpp>
 
-#include "json_quoted.hpp"
 #include "rfc3339.hpp"
 
 #include <pthread.h>
@@ -300,7 +300,7 @@ bool needs_escaping(std::string_view text) noexcept {
 // What json_quoted writes, without its temporary string when nothing needs escaping.
 void append_quoted(std::string& out, std::string_view text) {
     if (needs_escaping(text)) {
-        out += detail::json_quoted(text);
+        out += json_quoted(text);
         return;
     }
     out += '"';
@@ -470,7 +470,7 @@ private:
         std::string escaped;
         std::string_view inner = key;
         if (needs_escaping(key)) {
-            escaped = detail::json_quoted(key);
+            escaped = json_quoted(key);
             inner = std::string_view(escaped).substr(1, escaped.size() - 2);
         }
         for (std::size_t at = line_.find(inner, attributes_at_ + 2); at != std::string::npos;

@@ -1200,6 +1200,13 @@ TEST_CASE("a msgpack ValueReader takes each value by its kind and refuses anothe
     CHECK(acemq::JsonCodec().reader(bytes_of("{}"), "") == nullptr);
 }
 
+TEST_CASE("json_quoted writes a string as JsonCodec does") {
+    CHECK(acemq::json_quoted("orders.new") == "\"orders.new\"");
+    CHECK(acemq::json_quoted("a\"b\\c\nd\x01") == "\"a\\\"b\\\\c\\nd\\u0001\"");
+    const auto body = acemq::JsonCodec().encode(Value("caf\xC3\xA9 \"x\"\t"));
+    CHECK(acemq::json_quoted("caf\xC3\xA9 \"x\"\t") == text_of(body));
+}
+
 TEST_CASE("a time is written in RFC 3339, UTC, to the second, the millisecond or the microsecond") {
     using namespace std::chrono;
     using acemq::detail::rfc3339;
