@@ -1200,6 +1200,16 @@ TEST_CASE("a msgpack ValueReader takes each value by its kind and refuses anothe
     CHECK(acemq::JsonCodec().reader(bytes_of("{}"), "") == nullptr);
 }
 
+TEST_CASE("msgpack headers that together declare more elements than the body has bytes are refused on the header") {
+    // Each header alone declares fewer elements than the 9 bytes, the three together 11: one
+    // bound for the whole body (message_pack::Bounds, shared with the zmq frames and the
+    // broker's records), not one per header.
+    const Bytes body = bytes_of({0x93, 0xdc, 0x00, 0x04, 0xdc, 0x00, 0x04, 0xc0, 0xc0});
+    CHECK(decode_error_of([&] { (void)acemq::MsgpackCodec().decode(body, ""); }) ==
+          "acemq: the msgpack body declares an array, map, string or bin longer than the whole body (9 bytes): it "
+          "is truncated or not msgpack");
+}
+
 TEST_CASE("json_quoted writes a string as JsonCodec does") {
     CHECK(acemq::json_quoted("orders.new") == "\"orders.new\"");
     CHECK(acemq::json_quoted("a\"b\\c\nd\x01") == "\"a\\\"b\\\\c\\nd\\u0001\"");
