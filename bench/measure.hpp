@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "json_quoted.hpp"
+#include <acemq/json_codec.hpp>
 
 namespace bench {
 
@@ -145,7 +145,7 @@ inline void append_json_line(const std::string& fields) {
     const char* path = std::getenv("ACEMQ_BENCH_JSON");
     if (path == nullptr || *path == '\0') return;
     std::ofstream out(path, std::ios::app);
-    out << "{" << fields << ", \"command\": " << acemq::detail::json_quoted(command_line()) << "}\n";
+    out << "{" << fields << ", \"command\": " << acemq::json_quoted(command_line()) << "}\n";
     out.flush();
     if (!out)
         throw std::runtime_error(std::string("cannot append to ") + path +
@@ -159,20 +159,19 @@ inline void append_json_line(const std::string& fields) {
 // else ours / underneath.
 inline void record(const Row& row) {
     detail::append_json_line(
-        "\"kind\": \"row\", \"name\": " + acemq::detail::json_quoted(row.name) +
-        ", \"ours\": " + detail::json_number(row.ours) + ", \"against\": " + acemq::detail::json_quoted(row.against) +
-        ", \"underneath\": " + detail::json_number(row.underneath) +
-        ", \"unit\": " + acemq::detail::json_quoted(row.unit) +
+        "\"kind\": \"row\", \"name\": " + acemq::json_quoted(row.name) +
+        ", \"ours\": " + detail::json_number(row.ours) + ", \"against\": " + acemq::json_quoted(row.against) +
+        ", \"underneath\": " + detail::json_number(row.underneath) + ", \"unit\": " + acemq::json_quoted(row.unit) +
         ", \"ratio\": " + detail::json_number(row.ratio.value_or(row.ours / row.underneath)) +
         ", \"aim\": " + (row.aim ? detail::json_number(*row.aim) : std::string("null")) +
-        ", \"better\": " + acemq::detail::json_quoted(row.better == Better::lower ? "lower" : "higher"));
+        ", \"better\": " + acemq::json_quoted(row.better == Better::lower ? "lower" : "higher"));
 }
 
 // Records one figure alone under `key`, for a comparison another program completes
 // (bench/pika_bench.py reads amqp_bench's figures to set python3-pika beside them).
 inline void record_figure(const std::string& key, double value, const std::string& unit) {
-    detail::append_json_line("\"kind\": \"figure\", \"key\": " + acemq::detail::json_quoted(key) + ", \"value\": " +
-                             detail::json_number(value) + ", \"unit\": " + acemq::detail::json_quoted(unit));
+    detail::append_json_line("\"kind\": \"figure\", \"key\": " + acemq::json_quoted(key) +
+                             ", \"value\": " + detail::json_number(value) + ", \"unit\": " + acemq::json_quoted(unit));
 }
 
 }  // namespace bench

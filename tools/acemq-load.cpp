@@ -22,7 +22,6 @@
 #include <vector>
 
 #include "histogram.hpp"
-#include "json_quoted.hpp"
 #include "options.hpp"
 
 namespace {
@@ -283,9 +282,9 @@ std::string histogram_json(const Histogram& h) {
 
 std::string report_json(const Options& options, Tally& tally, const Schedule& schedule, const Outcome& outcome) {
     std::ostringstream out;
-    out << "{\n  \"tool\": \"acemq-load\",\n  \"url\": " << acemq::detail::json_quoted(acemq::redacted_url(options.url))
-        << ",\n  \"startedAt\": " << acemq::detail::json_quoted(outcome.started_at)
-        << ",\n  \"options\": {\"queue\": " << acemq::detail::json_quoted(options.queue) << ", \"queueType\": \""
+    out << "{\n  \"tool\": \"acemq-load\",\n  \"url\": " << acemq::json_quoted(acemq::redacted_url(options.url))
+        << ",\n  \"startedAt\": " << acemq::json_quoted(outcome.started_at)
+        << ",\n  \"options\": {\"queue\": " << acemq::json_quoted(options.queue) << ", \"queueType\": \""
         << queue_type_name(options) << "\", \"rate\": " << options.rate << ", \"size\": " << options.size
         << ", \"publishers\": " << options.publishers << ", \"window\": " << options.window
         << ", \"consumers\": " << options.consumers << ", \"prefetch\": " << options.prefetch
@@ -305,14 +304,14 @@ std::string report_json(const Options& options, Tally& tally, const Schedule& sc
         << ",\n  \"deadLetterDepthAtEnd\": " << outcome.dead_letter_depth
         << ",\n  \"endToEnd\": " << histogram_json(tally.end_to_end)
         << ",\n  \"confirm\": " << histogram_json(tally.confirm)
-        << ",\n  \"sendLag\": " << histogram_json(tally.send_lag) << ",\n  \"firstRefusal\": "
-        << (tally.first_refusal.empty() ? "null" : acemq::detail::json_quoted(tally.first_refusal))
+        << ",\n  \"sendLag\": " << histogram_json(tally.send_lag)
+        << ",\n  \"firstRefusal\": " << (tally.first_refusal.empty() ? "null" : acemq::json_quoted(tally.first_refusal))
         << ",\n  \"verdicts\": [";
     for (std::size_t i = 0; i < outcome.verdicts.size(); ++i) {
         const Verdict& v = outcome.verdicts[i];
         out << (i ? ",\n" : "\n") << "    {\"rule\": \"" << v.rule << "\", \"severity\": \"" << v.severity
             << "\", \"passed\": " << (v.passed ? "true" : "false")
-            << ", \"observation\": " << acemq::detail::json_quoted(v.observation) << "}";
+            << ", \"observation\": " << acemq::json_quoted(v.observation) << "}";
     }
     out << "\n  ],\n  \"valid\": " << (outcome.valid ? "true" : "false")
         << ",\n  \"passed\": " << (outcome.passed ? "true" : "false") << "\n}\n";

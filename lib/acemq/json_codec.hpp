@@ -60,4 +60,10 @@ private:
     std::size_t max_values_;
 };
 
+// `text` as a JSON string, quoted and escaped as JsonCodec writes strings ("orders.new"),
+// for a program that writes JSON of its own around what the library tells it (acemq-load's
+// report). UTF-8 is passed through as it is, and so are bytes that are not UTF-8: the text
+// is the caller's to check. Thread-safe.
+std::string json_quoted(std::string_view text);
+
 }  // namespace acemq

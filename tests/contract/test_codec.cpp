@@ -16,6 +16,7 @@
 #include <algorithm>
 #include <array>
 #include <bit>
+#include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -28,6 +29,7 @@
 #include <vector>
 
 #include "../support/codec_bodies.hpp"
+#include "rfc3339.hpp"
 
 namespace {
 
@@ -1196,4 +1198,39 @@ TEST_CASE("a msgpack ValueReader takes each value by its kind and refuses anothe
     CHECK(in->string() == "x");
     CHECK(in->value() == Value(Bytes{std::byte{7}}));
     CHECK(acemq::JsonCodec().reader(bytes_of("{}"), "") == nullptr);
+}
+
+TEST_CASE("msgpack headers that together declare more elements than the body has bytes are refused on the header") {
+    // Each header alone declares fewer elements than the 9 bytes, the three together 11: one
+    // bound for the whole body (message_pack::Bounds, shared with the zmq frames and the
+    // broker's records), not one per header.
+    const Bytes body = bytes_of({0x93, 0xdc, 0x00, 0x04, 0xdc, 0x00, 0x04, 0xc0, 0xc0});
+    CHECK(decode_error_of([&] { (void)acemq::MsgpackCodec().decode(body, ""); }) ==
+          "acemq: the msgpack body declares an array, map, string or bin longer than the whole body (9 bytes): it "
+          "is truncated or not msgpack");
+}
+
+TEST_CASE("json_quoted writes a string as JsonCodec does") {
+    CHECK(acemq::json_quoted("orders.new") == "\"orders.new\"");
+    CHECK(acemq::json_quoted("a\"b\\c\nd\x01") == "\"a\\\"b\\\\c\\nd\\u0001\"");
+    const auto body = acemq::JsonCodec().encode(Value("caf\xC3\xA9 \"x\"\t"));
+    CHECK(acemq::json_quoted("caf\xC3\xA9 \"x\"\t") == text_of(body));
+}
+
+TEST_CASE("a time is written in RFC 3339, UTC, to the second, the millisecond or the microsecond") {
+    using namespace std::chrono;
+    using acemq::detail::rfc3339;
+    using acemq::detail::SecondFraction;
+    const sys_time<microseconds> when = sys_days{2026y / 11 / 30} + 12h + 4min + 5s + 789012us;
+    CHECK(rfc3339(when, SecondFraction::none) == "2026-11-30T12:04:05Z");
+    CHECK(rfc3339(when, SecondFraction::millis) == "2026-11-30T12:04:05.789Z");
+    CHECK(rfc3339(when, SecondFraction::micros) == "2026-11-30T12:04:05.789012Z");
+    // The next second on the same thread: the text kept of the last one is not reused.
+    CHECK(rfc3339(when + 1s, SecondFraction::millis) == "2026-11-30T12:04:06.789Z");
+    // Before 1970 the fraction still counts up from the second before.
+    CHECK(rfc3339(sys_days{1969y / 12 / 31} + 23h + 59min + 59s + 250ms, SecondFraction::millis) ==
+          "1969-12-31T23:59:59.250Z");
+    std::string line = "at ";
+    acemq::detail::append_rfc3339(line, sys_days{2000y / 1 / 1} + 1us, SecondFraction::micros);
+    CHECK(line == "at 2000-01-01T00:00:00.000001Z");
 }

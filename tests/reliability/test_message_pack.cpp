@@ -1,4 +1,4 @@
-// The msgpack encoding of a message and its field values (transports/msgpack/message_pack.hpp),
+// The msgpack encoding of a message and its field values (lib/msgpack/message_pack.hpp),
 // on its own, as the zmq protocol and the durable broker both rely on it: a message with a
 // value of every kind reads back as written, widths and the sign of zero kept; hostile
 // shapes (huge declared lengths, truncation, trailing bytes, deep nesting) are refused

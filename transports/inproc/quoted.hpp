@@ -1,4 +1,4 @@
-// How the inproc broker's errors show a name: the library's way (lib/quoted_text.hpp), in
+// How the inproc broker's errors show a name: the library's way (lib/codec/quoted_text.hpp), in
 // double quotes so an empty one is visible, escaped and bounded as a client may send anything.
 #pragma once
 

@@ -6,7 +6,7 @@
 
 #include <acemq/config.hpp>
 #include <acemq/error.hpp>
-#include "json_quoted.hpp"
+#include <acemq/json_codec.hpp>
 
 namespace acemq {
 
@@ -18,11 +18,11 @@ constexpr std::chrono::seconds start_limit{5};
 std::string info_json(const TransportInfo& transport) {
     std::string capabilities;
     for (const std::string& capability : transport.capabilities)
-        capabilities += (capabilities.empty() ? "" : ",") + detail::json_quoted(capability);
-    return "{\"library\":\"acemq-cpp\",\"version\":" + detail::json_quoted(ACEMQ_VERSION) +
-           ",\"transport\":{\"name\":" + detail::json_quoted(transport.name) +
-           ",\"messagingSystem\":" + detail::json_quoted(transport.messaging_system) +
-           ",\"address\":" + detail::json_quoted(transport.address) + ",\"capabilities\":[" + capabilities + "]}}";
+        capabilities += (capabilities.empty() ? "" : ",") + json_quoted(capability);
+    return "{\"library\":\"acemq-cpp\",\"version\":" + json_quoted(ACEMQ_VERSION) +
+           ",\"transport\":{\"name\":" + json_quoted(transport.name) +
+           ",\"messagingSystem\":" + json_quoted(transport.messaging_system) +
+           ",\"address\":" + json_quoted(transport.address) + ",\"capabilities\":[" + capabilities + "]}}";
 }
 
 }  // namespace

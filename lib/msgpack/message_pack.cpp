@@ -4,6 +4,8 @@
 #include <limits>
 #include <string>
 
+#include "msgpack/bounds.hpp"
+
 namespace acemq::message_pack {
 
 namespace {
@@ -15,11 +17,10 @@ constexpr std::int8_t ext_timestamp = 3;  // whole seconds since the Unix epoch,
 
 [[noreturn]] void malformed(std::string what) { throw Malformed(std::move(what)); }
 
-// Each element takes at least one byte, so the elements declared in all are bounded by the
-// buffer's length; nesting is bounded too. Nothing is allocated here.
+// Refuses, in the words of a frame or record, what Bounds refuses; allocates nothing.
 class ShapeCheck : public msgpack::null_visitor {
 public:
-    ShapeCheck(std::size_t size, std::string_view whole) : budget_(size), whole_(whole) {}
+    ShapeCheck(std::size_t size, std::string_view whole) : bounds_(size, max_depth), whole_(whole) {}
 
     bool start_array(std::uint32_t elements) { return open(elements); }
     bool start_map(std::uint32_t entries) { return open(2 * std::size_t{entries}); }
@@ -35,21 +36,22 @@ public:
 
 private:
     bool open(std::size_t values) {
-        if (++depth_ > max_depth)
+        switch (bounds_.open(values)) {
+        case Bounds::Refusal::none: return true;
+        case Bounds::Refusal::too_deep:
             malformed("arrays and maps nest deeper than " + std::to_string(max_depth) + " levels");
-        if (values > budget_)
+        case Bounds::Refusal::more_elements_than_bytes:
             malformed("an array or map declares more elements than the " + std::string(whole_) + " has bytes");
-        budget_ -= values;
+        }
         return true;
     }
     bool close() {
-        --depth_;
+        bounds_.close();
         return true;
     }
 
-    std::size_t budget_;
+    Bounds bounds_;
     std::string_view whole_;
-    std::size_t depth_ = 0;
 };
 
 bool refer_to_buffer(msgpack::type::object_type, std::size_t, void*) { return true; }

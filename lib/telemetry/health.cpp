@@ -1,9 +1,10 @@
 #include <acemq/health.hpp>
 
 #include <cstdio>
-#include <ctime>
 
-#include "json_quoted.hpp"
+#include <acemq/json_codec.hpp>
+
+#include "rfc3339.hpp"
 
 namespace acemq {
 
@@ -16,31 +17,18 @@ std::string_view to_string(Health::Status status) {
     return "down";
 }
 
-namespace detail {
-
-std::string rfc3339_seconds(std::chrono::system_clock::time_point when) {
-    const std::time_t seconds = std::chrono::system_clock::to_time_t(when);
-    std::tm utc{};
-    gmtime_r(&seconds, &utc);
-    char stamp[32];
-    std::strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%SZ", &utc);
-    return stamp;
-}
-
-}  // namespace detail
-
 std::string to_json(const Health& health, std::chrono::system_clock::time_point checked) {
-    const std::string stamp = detail::rfc3339_seconds(checked);
+    const std::string stamp = detail::rfc3339(checked, detail::SecondFraction::none);
     char millis[32];
     std::snprintf(millis, sizeof millis, "%.3f", static_cast<double>(health.round_trip.count()) / 1000.0);
-    std::string out = "{\"status\":" + detail::json_quoted(to_string(health.status));
-    if (!health.detail.empty()) out += ",\"detail\":" + detail::json_quoted(health.detail);
-    out += ",\"checked\":" + detail::json_quoted(stamp);
+    std::string out = "{\"status\":" + json_quoted(to_string(health.status));
+    if (!health.detail.empty()) out += ",\"detail\":" + json_quoted(health.detail);
+    out += ",\"checked\":" + json_quoted(stamp);
     out += ",\"parts\":{\"blocked\":" + std::string(health.blocked ? "true" : "false") +
            ",\"roundTripMillis\":" + millis + ",\"consumers\":" + std::to_string(health.consumers) +
            ",\"inFlight\":" + std::to_string(health.in_flight) + ",\"stoppedReading\":[";
     for (std::size_t i = 0; i < health.stopped_reading.size(); ++i)
-        out += (i == 0 ? "" : ",") + detail::json_quoted(health.stopped_reading[i]);
+        out += (i == 0 ? "" : ",") + json_quoted(health.stopped_reading[i]);
     out += "]}}";
     return out;
 }

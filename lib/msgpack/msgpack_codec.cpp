@@ -13,6 +13,7 @@
 
 #include <acemq/error.hpp>
 #include <acemq/value_reader.hpp>
+#include "msgpack/bounds.hpp"
 
 namespace acemq {
 
@@ -169,17 +170,15 @@ private:
 };
 
 // Checks a body from msgpack-c's parse events and, given a builder, builds its Value.
-// msgpack-c's own unpack allocates every
-// array and map as its header declares, before reading the elements: 64 nested headers
-// that each claim the whole body reserve 64 times the body. Here room is reserved only up
-// to a bounded count and grows as elements really arrive (each takes at least one byte),
-// and the values are counted against the codec's limit, so what the tree takes is bounded
-// by the body and by that limit, whatever the headers say.
+// Every header is checked against the body (message_pack::Bounds) before anything is
+// reserved for it, room is reserved only up to a bounded count and grows as elements really
+// arrive, and the values are counted against the codec's limit, so what the tree takes is
+// bounded by the body and by that limit, whatever the headers say.
 class BodyVisitor : public msgpack::null_visitor {
 public:
     // `out` null: only check.
     BodyVisitor(std::size_t body_size, std::size_t max_values, ValueBuilder* out)
-        : out_(out), body_size_(body_size), max_values_(max_values) {}
+        : out_(out), bounds_(body_size, MsgpackCodec::max_depth), body_size_(body_size), max_values_(max_values) {}
 
     // Where the byte that starts no msgpack value is, if the parse stopped at one.
     std::optional<std::size_t> malformed_at() const { return malformed_at_; }
@@ -227,7 +226,7 @@ public:
         return add([&](ValueBuilder& out) { out.begin_array(std::min<std::size_t>(elements, max_reserved)); });
     }
     bool end_array() {
-        --depth_;
+        bounds_.close();
         if (out_ != nullptr) out_->end_array();
         return true;
     }
@@ -236,7 +235,7 @@ public:
         return add([&](ValueBuilder& out) { out.begin_map(std::min<std::size_t>(entries, max_reserved)); });
     }
     bool end_map() {
-        --depth_;
+        bounds_.close();
         if (out_ != nullptr) out_->end_map();
         return true;
     }
@@ -249,17 +248,19 @@ private:
 
     // An array or a map whose header says `values` values follow it.
     void open(std::size_t values) {
-        if (depth_ >= MsgpackCodec::max_depth)
+        switch (bounds_.open(values)) {
+        case message_pack::Bounds::Refusal::none: break;
+        case message_pack::Bounds::Refusal::too_deep:
             throw DecodeError("acemq: the msgpack body nests arrays and maps deeper than " +
                               std::to_string(MsgpackCodec::max_depth) + " levels");
-        if (values > body_size_)
+        case message_pack::Bounds::Refusal::more_elements_than_bytes:
             throw DecodeError(
                 "acemq: the msgpack body declares an array, map, string or bin longer "
                 "than the whole body (" +
                 std::to_string(body_size_) + " bytes): it is truncated or not msgpack");
+        }
         // Refused on the header, before any of it is read.
         if (values > max_values_ - values_) too_many();
-        ++depth_;
     }
 
     template <class Write>
@@ -277,10 +278,10 @@ private:
     }
 
     ValueBuilder* out_;
+    message_pack::Bounds bounds_;
     std::size_t body_size_;
     std::size_t max_values_;
     std::size_t values_ = 0;
-    std::size_t depth_ = 0;
     std::optional<std::size_t> malformed_at_;
 };
 

@@ -8,7 +8,9 @@
 #include <system_error>
 #include <thread>
 
-#include "json_quoted.hpp"
+#include <acemq/json_codec.hpp>
+
+#include "rfc3339.hpp"
 
 namespace acemq {
 
@@ -90,14 +92,14 @@ AggregateHealth aggregate_health(const std::vector<HealthCheck>& checks, std::ch
 }
 
 std::string to_json(const AggregateHealth& health, std::chrono::system_clock::time_point checked) {
-    std::string out = "{\"status\":" + detail::json_quoted(to_string(health.status));
-    if (!health.detail.empty()) out += ",\"detail\":" + detail::json_quoted(health.detail);
-    out += ",\"checked\":" + detail::json_quoted(detail::rfc3339_seconds(checked)) + ",\"parts\":{";
+    std::string out = "{\"status\":" + json_quoted(to_string(health.status));
+    if (!health.detail.empty()) out += ",\"detail\":" + json_quoted(health.detail);
+    out += ",\"checked\":" + json_quoted(detail::rfc3339(checked, detail::SecondFraction::none)) + ",\"parts\":{";
     bool first = true;
     for (const auto& [name, part] : health.parts) {
         if (!first) out += ',';
         first = false;
-        out += detail::json_quoted(name) + ":" + to_json(part, checked);
+        out += json_quoted(name) + ":" + to_json(part, checked);
     }
     return out + "}}";
 }

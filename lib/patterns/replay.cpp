@@ -1,6 +1,5 @@
 #include <acemq/replay.hpp>
 
-#include <cstdio>
 #include <deque>
 #include <limits>
 
@@ -8,24 +7,11 @@
 #include <acemq/naming.hpp>
 #include "publish_failure.hpp"
 #include "quoted_text.hpp"
+#include "rfc3339.hpp"
 
 namespace acemq {
 
 namespace {
-
-// "2026-02-03T04:05:06.789Z": RFC 3339, UTC, milliseconds, as the newer Java writes it.
-std::string rfc3339_utc(EpochMillis at) {
-    using namespace std::chrono;
-    const auto day = floor<days>(at);
-    const year_month_day date{day};
-    const hh_mm_ss<milliseconds> time{at - day};
-    char text[40];
-    std::snprintf(text, sizeof text, "%04d-%02u-%02uT%02d:%02d:%02d.%03dZ", static_cast<int>(date.year()),
-                  static_cast<unsigned>(date.month()), static_cast<unsigned>(date.day()),
-                  static_cast<int>(time.hours().count()), static_cast<int>(time.minutes().count()),
-                  static_cast<int>(time.seconds().count()), static_cast<int>(time.subseconds().count()));
-    return text;
-}
 
 // The count a message was stamped with before, read as leniently as the family reads any
 // header: an integer of any width or a decimal string; anything else counts as never.
@@ -169,7 +155,8 @@ ReplayResult replay(Bus& bus, std::string_view queue, ReplayOptions options) {
         }
         const std::int32_t count = next_replay_count(envelope.headers);
         set_header(envelope, std::string(header::replayed_from), std::string(queue));
-        set_header(envelope, std::string(header::replayed_at), rfc3339_utc(epoch_millis_now()));
+        set_header(envelope, std::string(header::replayed_at),
+                   detail::rfc3339(epoch_millis_now(), detail::SecondFraction::millis));
         set_header(envelope, std::string(header::replay_count), count);
 
         PublishResult published;

@@ -11,7 +11,6 @@
 #include <utility>
 
 #include <acemq/error.hpp>
-#include "json_quoted.hpp"
 
 namespace acemq {
 
@@ -336,7 +335,7 @@ private:
 
 }  // namespace
 
-std::string detail::json_quoted(std::string_view text) {
+std::string json_quoted(std::string_view text) {
     std::string out;
     out.reserve(text.size() + 2);
     write_quoted(text, [&out](auto part) { out += part; });

@@ -4,8 +4,8 @@
 #include <new>
 
 #include <acemq/log.hpp>
-#include "json_quoted.hpp"
 #include "quoted_text.hpp"
+#include "rfc3339.hpp"
 
 namespace acemq {
 
@@ -92,7 +92,7 @@ void IdempotentNotes::live_claim(IdempotencyStore& store, const std::string& key
         }
         const std::string lease_end =
             left ? "ends in " + std::to_string(std::chrono::ceil<std::chrono::seconds>(*left).count()) + " s (at " +
-                       rfc3339_seconds(std::chrono::system_clock::now() + *left) + ")"
+                       rfc3339(std::chrono::system_clock::now() + *left, SecondFraction::none) + ")"
                  : "runs out (the store's claim timeout or ttl)";
         log(LogLevel::info,
             "acemq: message " + shown_text(message_id) + " from " + shown_text(queue) +

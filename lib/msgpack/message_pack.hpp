@@ -3,9 +3,8 @@
 // even for whole doubles), str, bin, array, map and int32 as msgpack's own types; int64,
 // uint64 and timestamps (whole seconds) as ext types 1, 2 and 3, eight bytes big-endian.
 //
-// Readers check a buffer's shape before msgpack-c unpacks it (check_shape): msgpack-c
-// reserves every array and map as its header declares, so a few bytes claiming four billion
-// elements would reserve gigabytes.
+// Readers check a buffer's shape before msgpack-c unpacks it (check_shape, with the module's
+// one defence against a hostile length, bounds.hpp).
 //
 // Internal to libacemq. Free functions of their arguments only, so thread-safe.
 #pragma once

@@ -1,8 +1,9 @@
 #include <acemq/envelope.hpp>
 #include <acemq/error.hpp>
+#include <acemq/json_codec.hpp>
 #include <acemq/tracing.hpp>
 
-#include "json_quoted.hpp"
+#include "rfc3339.hpp"
 
 #include <pthread.h>
 #include <sys/random.h>
@@ -13,9 +14,7 @@
 #include <charconv>
 #include <chrono>
 #include <cmath>
-#include <cstdio>
 #include <cstring>
-#include <ctime>
 #include <mutex>
 #include <ostream>
 #include <random>
@@ -266,40 +265,6 @@ namespace {
 
 using WallClock = std::chrono::system_clock;
 
-void append_rfc3339(std::string& out, WallClock::time_point when) {
-    auto micros = std::chrono::duration_cast<std::chrono::microseconds>(when.time_since_epoch()).count();
-    auto seconds = static_cast<std::time_t>(micros / 1'000'000);
-    auto fraction = micros % 1'000'000;
-    if (fraction < 0) {
-        fraction += 1'000'000;
-        --seconds;
-    }
-    // Spans come thousands a second: the date and time of day are worked out (gmtime_r and
-    // a printf) once per second per thread, only the microseconds for each.
-    struct Second {
-        std::time_t seconds = 0;
-        bool known = false;
-        char text[80];
-        std::size_t length = 0;
-    };
-    thread_local Second last;
-    if (!last.known || last.seconds != seconds) {
-        std::tm utc{};
-        gmtime_r(&seconds, &utc);
-        const int length =
-            std::snprintf(last.text, sizeof last.text, "%04d-%02d-%02dT%02d:%02d:%02d.", utc.tm_year + 1900,
-                          utc.tm_mon + 1, utc.tm_mday, utc.tm_hour, utc.tm_min, utc.tm_sec);
-        last.length = std::min(static_cast<std::size_t>(length), sizeof last.text - 1);
-        last.seconds = seconds;
-        last.known = true;
-    }
-    out.append(last.text, last.length);
-    char digits[6];
-    for (int i = 5; i >= 0; --i, fraction /= 10) digits[i] = static_cast<char>('0' + fraction % 10);
-    out.append(digits, sizeof digits);
-    out += 'Z';
-}
-
 void append_integer(std::string& out, std::int64_t value) {
     char digits[24];
     const auto result = std::to_chars(digits, digits + sizeof digits, value);
@@ -335,7 +300,7 @@ bool needs_escaping(std::string_view text) noexcept {
 // What json_quoted writes, without its temporary string when nothing needs escaping.
 void append_quoted(std::string& out, std::string_view text) {
     if (needs_escaping(text)) {
-        out += detail::json_quoted(text);
+        out += json_quoted(text);
         return;
     }
     out += '"';
@@ -420,7 +385,7 @@ public:
             line_ += '"';
         }
         line_ += ",\"start\":\"";
-        append_rfc3339(line_, WallClock::now());
+        detail::append_rfc3339(line_, WallClock::now(), detail::SecondFraction::micros);
         line_ += "\",\"attributes\":";
         attributes_at_ = line_.size();
         line_ += '{';
@@ -474,7 +439,7 @@ public:
             line_ += "{\"name\":";
             append_quoted(line_, event.name);
             line_ += ",\"time\":\"";
-            append_rfc3339(line_, event.time);
+            detail::append_rfc3339(line_, event.time, detail::SecondFraction::micros);
             line_ += "\",\"attributes\":";
             append_attributes(line_, event.attributes);
             line_ += '}';
@@ -505,7 +470,7 @@ private:
         std::string escaped;
         std::string_view inner = key;
         if (needs_escaping(key)) {
-            escaped = detail::json_quoted(key);
+            escaped = json_quoted(key);
             inner = std::string_view(escaped).substr(1, escaped.size() - 2);
         }
         for (std::size_t at = line_.find(inner, attributes_at_ + 2); at != std::string::npos;
