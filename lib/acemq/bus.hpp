@@ -23,6 +23,7 @@
 #include <acemq/clock.hpp>
 #include <acemq/codec.hpp>
 #include <acemq/consumer.hpp>
+#include <acemq/detail/cores.hpp>
 #include <acemq/interceptor.hpp>
 #include <acemq/metrics.hpp>
 #include <acemq/observer.hpp>
@@ -33,10 +34,6 @@
 #include <acemq/transport.hpp>
 
 namespace acemq {
-
-namespace detail {
-class BusCore;
-}
 
 struct BusOptions {
     std::string origin{};                  // "service@host"; default "acemq@<hostname>"

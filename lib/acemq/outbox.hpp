@@ -20,21 +20,19 @@
 // relay needs only what OutboxStore below declares.
 #pragma once
 
-#include <atomic>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <span>
 #include <string>
 #include <string_view>
-#include <thread>
 #include <vector>
 
 #include <acemq/bus.hpp>
 #include <acemq/codec.hpp>
+#include <acemq/detail/outbox.hpp>
 #include <acemq/envelope.hpp>
 #include <acemq/error.hpp>
 #include <acemq/metrics.hpp>
@@ -70,14 +68,10 @@ struct RecordOptions {
     std::shared_ptr<const Codec> codec{};  // default: the bus's codec
 };
 
-namespace detail {
-// The envelope record() renders: the caller's, completed, or a fresh one from `bus`.
-Envelope outbox_envelope(const Bus& bus, std::string_view routing_key, std::optional<Envelope> given);
-}  // namespace detail
-
-// Makes the record for `value`: encodes it now, inside the caller's transaction, so what
-// is stored is bytes + content type + headers. No I/O. Throws EncodeError for a value the
-// codec cannot carry and InvalidArgument for an envelope that must not be sent.
+// Makes the record for `value`, to go to `exchange` with `routing_key`: encodes it now,
+// inside the caller's transaction, so what is stored is bytes + content type + headers. No
+// I/O. Throws EncodeError for a value the codec cannot carry and InvalidArgument for an
+// envelope that must not be sent.
 template <class T>
 OutboxRecord record(const Bus& bus, std::string exchange, std::string routing_key, const T& value,
                     RecordOptions options = {}) {
@@ -193,23 +187,15 @@ public:
     void close();
 
     // Totals since construction, for tests and health checks.
-    std::uint64_t published() const noexcept { return published_.load(); }
-    std::uint64_t failed() const noexcept { return failed_.load(); }
+    std::uint64_t published() const noexcept;
+    std::uint64_t failed() const noexcept;
 
 private:
-    void run(std::stop_token stop);
     void publish(OutboxRecord& record);
     void tell(const RelayedEvent& event) const;
 
-    Bus& bus_;
-    OutboxStore& store_;
-    RelayOptions options_;
-    std::mutex control_;  // start() and close()
-    bool closed_ = false;
-    std::mutex sweeping_;  // one sweep at a time
-    std::atomic<std::uint64_t> published_{0};
-    std::atomic<std::uint64_t> failed_{0};
-    std::jthread loop_;
+    struct State;  // the bus, the store, the options, the locks and the sweeping thread
+    std::unique_ptr<State> state_;
 };
 
 }  // namespace acemq

@@ -16,15 +16,12 @@
 #include <vector>
 
 #include <acemq/codec.hpp>
+#include <acemq/detail/cores.hpp>
 #include <acemq/envelope.hpp>
 #include <acemq/error.hpp>
 
 namespace acemq {
 
-namespace detail {
-class BusCore;
-class PublishInstruments;
-}  // namespace detail
 struct PublishContext;
 
 struct PublisherOptions {
