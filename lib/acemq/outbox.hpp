@@ -89,6 +89,13 @@ OutboxRecord record(const Bus& bus, std::string exchange, std::string routing_ke
     return made;
 }
 
+// The same for a message straight to the queue named `queue` (the default exchange, as
+// Bus::publisher_to_queue).
+template <class T>
+OutboxRecord record_to_queue(const Bus& bus, std::string queue, const T& value, RecordOptions options = {}) {
+    return record(bus, "", std::move(queue), value, std::move(options));
+}
+
 // InvalidArgument ("an outbox record needs an id") for an empty id; every store's add()
 // checks with it.
 void check_outbox_id(std::string_view id);
@@ -153,8 +160,8 @@ struct RelayOptions {
 // (beneath the interceptors: relayed messages are not publishes of this process, and the
 // outbox's own counters are their only signal). Every message goes out persistent and
 // mandatory, with the stored id, headers, body and content type. A message that reaches
-// no queue or is not confirmed is a PublishError in the words a send would use (refused,
-// lost, or a PublishingPausedError when the broker blocked the connection), and a record
+// no queue or is not confirmed is a PublishError in the words and with the reason a send
+// would have (refused, in_doubt, paused when the broker blocked the connection, ...), and a record
 // the store could not read back (OutboxRecord::unreadable) is a DecodeError naming it,
 // sent nowhere. Either way the record's failure is recorded and the sweep stops there, so
 // nothing overtakes it. A record that failed max_attempts times retires and stops

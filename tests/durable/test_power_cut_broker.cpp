@@ -207,7 +207,7 @@ TEST_CASE(
                 if (!delivery) continue;
                 const std::uint64_t id = number_of(delivery->message());
                 if (chance(20)) {
-                    delivery->nack(true);
+                    delivery->requeue();
                     continue;
                 }
                 delivery->ack();

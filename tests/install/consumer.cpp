@@ -78,7 +78,7 @@ int main([[maybe_unused]] int argc, [[maybe_unused]] char** argv) {
             std::cout << "consumed " << m.payload.order_id << ' ' << m.payload.total_cents << '\n';
             return acemq::accept();
         }));
-    bus.publisher("", "orders.new").send(OrderPlaced{"o-1", 4250});
+    bus.publisher_to_queue("orders.new").send(OrderPlaced{"o-1", 4250});
     if (!harness.wait_settled("orders.new", acemq::Outcome::acked, 1, 5s)) {
         std::cerr << "install check: the message was not consumed within 5 s\n";
         return 1;
