@@ -9,8 +9,10 @@
 #include <catch2/catch.hpp>
 
 #include <atomic>
+#include <condition_variable>
 #include <cstdlib>
 #include <map>
+#include <mutex>
 #include <random>
 #include <set>
 
