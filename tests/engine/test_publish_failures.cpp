@@ -150,3 +150,8 @@ TEST_CASE("a set-aside the broker refuses hands the message back, counted, inste
     CHECK(handmade::contains(warning, "(the broker said no)"));
     CHECK_FALSE(handmade::contains(warning, "declare orders.refused.dlq"));
 }
+
+TEST_CASE("a BatchPublishError without a failure is refused: it would have no reason to give") {
+    CHECK_THROWS_AS(acemq::BatchPublishError({std::nullopt, std::nullopt}, {}), acemq::InvalidArgument);
+    CHECK_THROWS_WITH(acemq::BatchPublishError({}, {}), Catch::Contains("needs at least one failed message"));
+}
