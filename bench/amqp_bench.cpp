@@ -690,7 +690,7 @@ int main(int argc, char** argv) {
         for (const auto& [queue, type] : queues) {
             bus->transport().delete_queue(queue);
             bus->declare(acemq::Topology{}.queue(queue, {.type = type}));
-            acemq::Publisher publisher = bus->publisher("", queue, {.mandatory = true});
+            acemq::Publisher publisher = bus->publisher_to_queue(queue, {.mandatory = true});
             const std::string kind(acemq::to_string(type));
             std::printf("\n%s durable queue: one confirmed publish at a time, %d per side, %d rounds\n", kind.c_str(),
                         iterations, rounds);

@@ -45,7 +45,7 @@ double through_a_consumer(acemq::Bus& bus, std::uint64_t messages, const Order& 
                                                       return acemq::accept();
                                                   },
                                                   {.prefetch = 200});
-    acemq::Publisher flow = bus.publisher("", "bench.flow");
+    acemq::Publisher flow = bus.publisher_to_queue("bench.flow");
     const auto start = std::chrono::steady_clock::now();
     std::vector<Order> chunk(1000, order);
     for (std::uint64_t i = 0; i < messages / 1000; ++i) flow.send_all(chunk);
@@ -67,7 +67,7 @@ void drain(acemq::Bus& bus) {
 // Sends `messages` one confirmed send at a time into a queue nobody reads, emptied every
 // 4,096 so that it does not grow; the time per send.
 double one_send_at_a_time(acemq::Bus& bus, std::uint64_t messages, const Order& order) {
-    acemq::Publisher publisher = bus.publisher("", "bench.send");
+    acemq::Publisher publisher = bus.publisher_to_queue("bench.send");
     const auto start = std::chrono::steady_clock::now();
     for (std::uint64_t i = 1; i <= messages; ++i) {
         bench::keep(publisher.send(order));
@@ -115,7 +115,7 @@ int main(int argc, char** argv) {
                     one_send_at_a_time(bus, profiled->messages, order));
         return 0;
     }
-    acemq::Publisher publisher = bus.publisher("", "bench.send");
+    acemq::Publisher publisher = bus.publisher_to_queue("bench.send");
 
     std::puts("publish, one confirmed message at a time (no consumer):");
     std::size_t sent = 0;

@@ -258,10 +258,10 @@ int main() {
     Bus bus = connect("inproc://outbox-bench", {.origin = "bench@host"});
     const Topology queue = Topology{}.queue("orders.placed", {.type = QueueType::classic});
     bus.declare(queue);
-    const OutboxRecord model = record(bus, "", "orders.placed", Order{"o-1", 4250});
+    const OutboxRecord model = record_to_queue(bus, "orders.placed", Order{"o-1", 4250});
 
     bench::report("record(): envelope, headers, msgpack body", bench::ns_per_op([&] {
-                      OutboxRecord made = record(bus, "", "orders.placed", Order{"o-1", 4250});
+                      OutboxRecord made = record_to_queue(bus, "orders.placed", Order{"o-1", 4250});
                       bench::keep(made);
                   }));
     for (const bench::SyncMode& mode : bench::sync_modes) compare(bus, queue, model, mode);

@@ -83,7 +83,7 @@ int main(int argc, char** argv) {
                                                           return acemq::accept();
                                                       },
                                                       {.prefetch = 200});
-        acemq::Publisher publisher = bus.publisher("", "bench.rss");
+        acemq::Publisher publisher = bus.publisher_to_queue("bench.rss");
         const std::vector<Order> batch(chunk, Order{"o-1", 4250});
         std::uint64_t sent = 0;
         auto send_until = [&](std::uint64_t count) {

@@ -105,7 +105,7 @@ std::string fresh_url() { return "inproc://telemetry-bench-" + std::to_string(++
 class Sender {
 public:
     explicit Sender(Config config)
-        : bus_(acemq::connect(fresh_url(), options_for(config))), publisher_(bus_.publisher("", queue_)) {
+        : bus_(acemq::connect(fresh_url(), options_for(config))), publisher_(bus_.publisher_to_queue(queue_)) {
         bus_.declare(topology());
     }
     ~Sender() { bus_.close(); }
@@ -166,7 +166,7 @@ class RoundTrip {
 public:
     explicit RoundTrip(Config config)
         : settlements_(std::make_shared<Settlements>()), bus_(connect_observed(config)),
-          publisher_(bus_.publisher("", queue_)) {
+          publisher_(bus_.publisher_to_queue(queue_)) {
         bus_.declare(acemq::Topology{}.queue(queue_, {.durable = false}));
         consumer_.emplace(
             bus_.consume<Payment>(queue_, [](const acemq::Message<Payment>&) { return acemq::accept(); }));

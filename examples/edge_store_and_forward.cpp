@@ -41,7 +41,7 @@ const acemq::Topology topology = acemq::Topology{}.queue("readings", {.dead_lett
 int sensor(const std::string& url) {
     acemq::Bus bus = acemq::connect(url, {.origin = "sensor@" + std::to_string(::getpid())});
     bus.declare(topology);
-    acemq::Publisher publisher = bus.publisher("", "readings");
+    acemq::Publisher publisher = bus.publisher_to_queue("readings");
     for (int i = 1; i <= readings; ++i) publisher.send(Reading{"boiler-1", i, 60.0 + i / 10.0});
     std::printf("sensor (pid %d): sent %d readings, each confirmed by the broker\n", ::getpid(), readings);
     return 0;

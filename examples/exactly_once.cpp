@@ -49,7 +49,7 @@ struct Receipt {
 // Publishes `payment` `times` times with one message id: what a sender does when it
 // timed out waiting for a confirm and tried again.
 void deliver_repeatedly(acemq::Bus& bus, const std::string& queue, const Payment& payment, int times) {
-    acemq::Publisher publisher = bus.publisher("", queue);
+    acemq::Publisher publisher = bus.publisher_to_queue(queue);
     const std::string id = "payment-" + payment.payment_id;
     for (int i = 0; i < times; ++i) publisher.send(payment, {.message_id = id});
 }
@@ -74,7 +74,7 @@ void step1_see_the_duplicate(acemq::Bus& bus, acemq::testing::Harness& harness) 
     std::atomic<int> charged{0};
     acemq::Consumer consumer = bus.consume<Payment>("payments.step1", charge_then_send_receipt(charged),
                                                     {.retry = acemq::fixed_retry(3, 200ms)});
-    bus.publisher("", "payments.step1").send(Payment{"p-1", 4250});
+    bus.publisher_to_queue("payments.step1").send(Payment{"p-1", 4250});
     if (!harness.wait_dead_lettered("payments.step1", 1, 10s))
         throw std::runtime_error("the payment of step 1 did not reach payments.step1.dlq");
     std::puts("three attempts, three charges; the payment waits in payments.step1.dlq");
@@ -89,7 +89,7 @@ void step2_remember(acemq::Bus& bus, acemq::testing::Harness& harness) {
     acemq::Consumer consumer = bus.consume<Payment>(
         "payments.step2", acemq::idempotent(seen, charge_then_send_receipt(charged), {.in_progress_delay = 200ms}),
         {.retry = acemq::fixed_retry(3, 200ms)});
-    bus.publisher("", "payments.step2").send(Payment{"p-1", 4250});
+    bus.publisher_to_queue("payments.step2").send(Payment{"p-1", 4250});
     if (!harness.wait_settled("payments.step2", acemq::Outcome::in_progress, 2, 10s))
         throw std::runtime_error("the retries of step 2 did not come back");
     consumer.close();
@@ -139,7 +139,7 @@ void step5_outbox(acemq::Bus& bus, acemq::testing::Harness& harness, acemq::sqli
         acemq::sql::Transaction tx = db.begin();
         tx.connection().execute("INSERT INTO orders (order_id, total_cents) VALUES (?, ?)",
                                 {order.order_id, order.total_cents});
-        outbox.add(acemq::record(bus, "", "orders.placed", order), tx);
+        outbox.add(acemq::record_to_queue(bus, "orders.placed", order), tx);
         if (commit) tx.commit();  // otherwise the destructor rolls back: no order, no message
     };
     place(OrderPlaced{"o-1", 4250}, true);
@@ -166,7 +166,8 @@ void step6_all_together(acemq::Bus& bus, acemq::testing::Harness& harness, acemq
         }
         tx.connection().execute("INSERT INTO charges (payment_id, amount_cents) VALUES (?, ?)",
                                 {m.payload.payment_id, m.payload.amount_cents});
-        outbox.add(acemq::record(bus, "", "payments.taken", Receipt{m.payload.payment_id, m.payload.amount_cents}), tx);
+        outbox.add(acemq::record_to_queue(bus, "payments.taken", Receipt{m.payload.payment_id, m.payload.amount_cents}),
+                   tx);
         seen.confirm(m.envelope.id, tx);
         tx.commit();  // the claim is durable exactly when the work is
         return acemq::accept();

@@ -30,7 +30,7 @@ int run(const std::string& url) {
         return acemq::accept();
     });
 
-    const acemq::SendResult sent = bus.publisher("", "greetings").send(Greeting{"hello, AceMQ", 3});
+    const acemq::SendResult sent = bus.publisher_to_queue("greetings").send(Greeting{"hello, AceMQ", 3});
     std::printf("sent %s, confirmed by the broker\n", sent.message_id.c_str());
 
     std::future<acemq::Message<Greeting>> arrival = received.get_future();

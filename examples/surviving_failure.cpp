@@ -44,7 +44,7 @@ int run(const std::string& url) {
                 throw warehouse::Unavailable("the warehouse is not answering");
             },
             {.retry = acemq::fixed_retry(3, 100ms)});
-        bus.publisher("", "orders.new").send(OrderPlaced{"o-1", 4250});
+        bus.publisher_to_queue("orders.new").send(OrderPlaced{"o-1", 4250});
         if (!harness.wait_dead_lettered("orders.new", 1, 10s)) {
             std::fprintf(stderr, "o-1 was not dead-lettered within 10 s\n");
             return 1;
@@ -61,7 +61,7 @@ int run(const std::string& url) {
     const acemq::Envelope envelope = acemq::read_envelope(copy.headers, copy.routing_key, copy.message_id);
     const auto order = acemq::decode<OrderPlaced>(*acemq::default_codec(), copy.body, copy.content_type);
     std::printf("dead: %s after %d attempts — %s\n", order.order_id.c_str(), envelope.attempt, envelope.error.c_str());
-    dead->nack(true);
+    dead->requeue();
 
     // The warehouse is back: replay the dead letters and let a healthy consumer take them.
     acemq::Consumer shipping = bus.consume<OrderPlaced>("orders.new", [](const acemq::Message<OrderPlaced>& message) {

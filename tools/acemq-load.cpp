@@ -393,7 +393,7 @@ int run(const Options& options) {
             bus.consume_raw(options.queue, LoadHandler(options, schedule, tally),
                             {.retry = policy, .prefetch = options.prefetch, .concurrency = options.consumers}));
     const acemq::Publisher publisher =
-        bus.publisher("", options.queue, {.codec = std::make_shared<acemq::BytesCodec>()});
+        bus.publisher_to_queue(options.queue, {.codec = std::make_shared<acemq::BytesCodec>()});
 
     Progress progress(bus, options, schedule, tally);
     std::vector<std::thread> publishers;

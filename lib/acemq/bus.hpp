@@ -3,7 +3,7 @@
 //   acemq::Bus bus = acemq::connect("inproc://shop", {.origin = "payments@pod-1"});
 //   bus.declare(acemq::Topology{}.queue("payments.new", {.dead_letter = true}));
 //   acemq::Consumer consumer = bus.consume<Payment>("payments.new", handle, {.retry = acemq::fixed_retry(3, 200ms)});
-//   bus.publisher("", "payments.new").send(Payment{"p-1", 4250});
+//   bus.publisher_to_queue("payments.new").send(Payment{"p-1", 4250});
 //
 // "inproc://name" is the embedded broker (one per name per process); "amqp://" and "zmq+tcp://"
 // come with their transports. Nothing else in a program changes with the URL.
@@ -23,6 +23,7 @@
 #include <acemq/clock.hpp>
 #include <acemq/codec.hpp>
 #include <acemq/consumer.hpp>
+#include <acemq/detail/cores.hpp>
 #include <acemq/interceptor.hpp>
 #include <acemq/metrics.hpp>
 #include <acemq/observer.hpp>
@@ -33,10 +34,6 @@
 #include <acemq/transport.hpp>
 
 namespace acemq {
-
-namespace detail {
-class BusCore;
-}
 
 struct BusOptions {
     std::string origin{};                  // "service@host"; default "acemq@<hostname>"
@@ -64,7 +61,11 @@ public:
     // something of the same name with other settings.
     void declare(const Topology& topology);
 
+    // Publishes to `exchange` with `routing_key`; the exchange routes by its kind and bindings.
     Publisher publisher(std::string exchange, std::string routing_key, PublisherOptions options = {});
+    // Publishes straight to the queue named `queue`, through the broker's default exchange
+    // (exchange "", which routes a key to the queue of that name).
+    Publisher publisher_to_queue(std::string queue, PublisherOptions options = {});
 
     // Starts consuming `queue`, decoding each body into T with the codec. The handler
     // answers with an Ack; an exception from it means retry. UsageError once the bus is closed.

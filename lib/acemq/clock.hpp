@@ -6,14 +6,10 @@
 #pragma once
 
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
 #include <functional>
-#include <map>
 #include <memory>
-#include <mutex>
 #include <stop_token>
-#include <thread>
 
 namespace acemq {
 
@@ -60,15 +56,13 @@ public:
     // thing it is testing has started waiting.
     std::size_t waiters() const;
 
+    ManualClock(const ManualClock&) = delete;
+    ManualClock& operator=(const ManualClock&) = delete;
+    ~ManualClock() override;
+
 private:
-    mutable std::mutex lock_;
-    std::condition_variable_any moved_;
-    time_point now_;
-    std::size_t waiters_ = 0;
-    TimerId next_id_ = 1;
-    std::multimap<time_point, std::pair<TimerId, std::function<void()>>> timers_;
-    TimerId firing_ = 0;  // the timer whose action advance() is running, so cancel() can wait it out
-    std::thread::id firing_thread_;
+    struct State;  // the time, the timers and the waiters, under one lock
+    std::unique_ptr<State> state_;
 };
 
 }  // namespace acemq

@@ -18,6 +18,7 @@
 #include <type_traits>
 #include <vector>
 
+#include <acemq/detail/codec.hpp>
 #include <acemq/reflect.hpp>
 #include <acemq/value.hpp>
 #include <acemq/value_reader.hpp>
@@ -151,14 +152,6 @@ struct Encoded {
     std::vector<std::byte> body;
     std::string content_type;
 };
-
-namespace detail {
-[[noreturn]] void rethrow_as_encode_error(std::string_view type, std::string_view codec);
-[[noreturn]] void rethrow_as_decode_error(std::string_view type, std::string_view content_type, const Codec& codec);
-// Case-insensitive, as content types are.
-bool starts_with_ci(std::string_view text, std::string_view prefix) noexcept;
-bool contains_ci(std::string_view text, std::string_view part) noexcept;
-}  // namespace detail
 
 // Throws EncodeError naming T and the codec.
 template <class T>

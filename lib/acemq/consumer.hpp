@@ -33,15 +33,12 @@
 #include <string>
 
 #include <acemq/codec.hpp>
+#include <acemq/detail/cores.hpp>
 #include <acemq/interceptor.hpp>
 #include <acemq/message.hpp>
 #include <acemq/retry.hpp>
 
 namespace acemq {
-
-namespace detail {
-class ConsumerCore;
-}
 
 inline constexpr std::chrono::milliseconds default_drain_timeout{20000};
 inline constexpr std::chrono::milliseconds default_stall_after{60000};
@@ -87,49 +84,7 @@ private:
     std::shared_ptr<detail::ConsumerCore> core_;
 };
 
-namespace detail {
-// The typed part of a consumer, handed to the untyped engine: decodes a delivery (throwing
-// DecodeError when it cannot), then calls `run` once with the step that runs the handler
-// with the context as the interceptors leave it, and returns what `run` returns. The
-// payload lives on the decoder's stack while `run` runs, so a delivery costs no allocation
-// for it (steps capture two references, which std::function holds in place).
-using HandlerStep = std::function<Ack(ConsumeContext&)>;
-using RunStep = std::function<Ack(const HandlerStep&)>;
-using Decoder = std::function<Ack(const ConsumeContext&, const Codec&, const RunStep& run)>;
-
-// Runs `handler` on a Message made from `payload` and the context. The envelope is lent to
-// the message and handed back afterwards (also when the handler throws): the engine
-// settles with it, and a copy of it per delivery would cost more than the handler.
-template <class T>
-Ack run_on_message(const Handler<T>& handler, T&& payload, ConsumeContext& context) {
-    Message<T> message{std::move(payload),
-                       std::move(context.envelope),
-                       context.queue,
-                       std::string(context.routing_key),
-                       std::string(context.content_type),
-                       std::string(context.reply_to),
-                       context.redelivered};
-    struct GiveBack {
-        ConsumeContext& context;
-        Message<T>& message;
-        ~GiveBack() { context.envelope = std::move(message.envelope); }
-    } give_back{context, message};
-    return handler(message);
-}
-
-template <class T>
-Decoder typed_decoder(Handler<T> handler) {
-    // Shared, so that a copy of the decoder runs the same handler, not a copy of its state.
-    auto shared = std::make_shared<Handler<T>>(std::move(handler));
-    return [shared](const ConsumeContext& incoming, const Codec& codec, const RunStep& run) -> Ack {
-        T payload = decode<T>(codec, incoming.body, incoming.content_type);
-        return run([&payload, handler = shared.get()](ConsumeContext& context) {
-            return run_on_message(*handler, std::move(payload), context);
-        });
-    };
-}
-
-Decoder raw_decoder(Handler<Bytes> handler);
-}  // namespace detail
-
 }  // namespace acemq
+
+// What Bus::consume needs to hand a typed handler to the engine; not API.
+#include <acemq/detail/handler.hpp>

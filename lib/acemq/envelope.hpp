@@ -16,7 +16,6 @@
 
 namespace acemq {
 
-using Headers = FieldTable;
 using EpochMillis = std::chrono::sys_time<std::chrono::milliseconds>;
 
 // The reserved header names, byte for byte as the family writes them. Membership of the

@@ -91,6 +91,10 @@ private:
     std::vector<value_type> entries_;
 };
 
+// A message's application and x-acemq-* headers, as envelopes, transports and tracing
+// carry them.
+using Headers = FieldTable;
+
 // One value of a field table. The integer widths matter on the wire: the family writes
 // version and attempt as signed 32-bit, first-seen as signed 64-bit (epoch milliseconds,
 // never a timestamp).

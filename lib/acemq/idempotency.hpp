@@ -24,16 +24,15 @@
 #include <chrono>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <type_traits>
-#include <unordered_set>
 #include <utility>
 
 #include <acemq/ack.hpp>
 #include <acemq/consumer.hpp>
+#include <acemq/detail/idempotency.hpp>
 #include <acemq/message.hpp>
 #include <acemq/middleware.hpp>
 
@@ -94,94 +93,6 @@ struct IdempotentOptions {
     std::chrono::milliseconds in_progress_delay = default_in_progress_delay;
 };
 
-namespace detail {
-
-// What one idempotent() handler has said already, so that it says each thing once: per
-// queue, that its messages without an id cannot be deduplicated (a warning); per key, that a
-// delivery met a live claim and when its lease ends (info: after a consumer died inside the
-// handler the message waits that long, which would otherwise look like a hang). The keys
-// remembered are bounded: past that many the memory starts over. Thread-safe.
-class IdempotentNotes {
-public:
-    void message_without_id(const std::string& queue, const std::string& message_id) noexcept;
-    void live_claim(IdempotencyStore& store, const std::string& key, const std::string& message_id,
-                    const std::string& queue, std::chrono::milliseconds in_progress_delay) noexcept;
-
-    static constexpr std::size_t keys_remembered = 1024;
-
-private:
-    // True the first time `value` is put into `seen`.
-    bool first(std::unordered_set<std::string>& seen, const std::string& value);
-
-    std::mutex lock_;
-    std::unordered_set<std::string> queues_;
-    std::unordered_set<std::string> keys_;
-};
-
-// Steps 2-9 of docs/patterns.md §1.5 for a message keyed `key`; `handle` runs the handler.
-// A live claim is told to `notes`.
-Ack run_idempotently(IdempotencyStore& store, const std::string& key, const std::string& message_id,
-                     const std::string& queue, std::chrono::milliseconds in_progress_delay, IdempotentNotes& notes,
-                     const std::function<Ack()>& handle);
-
-// The T of a handler taking `const Message<T>&`, for handlers with one call signature
-// (functions, non-generic lambdas, std::function). Generic lambdas name T: idempotent<T>.
-template <class Signature>
-struct message_argument;
-template <class R, class Arg>
-struct message_argument<R(Arg)> {
-    using type = std::remove_cvref_t<Arg>;
-};
-template <class R, class C, class Arg>
-struct message_argument<R (C::*)(Arg)> : message_argument<R(Arg)> {};
-template <class R, class C, class Arg>
-struct message_argument<R (C::*)(Arg) const> : message_argument<R(Arg)> {};
-template <class R, class C, class Arg>
-struct message_argument<R (C::*)(Arg) noexcept> : message_argument<R(Arg)> {};
-template <class R, class C, class Arg>
-struct message_argument<R (C::*)(Arg) const noexcept> : message_argument<R(Arg)> {};
-template <class R, class Arg>
-struct message_argument<R (*)(Arg)> : message_argument<R(Arg)> {};
-template <class R, class Arg>
-struct message_argument<R (*)(Arg) noexcept> : message_argument<R(Arg)> {};
-
-template <class M>
-struct payload_of;
-template <class T>
-struct payload_of<Message<T>> {
-    using type = T;
-};
-
-template <class H>
-struct handler_signature {
-    using type = decltype(&H::operator());
-};
-template <class H>
-    requires std::is_pointer_v<H>
-struct handler_signature<H> {
-    using type = H;
-};
-
-template <class H>
-using payload_of_handler_t =
-    typename payload_of<typename message_argument<typename handler_signature<std::decay_t<H>>::type>::type>::type;
-
-// T when given, else the handler's; a struct so that a generic lambda is looked into only
-// when T was not named.
-template <class T, class H>
-struct chosen_payload {
-    using type = T;
-};
-template <class H>
-struct chosen_payload<void, H> {
-    using type = payload_of_handler_t<H>;
-};
-
-// Returns `delay`; throws InvalidArgument when it is negative.
-std::chrono::milliseconds checked_in_progress_delay(std::chrono::milliseconds delay);
-
-}  // namespace detail
-
 // `handler` run at most once per key (docs/patterns.md §1.5). For each message:
 //   1. the key: options.key(message), or the envelope id (a made-up one, when the message
 //      came with none: a warning once per queue, see IdempotentOptions::key);
@@ -214,43 +125,26 @@ template <class T = void, class H, class P = typename detail::chosen_payload<T, 
 Handler<P> idempotent(IdempotencyStore& store, H handler, IdempotentOptions<P> options = {}) {
     detail::checked_in_progress_delay(options.in_progress_delay);
     return [&store, handler = Handler<P>(std::move(handler)), options = std::move(options),
-            notes = std::make_shared<detail::IdempotentNotes>()](const Message<P>& message) {
+            notes = detail::new_idempotent_notes()](const Message<P>& message) {
         if (!options.key && message.envelope.id_generated)
-            notes->message_without_id(message.queue, message.envelope.id);
+            detail::note_message_without_id(*notes, message.queue, message.envelope.id);
         const std::string key = options.key ? options.key(message) : message.envelope.id;
         return detail::run_idempotently(store, key, message.envelope.id, message.queue, options.in_progress_delay,
                                         *notes, [&] { return handler(message); });
     };
 }
 
-namespace detail {
-// The middleware with_idempotency(store, delay) returns: idempotent() for any payload type.
-class IdempotencyMiddleware {
-public:
-    IdempotencyMiddleware(IdempotencyStore& store, std::chrono::milliseconds in_progress_delay)
-        : store_(&store), in_progress_delay_(in_progress_delay) {}
-
-    template <class T>
-    Handler<T> operator()(Handler<T> next) const {
-        return idempotent<T>(*store_, std::move(next), {.in_progress_delay = in_progress_delay_});
-    }
-
-private:
-    IdempotencyStore* store_;
-    std::chrono::milliseconds in_progress_delay_;
-};
-}  // namespace detail
-
 // idempotent() as middleware for chain(), keyed by the envelope id:
 //
-//   bus.consume<Order>("orders.new", acemq::chain<Order>(handle, acemq::with_logging(),
-//                                                        acemq::with_idempotency(seen)));
+//   bus.consume<Order>("orders.new", acemq::chain(handle, acemq::with_logging(), acemq::with_idempotency(seen)));
 //
 // Throws InvalidArgument for a negative delay. The store is held by reference and must
 // outlive the consumer.
-inline detail::IdempotencyMiddleware with_idempotency(
-    IdempotencyStore& store, std::chrono::milliseconds in_progress_delay = default_in_progress_delay) {
-    return detail::IdempotencyMiddleware(store, detail::checked_in_progress_delay(in_progress_delay));
+inline auto with_idempotency(IdempotencyStore& store,
+                             std::chrono::milliseconds in_progress_delay = default_in_progress_delay) {
+    return [&store, delay = detail::checked_in_progress_delay(in_progress_delay)]<class T>(Handler<T> next) {
+        return idempotent<T>(store, std::move(next), {.in_progress_delay = delay});
+    };
 }
 
 // The same with a key function, for one payload type:

@@ -16,11 +16,8 @@
 // so must the instruments it hands out.
 #pragma once
 
-#include <atomic>
 #include <cstdint>
-#include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -110,6 +107,9 @@ public:
 // must outlive them.
 class InMemoryMetrics final : public Metrics {
 public:
+    InMemoryMetrics();
+    ~InMemoryMetrics() override;
+
     struct Summary {
         std::uint64_t count = 0;
         double sum = 0, min = 0, max = 0;
@@ -135,32 +135,9 @@ public:
     // gauges beside it, gauges `gauge`.
     std::string prometheus_text() const;
 
-    struct CounterCell {
-        std::atomic<std::int64_t> value{0};
-    };
-    struct SummaryCell {
-        mutable std::mutex lock;
-        Summary summary;
-        void record(double value);
-    };
-    struct GaugeCell {
-        std::atomic<double> value{0};
-    };
-
 private:
-    using Key = std::pair<std::string, Labels>;  // name, labels sorted by tag name
-    static Key key_of(std::string_view name, const Labels& labels);
-
-    // Cells live in map nodes, which never move: a reference to one stays good while the
-    // map grows. lock_ guards the maps' structure only, never a cell's value.
-    CounterCell& counter_cell(std::string_view name, const Labels& labels);
-    SummaryCell& summary_cell(std::string_view name, const Labels& labels);
-    GaugeCell& gauge_cell(std::string_view name, const Labels& labels);
-
-    mutable std::mutex lock_;
-    std::map<Key, CounterCell> counters_;
-    std::map<Key, SummaryCell> summaries_;
-    std::map<Key, GaugeCell> gauges_;
+    struct Cells;  // the cells of every name and labels, and the lock of their maps
+    std::unique_ptr<Cells> cells_;
 };
 
 }  // namespace acemq

@@ -2,8 +2,7 @@
 // interceptor, which wraps every delivery of a Bus. A middleware takes a Handler<T> and
 // returns the wrapped Handler<T>; chain() stacks them, first listed outermost:
 //
-//   bus.consume<Order>("orders.new",
-//                      acemq::chain<Order>(handle, acemq::with_logging(), acemq::with_timeout(10s)));
+//   bus.consume<Order>("orders.new", acemq::chain(handle, acemq::with_logging(), acemq::with_timeout(10s)));
 //
 // Logging outermost records what the timeout decided. Your own middleware is any callable
 // taking a Handler<T> and returning one, e.g. an acemq::Middleware<T>.
@@ -27,6 +26,7 @@
 
 #include <acemq/ack.hpp>
 #include <acemq/consumer.hpp>
+#include <acemq/detail/middleware.hpp>
 #include <acemq/log.hpp>
 #include <acemq/message.hpp>
 #include <acemq/publisher.hpp>
@@ -36,24 +36,14 @@ namespace acemq {
 template <class T>
 using Middleware = std::function<Handler<T>(Handler<T>)>;
 
-namespace detail {
-template <class T>
-Handler<T> wrap(Handler<T> handler) {
-    return handler;
-}
-template <class T, class First, class... Rest>
-Handler<T> wrap(Handler<T> handler, First& first, Rest&... rest) {
-    return Handler<T>(first(wrap<T>(std::move(handler), rest...)));
-}
-}  // namespace detail
-
 // `handler` wrapped in `middleware`, the first listed outermost: for chain(h, outer, inner)
 // a message passes outer, inner, h, and the decision comes back through inner, then outer.
-// chain<T>(handler) alone is the handler.
-template <class T, class H, class... M>
-    requires std::invocable<H&, const Message<T>&> && (std::invocable<M&, Handler<T>> && ...)
-Handler<T> chain(H handler, M... middleware) {
-    return detail::wrap<T>(Handler<T>(std::move(handler)), middleware...);
+// chain(handler) alone is the handler. T is deduced from a handler taking
+// `const Message<T>&`; name it for a generic lambda: chain<Order>([](const auto& m) { ... }).
+template <class T = void, class H, class... M, class P = typename detail::chosen_payload<T, H>::type>
+    requires std::invocable<H&, const Message<P>&> && (std::invocable<M&, Handler<P>> && ...)
+Handler<P> chain(H handler, M... middleware) {
+    return detail::wrap<P>(Handler<P>(std::move(handler)), middleware...);
 }
 
 // ---------------------------------------------------------------------------------------
@@ -69,13 +59,6 @@ public:
 // (or an outer with_timeout's has). A handler doing long work can check it and give up
 // early; elsewhere it is a token that never stops. Read it on the handler's own thread.
 std::stop_token current_stop_token() noexcept;
-
-namespace detail {
-// Runs `work` on a helper thread and waits up to `limit` for it. In time: its answer, or
-// its exception rethrown. Late: retry(HandlerTimeoutError) naming `message_id`.
-Ack run_with_deadline(std::function<Ack()> work, std::chrono::milliseconds limit, const std::string& message_id);
-std::chrono::milliseconds positive_timeout(std::chrono::milliseconds limit);
-}  // namespace detail
 
 // Middleware giving the handler `limit` to answer. A handler still running then is
 // answered for with retry(HandlerTimeoutError: "acemq: handling message <id> did not finish
@@ -108,16 +91,6 @@ private:
 // ---------------------------------------------------------------------------------------
 // with_logging
 
-namespace detail {
-struct LoggedMessage {
-    const Envelope& envelope;
-    std::chrono::steady_clock::time_point started;
-};
-// Neither throws: a sink that fails is ignored, so logging never changes a decision.
-void log_decision(const LogSink& sink, const LoggedMessage& message, const Ack& ack) noexcept;
-void log_raised(const LogSink& sink, const LoggedMessage& message, const std::exception_ptr& error) noexcept;
-}  // namespace detail
-
 // Middleware writing one INFO line per message, e.g.
 //   message 5b0c… type=order.placed attempt=1 took=12ms reject: std::invalid_argument: no sku
 // from the envelope, the time taken and the decision; never the payload. A handler that
@@ -149,16 +122,6 @@ private:
 
 // ---------------------------------------------------------------------------------------
 // then
-
-namespace detail {
-template <class R>
-struct optional_result : std::false_type {};
-template <class U>
-struct optional_result<std::optional<U>> : std::true_type {};
-
-// retry("acemq: the work for message <id> is done but the next message did not go out: ...")
-Ack next_message_failed(const std::string& message_id, const std::exception_ptr& error);
-}  // namespace detail
 
 // A handler that turns each message into the next one: runs `step`, publishes what it
 // returns with `publisher` (correlation carried over, causation = the incoming id, a fresh

@@ -20,21 +20,19 @@
 // relay needs only what OutboxStore below declares.
 #pragma once
 
-#include <atomic>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <span>
 #include <string>
 #include <string_view>
-#include <thread>
 #include <vector>
 
 #include <acemq/bus.hpp>
 #include <acemq/codec.hpp>
+#include <acemq/detail/outbox.hpp>
 #include <acemq/envelope.hpp>
 #include <acemq/error.hpp>
 #include <acemq/metrics.hpp>
@@ -70,14 +68,10 @@ struct RecordOptions {
     std::shared_ptr<const Codec> codec{};  // default: the bus's codec
 };
 
-namespace detail {
-// The envelope record() renders: the caller's, completed, or a fresh one from `bus`.
-Envelope outbox_envelope(const Bus& bus, std::string_view routing_key, std::optional<Envelope> given);
-}  // namespace detail
-
-// Makes the record for `value`: encodes it now, inside the caller's transaction, so what
-// is stored is bytes + content type + headers. No I/O. Throws EncodeError for a value the
-// codec cannot carry and InvalidArgument for an envelope that must not be sent.
+// Makes the record for `value`, to go to `exchange` with `routing_key`: encodes it now,
+// inside the caller's transaction, so what is stored is bytes + content type + headers. No
+// I/O. Throws EncodeError for a value the codec cannot carry and InvalidArgument for an
+// envelope that must not be sent.
 template <class T>
 OutboxRecord record(const Bus& bus, std::string exchange, std::string routing_key, const T& value,
                     RecordOptions options = {}) {
@@ -93,6 +87,13 @@ OutboxRecord record(const Bus& bus, std::string exchange, std::string routing_ke
     made.content_type = std::move(encoded.content_type);
     made.created_at = epoch_millis_now();
     return made;
+}
+
+// The same for a message straight to the queue named `queue` (the default exchange, as
+// Bus::publisher_to_queue).
+template <class T>
+OutboxRecord record_to_queue(const Bus& bus, std::string queue, const T& value, RecordOptions options = {}) {
+    return record(bus, "", std::move(queue), value, std::move(options));
 }
 
 // InvalidArgument ("an outbox record needs an id") for an empty id; every store's add()
@@ -159,8 +160,8 @@ struct RelayOptions {
 // (beneath the interceptors: relayed messages are not publishes of this process, and the
 // outbox's own counters are their only signal). Every message goes out persistent and
 // mandatory, with the stored id, headers, body and content type. A message that reaches
-// no queue or is not confirmed is a PublishError in the words a send would use (refused,
-// lost, or a PublishingPausedError when the broker blocked the connection), and a record
+// no queue or is not confirmed is a PublishError in the words and with the reason a send
+// would have (refused, in_doubt, paused when the broker blocked the connection, ...), and a record
 // the store could not read back (OutboxRecord::unreadable) is a DecodeError naming it,
 // sent nowhere. Either way the record's failure is recorded and the sweep stops there, so
 // nothing overtakes it. A record that failed max_attempts times retires and stops
@@ -193,23 +194,15 @@ public:
     void close();
 
     // Totals since construction, for tests and health checks.
-    std::uint64_t published() const noexcept { return published_.load(); }
-    std::uint64_t failed() const noexcept { return failed_.load(); }
+    std::uint64_t published() const noexcept;
+    std::uint64_t failed() const noexcept;
 
 private:
-    void run(std::stop_token stop);
     void publish(OutboxRecord& record);
     void tell(const RelayedEvent& event) const;
 
-    Bus& bus_;
-    OutboxStore& store_;
-    RelayOptions options_;
-    std::mutex control_;  // start() and close()
-    bool closed_ = false;
-    std::mutex sweeping_;  // one sweep at a time
-    std::atomic<std::uint64_t> published_{0};
-    std::atomic<std::uint64_t> failed_{0};
-    std::jthread loop_;
+    struct State;  // the bus, the store, the options, the locks and the sweeping thread
+    std::unique_ptr<State> state_;
 };
 
 }  // namespace acemq

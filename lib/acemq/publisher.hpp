@@ -16,15 +16,12 @@
 #include <vector>
 
 #include <acemq/codec.hpp>
+#include <acemq/detail/cores.hpp>
 #include <acemq/envelope.hpp>
 #include <acemq/error.hpp>
 
 namespace acemq {
 
-namespace detail {
-class BusCore;
-class PublishInstruments;
-}  // namespace detail
 struct PublishContext;
 
 struct PublisherOptions {
@@ -54,35 +51,48 @@ struct SendResult {
     bool routed = true;
 };
 
-// A publish the broker did not take responsibility for: refused (nack, or an exchange that
-// does not exist: "404 NOT_FOUND - no exchange ..."), returned as unroutable (mandatory),
-// lost with the connection, or never written (after close: "it was not sent, nothing was
-// written (... is closed ...)"). Treat the message as not sent.
+// A publish the broker did not take responsibility for. Treat the message as not sent;
+// reason() says why, for a caller to switch on (the words of each: docs/wire-contract.md
+// §7.2), e.g. to publish again only what cannot have arrived:
+//
+//   catch (const acemq::PublishError& error) {
+//       if (error.reason() == acemq::PublishError::Reason::in_doubt) ...  // it may have arrived
+//   }
 class PublishError : public Error {
 public:
-    PublishError(const std::string& what, std::string message_id, bool unroutable, bool paused = false)
-        : Error(what), message_id_(std::move(message_id)), unroutable_(unroutable), paused_(paused) {}
+    enum class Reason {
+        // The broker has it and said no: a nack, or an exchange that does not exist
+        // ("404 NOT_FOUND - no exchange ...").
+        refused,
+        // Confirmed, but a mandatory message reached no queue, and the broker dropped it.
+        unroutable,
+        // The connection went, or no confirm came in time: whether it arrived is unknown.
+        in_doubt,
+        // The broker has blocked the connection (a memory or disk alarm), so it was refused at
+        // once, nothing written: "acemq: publishing is paused because the broker blocked this
+        // connection (<reason>)". Publishing resumes when the broker unblocks it.
+        paused,
+        // The transport cannot carry it (a field or the headers too large for the wire),
+        // nothing written; it fails the same way every time, until it is made smaller.
+        too_large,
+        // Never written: the transport is closed, or the connection went before its turn
+        // ("it was not sent, nothing was written (... is closed ...)").
+        not_sent,
+    };
+
+    PublishError(Reason reason, const std::string& what, std::string message_id)
+        : Error(what), reason_(reason), message_id_(std::move(message_id)) {}
+    Reason reason() const noexcept { return reason_; }
     const std::string& message_id() const noexcept { return message_id_; }
-    bool unroutable() const noexcept { return unroutable_; }
-    // Refused before anything was written: the broker blocks the connection (see below).
-    bool paused() const noexcept { return paused_; }
 
 private:
+    Reason reason_;
     std::string message_id_;
-    bool unroutable_;
-    bool paused_;
-};
-
-// The broker has blocked the connection (a resource alarm: memory or disk), so the publish
-// was refused at once, nothing written: "acemq: publishing is paused because the broker
-// blocked this connection (<reason>)". Publishing resumes when the broker unblocks it.
-class PublishingPausedError : public PublishError {
-public:
-    explicit PublishingPausedError(const PublishError& error) : PublishError(error) {}
 };
 
 // Some messages of a batch were not confirmed. what(): "2 of 5 messages were not confirmed;
-// 3 were. The first failure was: ...". The others were published.
+// 3 were. The first failure was: ...", and reason() and message_id() are the first
+// failure's. The others were published.
 class BatchPublishError : public PublishError {
 public:
     BatchPublishError(std::vector<std::optional<PublishError>> failures, std::vector<SendResult> results);

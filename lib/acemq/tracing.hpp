@@ -37,8 +37,6 @@
 
 namespace acemq {
 
-using Headers = FieldTable;
-
 inline constexpr std::string_view traceparent_header = "traceparent";
 inline constexpr std::string_view tracestate_header = "tracestate";
 // The instrumentation scope of every member of the family.

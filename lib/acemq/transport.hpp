@@ -89,8 +89,8 @@ protected:
     ~DeliverySettler() = default;
 };
 
-// One message handed to a consumer or pulled, to be settled exactly once: ack, or nack
-// with or without requeue. One that is never settled goes back to its queue when its
+// One message handed to a consumer or pulled, to be settled exactly once: ack, requeue or
+// reject. One that is never settled goes back to its queue when its
 // subscription closes (as RabbitMQ does when a channel closes). Move-only.
 class Delivery {
 public:
@@ -109,9 +109,13 @@ public:
     const InboundMessage& message() const noexcept { return *message_; }
     bool settled() const noexcept { return settler_ == nullptr; }
 
-    // Each throws UsageError when the delivery was already settled.
+    // Each settles the delivery, and throws UsageError when it was already settled.
     void ack();
-    void nack(bool requeue);
+    // Nack with requeue: the message goes back to its queue, to be delivered again.
+    void requeue();
+    // Nack without requeue: the broker dead-letters the message (or drops it, on a queue
+    // without a dead-letter exchange).
+    void reject();
 
 private:
     DeliverySettler& take_settler(std::string_view action);

@@ -16,6 +16,8 @@
 #include <variant>
 #include <vector>
 
+#include <acemq/detail/value.hpp>
+
 namespace acemq {
 
 class ValueWriter;
@@ -97,24 +99,5 @@ private:
 
 // "int64", "record", ...: the words error messages use.
 std::string_view kind_name(Value::Kind kind) noexcept;
-
-namespace detail {
-
-// Shared by the codecs and reflect.hpp; not part of the stable API.
-
-// Byte offset of the first byte that is not well-formed UTF-8 (overlongs, surrogates and
-// code points past U+10FFFF included), or nullopt when all of `text` is valid.
-std::optional<std::size_t> invalid_utf8_at(std::string_view text) noexcept;
-
-// Standard base64 with padding (RFC 4648 section 4): how bytes travel in JSON.
-std::string base64_encode(std::span<const std::byte> bytes);
-// nullopt when `text` is not canonical padded base64.
-std::optional<std::vector<std::byte>> base64_decode(std::string_view text);
-
-// A readable name for a C++ type, for error messages ("Payment", "uint8_t",
-// "std::vector<Line>").
-std::string demangle(const char* mangled);
-
-}  // namespace detail
 
 }  // namespace acemq

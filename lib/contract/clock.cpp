@@ -1,5 +1,10 @@
 #include <acemq/clock.hpp>
 
+#include <condition_variable>
+#include <map>
+#include <mutex>
+#include <thread>
+
 namespace acemq {
 
 namespace {
@@ -104,66 +109,78 @@ std::shared_ptr<Clock> system_clock() {
     return shared;
 }
 
-ManualClock::ManualClock(time_point start) : now_(start) {}
+struct ManualClock::State {
+    mutable std::mutex lock;
+    std::condition_variable_any moved;
+    time_point now;
+    std::size_t waiters = 0;
+    TimerId next_id = 1;
+    std::multimap<time_point, std::pair<TimerId, std::function<void()>>> timers;
+    TimerId firing = 0;  // the timer whose action advance() is running, so cancel() can wait it out
+    std::thread::id firing_thread;
+};
+
+ManualClock::ManualClock(time_point start) : state_(std::make_unique<State>()) { state_->now = start; }
+ManualClock::~ManualClock() = default;
 
 Clock::time_point ManualClock::now() const {
-    std::lock_guard guard(lock_);
-    return now_;
+    std::lock_guard guard(state_->lock);
+    return state_->now;
 }
 
 bool ManualClock::wait_until(time_point deadline, std::stop_token stop) {
-    std::unique_lock guard(lock_);
-    ++waiters_;
-    moved_.notify_all();
-    moved_.wait(guard, stop, [&] { return now_ >= deadline; });
-    --waiters_;
-    return now_ >= deadline;
+    std::unique_lock guard(state_->lock);
+    ++state_->waiters;
+    state_->moved.notify_all();
+    state_->moved.wait(guard, stop, [&] { return state_->now >= deadline; });
+    --state_->waiters;
+    return state_->now >= deadline;
 }
 
 Clock::TimerId ManualClock::call_at(time_point deadline, std::function<void()> action) {
-    std::lock_guard guard(lock_);
-    const TimerId id = next_id_++;
-    timers_.emplace(deadline, std::make_pair(id, std::move(action)));
+    std::lock_guard guard(state_->lock);
+    const TimerId id = state_->next_id++;
+    state_->timers.emplace(deadline, std::make_pair(id, std::move(action)));
     return id;
 }
 
 void ManualClock::cancel(TimerId timer) {
-    std::unique_lock guard(lock_);
-    for (auto it = timers_.begin(); it != timers_.end(); ++it) {
+    std::unique_lock guard(state_->lock);
+    for (auto it = state_->timers.begin(); it != state_->timers.end(); ++it) {
         if (it->second.first == timer) {
-            timers_.erase(it);
+            state_->timers.erase(it);
             return;
         }
     }
     // Running inside advance() on another thread right now: wait until the action is over.
-    if (firing_ == timer && std::this_thread::get_id() != firing_thread_)
-        moved_.wait(guard, [&] { return firing_ != timer; });
+    if (state_->firing == timer && std::this_thread::get_id() != state_->firing_thread)
+        state_->moved.wait(guard, [&] { return state_->firing != timer; });
 }
 
 void ManualClock::advance(duration step) {
-    std::unique_lock guard(lock_);
-    const time_point target = now_ + step;
-    while (!timers_.empty() && timers_.begin()->first <= target) {
-        auto due = timers_.begin();
-        if (due->first > now_) now_ = due->first;
+    std::unique_lock guard(state_->lock);
+    const time_point target = state_->now + step;
+    while (!state_->timers.empty() && state_->timers.begin()->first <= target) {
+        auto due = state_->timers.begin();
+        if (due->first > state_->now) state_->now = due->first;
         auto [id, action] = std::move(due->second);
-        timers_.erase(due);
-        firing_ = id;
-        firing_thread_ = std::this_thread::get_id();
-        moved_.notify_all();
+        state_->timers.erase(due);
+        state_->firing = id;
+        state_->firing_thread = std::this_thread::get_id();
+        state_->moved.notify_all();
         guard.unlock();
         action();
         guard.lock();
-        firing_ = 0;
-        moved_.notify_all();
+        state_->firing = 0;
+        state_->moved.notify_all();
     }
-    now_ = target;
-    moved_.notify_all();
+    state_->now = target;
+    state_->moved.notify_all();
 }
 
 std::size_t ManualClock::waiters() const {
-    std::lock_guard guard(lock_);
-    return waiters_;
+    std::lock_guard guard(state_->lock);
+    return state_->waiters;
 }
 
 }  // namespace acemq

@@ -31,7 +31,9 @@ DeliverySettler& Delivery::take_settler(std::string_view action) {
 
 void Delivery::ack() { take_settler("ack").ack(tag_); }
 
-void Delivery::nack(bool requeue) { take_settler("nack").nack(tag_, requeue); }
+void Delivery::requeue() { take_settler("requeue").nack(tag_, true); }
+
+void Delivery::reject() { take_settler("reject").nack(tag_, false); }
 
 std::vector<PublishResult> Transport::publish_batch(std::vector<OutboundMessage> messages) {
     std::vector<PublishResult> results;

@@ -210,6 +210,10 @@ Publisher Bus::publisher(std::string exchange, std::string routing_key, Publishe
     return Publisher(core_, std::move(exchange), std::move(routing_key), std::move(options));
 }
 
+Publisher Bus::publisher_to_queue(std::string queue, PublisherOptions options) {
+    return publisher("", std::move(queue), std::move(options));
+}
+
 Consumer Bus::consume_raw(std::string_view queue, Handler<Bytes> handler, ConsumerOptions options) {
     return start_consumer(queue, detail::raw_decoder(std::move(handler)), std::move(options));
 }

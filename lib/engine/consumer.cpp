@@ -337,8 +337,10 @@ bool ConsumerCore::settle(Delivery& delivery, bool ack, bool requeue) {
     if (released_) return false;
     if (ack)
         delivery.ack();
+    else if (requeue)
+        delivery.requeue();
     else
-        delivery.nack(requeue);
+        delivery.reject();
     return true;
 }
 
@@ -380,10 +382,11 @@ bool ConsumerCore::set_aside(Delivery& delivery, const ConsumeContext& context, 
                                target + " (" + failure.what() + "): it goes back to " + queue_ +
                                " and this worker waits " + std::to_string(pause.count()) +
                                " ms before its next delivery" +
-                               (failure.unroutable() ? "; declare " + target +
-                                                           " (or let the consumer declare it) so that it can leave "
-                                                           "the queue"
-                                                     : ""));
+                               (failure.reason() == PublishError::Reason::unroutable
+                                    ? "; declare " + target +
+                                          " (or let the consumer declare it) so that it can leave "
+                                          "the queue"
+                                    : ""));
     if (instruments_) instruments_->set_aside_failed(target == parked_queue(queue_));
     bus_->notify_set_aside_failed(queue_, target);
     settle(delivery, false, true);

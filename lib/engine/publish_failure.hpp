@@ -24,24 +24,21 @@ struct PublishTarget {
 };
 
 // nullopt when the broker took the message: confirmed and, if mandatory, routed. Otherwise
-// the family's PublishError, by why it was not confirmed (the transport's reason, when it
-// gave one, in parentheses):
+// the family's PublishError, its reason by why it was not confirmed (the transport's
+// reason, when it gave one, in parentheses):
 //   refused (nack): "acemq: cannot publish message <id> to exchange "<ex>" with key "<key>":
 //     the broker refused to confirm it. The message reached the broker and the broker has
 //     not taken responsibility for it, so it must be treated as not sent"
-//   lost (the connection went, or no confirm in time): "... : no confirm came from the
+//   in_doubt (lost: the connection went, or no confirm in time): "... : no confirm came from the
 //     broker, so it is unknown whether it arrived; treat it as not sent"
 //   paused (a blocked connection, nothing written): "acemq: publishing is paused because
-//     the broker blocked this connection (<reason>)", with paused() true
+//     the broker blocked this connection (<reason>)"
 //   too_large (the transport cannot encode it, nothing written): "... : <which field, its
 //     size and the limit>. Nothing was written; make it smaller and publish again"
-//   unsent (the transport is closed, or the connection went before its turn): "... : it
+//   not_sent (unsent: the transport is closed, or the connection went before its turn): "... : it
 //     was not sent, nothing was written (<reason>)"
-// or, confirmed but returned: "acemq: message <id> to exchange "<ex>" with key "<key>"
-// reached no queue (<reason>); the broker dropped it", with unroutable() true.
+// or, unroutable (confirmed but returned): "acemq: message <id> to exchange "<ex>" with key
+// "<key>" reached no queue (<reason>); the broker dropped it".
 std::optional<PublishError> publish_failure(const PublishResult& result, const PublishTarget& target);
-
-// Throws `failure` as what it is: a PublishingPausedError when it is paused, else itself.
-[[noreturn]] void throw_publish_failure(const PublishError& failure);
 
 }  // namespace acemq::detail

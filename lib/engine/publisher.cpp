@@ -40,48 +40,49 @@ std::string destination(std::string_view exchange, std::string_view routing_key)
 std::optional<PublishError> publish_failure(const PublishResult& result, const PublishTarget& target) {
     // The common case, on every publish: nothing to say, so no sentence is built.
     if (result.confirmed && (result.routed || !target.mandatory)) return std::nullopt;
+    using Reason = PublishError::Reason;
     const std::string id(target.message_id);
     const std::string where = destination(target.exchange, target.routing_key);
     if (!result.confirmed) {
         const std::string reason = result.return_reason.empty() ? "" : " (" + result.return_reason + ")";
         switch (result.why) {
         case PublishResult::Unconfirmed::paused:
-            return PublishError("acemq: publishing is paused because the broker blocked this connection" +
+            return PublishError(Reason::paused,
+                                "acemq: publishing is paused because the broker blocked this connection" +
                                     (reason.empty() ? std::string(" (no reason given)") : reason),
-                                id, false, true);
+                                id);
         case PublishResult::Unconfirmed::lost:
-            return PublishError("acemq: cannot publish message " + id + " to " + where +
+            return PublishError(Reason::in_doubt,
+                                "acemq: cannot publish message " + id + " to " + where +
                                     ": no confirm came from the broker, so it is unknown whether it arrived; treat "
                                     "it as not sent" +
                                     reason,
-                                id, false);
+                                id);
         case PublishResult::Unconfirmed::too_large:
-            return PublishError("acemq: cannot publish message " + id + " to " + where + ": " + result.return_reason +
+            return PublishError(Reason::too_large,
+                                "acemq: cannot publish message " + id + " to " + where + ": " + result.return_reason +
                                     ". Nothing was written; make it smaller and publish again",
-                                id, false);
+                                id);
         case PublishResult::Unconfirmed::unsent:
-            return PublishError("acemq: cannot publish message " + id + " to " + where +
+            return PublishError(Reason::not_sent,
+                                "acemq: cannot publish message " + id + " to " + where +
                                     ": it was not sent, nothing was written" + reason,
-                                id, false);
+                                id);
         case PublishResult::Unconfirmed::refused: break;
         }
-        return PublishError("acemq: cannot publish message " + id + " to " + where +
+        return PublishError(Reason::refused,
+                            "acemq: cannot publish message " + id + " to " + where +
                                 ": the broker refused to confirm it. The message reached the broker and the broker "
                                 "has not taken responsibility for it, so it must be treated as not sent" +
                                 reason,
-                            id, false);
+                            id);
     }
     // Confirmed, mandatory and routed nowhere. The family's words when the transport gives
     // no reason of its own.
     const std::string reason = result.return_reason.empty() ? "no queue is bound to receive it" : result.return_reason;
     return PublishError(
-        "acemq: message " + id + " to " + where + " reached no queue (" + reason + "); the broker dropped it", id,
-        true);
-}
-
-void throw_publish_failure(const PublishError& failure) {
-    if (failure.paused()) throw PublishingPausedError(failure);
-    throw failure;
+        Reason::unroutable,
+        "acemq: message " + id + " to " + where + " reached no queue (" + reason + "); the broker dropped it", id);
 }
 
 }  // namespace detail
@@ -95,23 +96,31 @@ detail::PublishTarget target_of(const PublishContext& sent) {
 
 }  // namespace
 
+namespace {
+
+// The first failure of a batch that has one.
+const PublishError& first_failure(const std::vector<std::optional<PublishError>>& failures) {
+    const auto first =
+        std::find_if(failures.begin(), failures.end(), [](const auto& failure) { return failure.has_value(); });
+    if (first == failures.end())
+        throw InvalidArgument(
+            "acemq: a BatchPublishError needs at least one failed message; a batch without one is not an error");
+    return **first;
+}
+
+}  // namespace
+
 BatchPublishError::BatchPublishError(std::vector<std::optional<PublishError>> failures, std::vector<SendResult> results)
     : PublishError(
+          first_failure(failures).reason(),
           [&] {
               const auto failed = static_cast<std::size_t>(std::count_if(
                   failures.begin(), failures.end(), [](const auto& failure) { return failure.has_value(); }));
-              const auto first = std::find_if(failures.begin(), failures.end(),
-                                              [](const auto& failure) { return failure.has_value(); });
               return std::to_string(failed) + " of " + std::to_string(failures.size()) +
                      " messages were not confirmed; " + std::to_string(failures.size() - failed) +
-                     " were. The first failure was: " + (first != failures.end() ? (*first)->what() : "none");
+                     " were. The first failure was: " + first_failure(failures).what();
           }(),
-          [&] {
-              for (const auto& failure : failures)
-                  if (failure) return failure->message_id();
-              return std::string();
-          }(),
-          std::any_of(failures.begin(), failures.end(), [](const auto& f) { return f && f->unroutable(); })),
+          first_failure(failures).message_id()),
       failures_(std::move(failures)), results_(std::move(results)) {}
 
 std::size_t BatchPublishError::failed() const noexcept {
@@ -207,7 +216,7 @@ SendResult Publisher::send_encoded(const SendOptions& options, const EncodeOne& 
     }
     const auto failure = detail::publish_failure(result, target_of(sent));
     report(sent, started, span.get(), detail::outcome_of(result, sent.mandatory), failure ? failure->what() : "");
-    if (failure) detail::throw_publish_failure(*failure);
+    if (failure) throw *failure;
     bus_->notify(PublishedEvent{sent.exchange, sent.routing_key, sent.envelope, result});
     return SendResult{std::move(prepared.context.envelope.id), result.confirmed, result.routed};
 }

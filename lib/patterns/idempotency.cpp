@@ -1,7 +1,10 @@
 #include <acemq/idempotency.hpp>
 
 #include <exception>
+#include <memory>
+#include <mutex>
 #include <new>
+#include <unordered_set>
 
 #include <acemq/log.hpp>
 #include "quoted_text.hpp"
@@ -59,6 +62,34 @@ void confirm_quietly(IdempotencyStore& store, const std::string& key, const std:
 std::optional<std::chrono::milliseconds> IdempotencyStore::lease_left(const std::string&) { return std::nullopt; }
 
 namespace detail {
+
+// What one idempotent() handler has said already, so that it says each thing once: per
+// queue, that its messages without an id cannot be deduplicated (a warning); per key, that a
+// delivery met a live claim and when its lease ends (info: after a consumer died inside the
+// handler the message waits that long, which would otherwise look like a hang). The keys
+// remembered are bounded: past that many the memory starts over. Thread-safe.
+class IdempotentNotes {
+public:
+    void message_without_id(const std::string& queue, const std::string& message_id) noexcept;
+    void live_claim(IdempotencyStore& store, const std::string& key, const std::string& message_id,
+                    const std::string& queue, std::chrono::milliseconds in_progress_delay) noexcept;
+
+    static constexpr std::size_t keys_remembered = 1024;
+
+private:
+    // True the first time `value` is put into `seen`.
+    bool first(std::unordered_set<std::string>& seen, const std::string& value);
+
+    std::mutex lock_;
+    std::unordered_set<std::string> queues_;
+    std::unordered_set<std::string> keys_;
+};
+
+std::shared_ptr<IdempotentNotes> new_idempotent_notes() { return std::make_shared<IdempotentNotes>(); }
+
+void note_message_without_id(IdempotentNotes& notes, const std::string& queue, const std::string& message_id) noexcept {
+    notes.message_without_id(queue, message_id);
+}
 
 bool IdempotentNotes::first(std::unordered_set<std::string>& seen, const std::string& value) {
     std::lock_guard guard(lock_);

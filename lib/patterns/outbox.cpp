@@ -1,7 +1,11 @@
 #include <acemq/outbox.hpp>
 
 #include <algorithm>
+#include <atomic>
 #include <exception>
+#include <mutex>
+#include <stop_token>
+#include <thread>
 #include <typeinfo>
 
 #include <acemq/log.hpp>
@@ -55,51 +59,65 @@ std::string describe(std::exception_ptr failure) {
 
 }  // namespace
 
+struct OutboxRelay::State {
+    Bus& bus;
+    OutboxStore& store;
+    RelayOptions options;
+    std::mutex control;  // guards closed and the start and stop of loop
+    bool closed = false;
+    std::mutex sweeping;  // one sweep at a time
+    std::atomic<std::uint64_t> published{0};
+    std::atomic<std::uint64_t> failed{0};
+    std::jthread loop;
+};
+
 OutboxRelay::OutboxRelay(Bus& bus, OutboxStore& store, RelayOptions options)
-    : bus_(bus), store_(store), options_(std::move(options)) {
-    if (options_.interval <= std::chrono::milliseconds::zero())
+    : state_(std::make_unique<State>(bus, store, std::move(options))) {
+    RelayOptions& checked = state_->options;
+    if (checked.interval <= std::chrono::milliseconds::zero())
         throw InvalidArgument("acemq: a relay interval must be positive, got " +
-                              std::to_string(options_.interval.count()) + " ms");
-    if (options_.batch < 1) throw InvalidArgument("acemq: a relay batch must be at least 1, got 0");
-    if (!options_.observer && bus_.core_->telemetry().measuring())
-        options_.observer = outbox_metrics(bus_.core_->telemetry().metrics());
+                              std::to_string(checked.interval.count()) + " ms");
+    if (checked.batch < 1) throw InvalidArgument("acemq: a relay batch must be at least 1, got 0");
+    if (!checked.observer && bus.core_->telemetry().measuring())
+        checked.observer = outbox_metrics(bus.core_->telemetry().metrics());
 }
 
 OutboxRelay::~OutboxRelay() { close(); }
 
+std::uint64_t OutboxRelay::published() const noexcept { return state_->published.load(); }
+std::uint64_t OutboxRelay::failed() const noexcept { return state_->failed.load(); }
+
 void OutboxRelay::start() {
-    std::lock_guard guard(control_);
-    if (closed_) throw UsageError("acemq: this outbox relay was closed; make a new one to start relaying again");
-    if (loop_.joinable()) return;
-    loop_ = std::jthread([this](std::stop_token stop) { run(std::move(stop)); });
+    std::lock_guard guard(state_->control);
+    if (state_->closed) throw UsageError("acemq: this outbox relay was closed; make a new one to start relaying again");
+    if (state_->loop.joinable()) return;
+    state_->loop = std::jthread([this](std::stop_token stop) {
+        const std::shared_ptr<Clock> clock = state_->bus.clock();
+        while (clock->wait_for(state_->options.interval, stop)) {
+            try {
+                sweep();
+            } catch (...) {  // logged, and the next sweep tries again: every record is still in the outbox
+                log(LogLevel::warning,
+                    "a sweep of the outbox failed; every record is still in it: " + describe(std::current_exception()));
+            }
+        }
+    });
 }
 
 void OutboxRelay::close() {
-    std::lock_guard guard(control_);
-    closed_ = true;
-    if (loop_.joinable()) {
-        loop_.request_stop();
-        loop_.join();
+    std::lock_guard guard(state_->control);
+    state_->closed = true;
+    if (state_->loop.joinable()) {
+        state_->loop.request_stop();
+        state_->loop.join();
     }
     // A sweep() called by hand on another thread: wait it out too.
-    std::lock_guard sweep_done(sweeping_);
-}
-
-void OutboxRelay::run(std::stop_token stop) {
-    const std::shared_ptr<Clock> clock = bus_.clock();
-    while (clock->wait_for(options_.interval, stop)) {
-        try {
-            sweep();
-        } catch (...) {  // logged, and the next sweep tries again: every record is still in the outbox
-            log(LogLevel::warning,
-                "a sweep of the outbox failed; every record is still in it: " + describe(std::current_exception()));
-        }
-    }
+    std::lock_guard sweep_done(state_->sweeping);
 }
 
 std::size_t OutboxRelay::sweep() {
-    std::lock_guard guard(sweeping_);
-    std::vector<OutboxRecord> waiting = store_.pending(options_.batch);
+    std::lock_guard guard(state_->sweeping);
+    std::vector<OutboxRecord> waiting = state_->store.pending(state_->options.batch);
     std::size_t done = 0;
     // Whatever happens to the record in hand, the ones after it go back unpublished.
     auto give_back_rest = [&] {
@@ -107,7 +125,7 @@ std::size_t OutboxRelay::sweep() {
         for (std::size_t i = done + 1; i < waiting.size(); ++i) rest.push_back(waiting[i].id);
         if (rest.empty()) return;
         try {
-            store_.release(rest);
+            state_->store.release(rest);
         } catch (...) {  // the leases run out on their own; the failure that stopped the sweep matters more
             log(LogLevel::warning, "could not release " + std::to_string(rest.size()) +
                                        " outbox records after a failed sweep; they wait for their lease to end: " +
@@ -120,11 +138,11 @@ std::size_t OutboxRelay::sweep() {
             publish(record);
         } catch (...) {
             const std::string error = describe(std::current_exception());
-            failed_.fetch_add(1);
+            state_->failed.fetch_add(1);
             tell(RelayedEvent{record.id, record.exchange, record.routing_key, RelayOutcome::failed, std::nullopt,
                               error});
             try {
-                store_.record_failure(record.id, error);
+                state_->store.record_failure(record.id, error);
             } catch (...) {  // the publish failure is what the caller must hear; this one is logged
                 log(LogLevel::error, "could not record the failed publish of outbox record " + record.id + ": " +
                                          describe(std::current_exception()));
@@ -132,7 +150,7 @@ std::size_t OutboxRelay::sweep() {
             give_back_rest();
             throw;
         }
-        published_.fetch_add(1);
+        state_->published.fetch_add(1);
         const auto age = std::chrono::system_clock::now() - record.created_at;
         tell(RelayedEvent{record.id,
                           record.exchange,
@@ -141,7 +159,7 @@ std::size_t OutboxRelay::sweep() {
                           std::max(std::chrono::duration<double>(age), std::chrono::duration<double>::zero()),
                           {}});
         try {
-            store_.mark_published(record.id);
+            state_->store.mark_published(record.id);
         } catch (...) {  // rethrown: the record goes out again next time (at least once)
             give_back_rest();
             throw;
@@ -161,12 +179,12 @@ void OutboxRelay::publish(OutboxRecord& record) {
     message.headers = std::move(record.headers);
     message.persistent = true;
     message.mandatory = true;  // always: a relayed message that reaches no queue must not vanish
-    const std::unique_ptr<Span> span = bus_.core_->telemetry().start_publish(
+    const std::unique_ptr<Span> span = state_->bus.core_->telemetry().start_publish(
         {record.exchange, record.routing_key, record.id, {}, {}}, message.headers);
     if (!span) {
-        const PublishResult result = bus_.transport().publish(std::move(message));
+        const PublishResult result = state_->bus.transport().publish(std::move(message));
         if (auto failure = detail::publish_failure(result, {record.id, record.exchange, record.routing_key, true}))
-            detail::throw_publish_failure(*failure);
+            throw *failure;
         return;
     }
     const auto lag = std::chrono::system_clock::now() - record.created_at;
@@ -178,7 +196,7 @@ void OutboxRelay::publish(OutboxRecord& record) {
     };
     PublishResult result;
     try {
-        result = bus_.transport().publish(std::move(message));
+        result = state_->bus.transport().publish(std::move(message));
     } catch (const std::exception& error) {
         failed(detail::PublishOutcome::failed, error.what());
         throw;
@@ -186,15 +204,15 @@ void OutboxRelay::publish(OutboxRecord& record) {
     const detail::PublishOutcome outcome = detail::outcome_of(result, true);
     if (auto failure = detail::publish_failure(result, {record.id, record.exchange, record.routing_key, true})) {
         failed(outcome, failure->what());
-        detail::throw_publish_failure(*failure);
+        throw *failure;
     }
     detail::Telemetry::end_publish(*span, outcome);
 }
 
 void OutboxRelay::tell(const RelayedEvent& event) const {
-    if (!options_.observer) return;
+    if (!state_->options.observer) return;
     try {
-        options_.observer->relayed(event);
+        state_->options.observer->relayed(event);
     } catch (...) {  // an observer must not change what the relay does
         log(LogLevel::error, "an outbox observer threw, which it must not: " + describe(std::current_exception()));
     }

@@ -51,7 +51,7 @@ public:
     static void put_back(Delivery& delivery, std::string_view queue) noexcept {
         if (delivery.settled()) return;
         try {
-            delivery.nack(true);
+            delivery.requeue();
         } catch (const std::exception& error) {
             // The connection is gone; the broker returns unsettled messages by itself then.
             log(LogLevel::warning, "acemq: replay could not put a message back on " + std::string(queue) + " (" +

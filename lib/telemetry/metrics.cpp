@@ -1,6 +1,7 @@
 #include <acemq/metrics.hpp>
 
 #include <algorithm>
+#include <atomic>
 #include <charconv>
 #include <cmath>
 #include <map>
@@ -143,107 +144,128 @@ std::shared_ptr<Gauge> Metrics::bind_gauge(std::string_view name, const Labels& 
 
 namespace {
 
+struct CounterCell {
+    std::atomic<std::int64_t> value{0};
+};
+struct SummaryCell {
+    mutable std::mutex lock;
+    InMemoryMetrics::Summary summary;
+    void record(double value) {
+        std::lock_guard guard(lock);
+        summary.min = summary.count == 0 ? value : std::min(summary.min, value);
+        summary.max = summary.count == 0 ? value : std::max(summary.max, value);
+        ++summary.count;
+        summary.sum += value;
+    }
+};
+struct GaugeCell {
+    std::atomic<double> value{0};
+};
+
 class CellCounter final : public Counter {
 public:
-    explicit CellCounter(InMemoryMetrics::CounterCell& cell) : cell_(cell) {}
+    explicit CellCounter(CounterCell& cell) : cell_(cell) {}
     void add(std::int64_t delta) override { cell_.value.fetch_add(delta, std::memory_order_relaxed); }
 
 private:
-    InMemoryMetrics::CounterCell& cell_;
+    CounterCell& cell_;
 };
 
 class CellDistribution final : public Distribution {
 public:
-    explicit CellDistribution(InMemoryMetrics::SummaryCell& cell) : cell_(cell) {}
+    explicit CellDistribution(SummaryCell& cell) : cell_(cell) {}
     void record(double value) override { cell_.record(value); }
 
 private:
-    InMemoryMetrics::SummaryCell& cell_;
+    SummaryCell& cell_;
 };
 
 class CellGauge final : public Gauge {
 public:
-    explicit CellGauge(InMemoryMetrics::GaugeCell& cell) : cell_(cell) {}
+    explicit CellGauge(GaugeCell& cell) : cell_(cell) {}
     void set(double value) override { cell_.value.store(value, std::memory_order_relaxed); }
     void add(double delta) override { cell_.value.fetch_add(delta, std::memory_order_relaxed); }
 
 private:
-    InMemoryMetrics::GaugeCell& cell_;
+    GaugeCell& cell_;
 };
 
-}  // namespace
+using Key = std::pair<std::string, Labels>;  // name, labels sorted by tag name
 
-void InMemoryMetrics::SummaryCell::record(double value) {
-    std::lock_guard guard(lock);
-    summary.min = summary.count == 0 ? value : std::min(summary.min, value);
-    summary.max = summary.count == 0 ? value : std::max(summary.max, value);
-    ++summary.count;
-    summary.sum += value;
-}
-
-InMemoryMetrics::Key InMemoryMetrics::key_of(std::string_view name, const Labels& labels) {
+Key key_of(std::string_view name, const Labels& labels) {
     Labels sorted = labels;
     std::sort(sorted.begin(), sorted.end());
     return {std::string(name), std::move(sorted)};
 }
 
-InMemoryMetrics::CounterCell& InMemoryMetrics::counter_cell(std::string_view name, const Labels& labels) {
+// The cell of `key` in `cells`, made when there is none.
+template <class Cell>
+Cell& cell_of(std::map<Key, Cell>& cells, std::mutex& lock, std::string_view name, const Labels& labels) {
     Key key = key_of(name, labels);
-    std::lock_guard guard(lock_);
-    return counters_.try_emplace(std::move(key)).first->second;
-}
-InMemoryMetrics::SummaryCell& InMemoryMetrics::summary_cell(std::string_view name, const Labels& labels) {
-    Key key = key_of(name, labels);
-    std::lock_guard guard(lock_);
-    return summaries_.try_emplace(std::move(key)).first->second;
-}
-InMemoryMetrics::GaugeCell& InMemoryMetrics::gauge_cell(std::string_view name, const Labels& labels) {
-    Key key = key_of(name, labels);
-    std::lock_guard guard(lock_);
-    return gauges_.try_emplace(std::move(key)).first->second;
+    std::lock_guard guard(lock);
+    return cells.try_emplace(std::move(key)).first->second;
 }
 
+}  // namespace
+
+// A bound instrument goes straight to its cell (an atomic, or a summary under its own small
+// lock): no shared lock and no key built per call. Cells live in map nodes, which never
+// move: a reference to one stays good while the map grows.
+struct InMemoryMetrics::Cells {
+    mutable std::mutex lock;  // guards the maps' structure only, never a cell's value
+    std::map<Key, CounterCell> counters;
+    std::map<Key, SummaryCell> summaries;
+    std::map<Key, GaugeCell> gauges;
+
+    CounterCell& counter(std::string_view name, const Labels& labels) { return cell_of(counters, lock, name, labels); }
+    SummaryCell& summary(std::string_view name, const Labels& labels) { return cell_of(summaries, lock, name, labels); }
+    GaugeCell& gauge(std::string_view name, const Labels& labels) { return cell_of(gauges, lock, name, labels); }
+};
+
+InMemoryMetrics::InMemoryMetrics() : cells_(std::make_unique<Cells>()) {}
+InMemoryMetrics::~InMemoryMetrics() = default;
+
 void InMemoryMetrics::count(std::string_view name, std::int64_t delta, const Labels& labels) {
-    counter_cell(name, labels).value.fetch_add(delta, std::memory_order_relaxed);
+    cells_->counter(name, labels).value.fetch_add(delta, std::memory_order_relaxed);
 }
 void InMemoryMetrics::observe(std::string_view name, double seconds, const Labels& labels) {
-    summary_cell(name, labels).record(seconds);
+    cells_->summary(name, labels).record(seconds);
 }
 void InMemoryMetrics::gauge(std::string_view name, double value, const Labels& labels) {
-    gauge_cell(name, labels).value.store(value, std::memory_order_relaxed);
+    cells_->gauge(name, labels).value.store(value, std::memory_order_relaxed);
 }
 
 std::shared_ptr<Counter> InMemoryMetrics::bind_counter(std::string_view name, const Labels& labels) {
-    return std::make_shared<CellCounter>(counter_cell(name, labels));
+    return std::make_shared<CellCounter>(cells_->counter(name, labels));
 }
 std::shared_ptr<Distribution> InMemoryMetrics::bind_distribution(std::string_view name, const Labels& labels) {
-    return std::make_shared<CellDistribution>(summary_cell(name, labels));
+    return std::make_shared<CellDistribution>(cells_->summary(name, labels));
 }
 std::shared_ptr<Gauge> InMemoryMetrics::bind_gauge(std::string_view name, const Labels& labels) {
-    return std::make_shared<CellGauge>(gauge_cell(name, labels));
+    return std::make_shared<CellGauge>(cells_->gauge(name, labels));
 }
 
 std::int64_t InMemoryMetrics::counter(std::string_view name, const Labels& labels) const {
     const Key key = key_of(name, labels);
-    std::lock_guard guard(lock_);
-    auto found = counters_.find(key);
-    return found == counters_.end() ? 0 : found->second.value.load(std::memory_order_relaxed);
+    std::lock_guard guard(cells_->lock);
+    auto found = cells_->counters.find(key);
+    return found == cells_->counters.end() ? 0 : found->second.value.load(std::memory_order_relaxed);
 }
 
 InMemoryMetrics::Summary InMemoryMetrics::summary(std::string_view name, const Labels& labels) const {
     const Key key = key_of(name, labels);
-    std::lock_guard guard(lock_);
-    auto found = summaries_.find(key);
-    if (found == summaries_.end()) return Summary{};
+    std::lock_guard guard(cells_->lock);
+    auto found = cells_->summaries.find(key);
+    if (found == cells_->summaries.end()) return Summary{};
     std::lock_guard cell(found->second.lock);
     return found->second.summary;
 }
 
 double InMemoryMetrics::gauge_value(std::string_view name, const Labels& labels) const {
     const Key key = key_of(name, labels);
-    std::lock_guard guard(lock_);
-    auto found = gauges_.find(key);
-    return found == gauges_.end() ? 0.0 : found->second.value.load(std::memory_order_relaxed);
+    std::lock_guard guard(cells_->lock);
+    auto found = cells_->gauges.find(key);
+    return found == cells_->gauges.end() ? 0.0 : found->second.value.load(std::memory_order_relaxed);
 }
 
 namespace {
@@ -295,13 +317,13 @@ void sample(Family& family, std::string_view suffix, const Labels& labels, const
 
 std::string InMemoryMetrics::prometheus_text() const {
     Exposition exposition;
-    std::lock_guard guard(lock_);
-    for (const auto& [key, cell] : counters_) {
+    std::lock_guard guard(cells_->lock);
+    for (const auto& [key, cell] : cells_->counters) {
         const std::string name = prometheus_name(key.first, true);
         Family& family = exposition.family(name, "counter", help_of(key.first));
         sample(family, "", key.second, std::to_string(cell.value.load(std::memory_order_relaxed)));
     }
-    for (const auto& [key, cell] : summaries_) {
+    for (const auto& [key, cell] : cells_->summaries) {
         Summary summary;
         {
             std::lock_guard cell_guard(cell.lock);
@@ -317,7 +339,7 @@ std::string InMemoryMetrics::prometheus_text() const {
         sample(exposition.family(name + "_max", "gauge", "The largest value so far of " + name + "."), "", key.second,
                number(summary.max));
     }
-    for (const auto& [key, cell] : gauges_) {
+    for (const auto& [key, cell] : cells_->gauges) {
         const std::string name = prometheus_name(key.first, true);
         Family& family = exposition.family(name, "gauge", help_of(key.first));
         sample(family, "", key.second, number(cell.value.load(std::memory_order_relaxed)));

@@ -591,7 +591,8 @@ TEST_CASE("what the C++ publisher writes with the JSON codec, pika reads with th
           "[interop][to-pika]") {
     Interop t({.origin = "interop@cpp-test"});
     const std::string queue = t.queue("to-pika-json");
-    const acemq::Publisher publisher = t.bus().publisher("", queue, {.codec = std::make_shared<acemq::JsonCodec>()});
+    const acemq::Publisher publisher =
+        t.bus().publisher_to_queue(queue, {.codec = std::make_shared<acemq::JsonCodec>()});
 
     const std::string traceparent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
     const acemq::SendOptions rich{
@@ -675,9 +676,9 @@ TEST_CASE("the C++ default codec (msgpack) and a non-persistent publisher, as pi
     Interop t({.origin = "interop@cpp-test"});
     const std::string queue = t.queue("to-pika-msgpack");
     const std::int64_t before = now_ms();
-    const acemq::SendResult persistent = t.bus().publisher("", queue).send(Order{"o-3", 7, {"x"}});
+    const acemq::SendResult persistent = t.bus().publisher_to_queue(queue).send(Order{"o-3", 7, {"x"}});
     const acemq::SendResult transient =
-        t.bus().publisher("", queue, {.persistent = false}).send(Order{"o-4", -12, {}}, {.causation = "o-3"});
+        t.bus().publisher_to_queue(queue, {.persistent = false}).send(Order{"o-4", -12, {}}, {.causation = "o-3"});
     const std::int64_t after = now_ms();
     REQUIRE(persistent.confirmed);
     REQUIRE(transient.confirmed);

@@ -50,7 +50,7 @@ TEST_CASE("a mandatory publish that reaches no queue is an error; without mandat
         f.bus().publisher(exchange, "nobody.listens", {.mandatory = true}).send(Order{"o-1", 1});
         FAIL("an unroutable mandatory publish returned normally");
     } catch (const acemq::PublishError& error) {
-        CHECK(error.unroutable());
+        CHECK(error.reason() == acemq::PublishError::Reason::unroutable);
         CHECK_THAT(error.what(), Catch::Contains("reached no queue") && Catch::Contains("NO_ROUTE") &&
                                      Catch::Contains(error.message_id()));
     }
@@ -63,7 +63,7 @@ TEST_CASE("send_all pipelines a batch; a failure names how many and the first") 
     const std::string queue = f.source_queue("batch");
     std::vector<Order> orders;
     for (int i = 0; i < 300; ++i) orders.push_back(Order{"o-" + std::to_string(i), i});
-    const auto results = f.bus().publisher("", queue).send_all(orders);
+    const auto results = f.bus().publisher_to_queue(queue).send_all(orders);
     CHECK(results.size() == 300);
     CHECK(std::all_of(results.begin(), results.end(), [](const auto& r) { return r.confirmed; }));
     std::set<std::string> ids;
@@ -85,6 +85,7 @@ TEST_CASE("send_all pipelines a batch; a failure names how many and the first") 
     } catch (const acemq::BatchPublishError& error) {
         CHECK(error.total() == 2);
         CHECK(error.failed() == 2);
+        CHECK(error.reason() == acemq::PublishError::Reason::unroutable);
         CHECK_THAT(error.what(),
                    Catch::StartsWith("2 of 2 messages were not confirmed; 0 were. The first failure was: "));
     }
@@ -103,7 +104,7 @@ TEST_CASE("prefetch bounds what one consumer holds; concurrency bounds what runs
         --running;
         return acemq::accept();
     };
-    for (int i = 0; i < 10; ++i) f.bus().publisher("", queue).send(Order{"o", i});
+    for (int i = 0; i < 10; ++i) f.bus().publisher_to_queue(queue).send(Order{"o", i});
     auto consumer = f.bus().consume<Order>(queue, handler, {.prefetch = 2, .concurrency = 4});
     REQUIRE(gate.wait_waiting(2));
     CHECK(f.wait_depth(queue, 8));  // two handed out, eight still in the queue
@@ -115,7 +116,7 @@ TEST_CASE("prefetch bounds what one consumer holds; concurrency bounds what runs
 
     Gate second_gate;
     std::atomic<int> started{0};
-    for (int i = 0; i < 6; ++i) f.bus().publisher("", queue).send(Order{"p", i});
+    for (int i = 0; i < 6; ++i) f.bus().publisher_to_queue(queue).send(Order{"p", i});
     auto wide = f.bus().consume<Order>(queue,
                                        [&](const Message<Order>&) {
                                            ++started;
@@ -144,7 +145,7 @@ TEST_CASE("several consumers of one queue share its messages, each delivered onc
     auto second = f.bus().consume<Order>(queue, record, {.prefetch = 5, .concurrency = 2});
     std::vector<Order> orders;
     for (int i = 0; i < 200; ++i) orders.push_back(Order{"o", i});
-    f.bus().publisher("", queue).send_all(orders);
+    f.bus().publisher_to_queue(queue).send_all(orders);
     REQUIRE(f.harness().wait_settled(queue, Outcome::acked, 200, 10s));
     first.close();
     second.close();
@@ -158,7 +159,7 @@ TEST_CASE("closing hands back deliveries that arrived but never started") {
     const std::string queue = f.source_queue("unstarted");
     Gate gate;
     std::atomic<int> started{0};
-    for (int i = 0; i < 5; ++i) f.bus().publisher("", queue).send(Order{"o", i});
+    for (int i = 0; i < 5; ++i) f.bus().publisher_to_queue(queue).send(Order{"o", i});
     auto consumer = f.bus().consume<Order>(queue,
                                            [&](const Message<Order>&) {
                                                ++started;
@@ -179,7 +180,7 @@ TEST_CASE("closing hands back deliveries that arrived but never started") {
     auto back = f.pull(queue);
     REQUIRE(back.has_value());
     CHECK(back->message().redelivered);
-    back->nack(true);
+    back->requeue();
 }
 
 TEST_CASE("a retry ladder whose waits pass through real rung queues") {
@@ -200,7 +201,7 @@ TEST_CASE("a retry ladder whose waits pass through real rung queues") {
                                },
                                {.retry = policy});
     CHECK(f.transport().queue_exists(acemq::rung_queue(queue, 1s)));
-    const auto sent = f.bus().publisher("", queue).send(Order{"o-ladder", 1});
+    const auto sent = f.bus().publisher_to_queue(queue).send(Order{"o-ladder", 1});
     REQUIRE(f.harness().wait_dead_lettered(queue, 1, 15s));
     consumer.close();
     std::lock_guard guard(lock);
@@ -250,9 +251,9 @@ TEST_CASE("interceptors: publish ones run first-registered outermost and may ref
         seen.push_back(message.envelope);
         return acemq::accept();
     });
-    f.bus().publisher("", queue).send(Order{"o", 1});
+    f.bus().publisher_to_queue(queue).send(Order{"o", 1});
     CHECK_THROWS_WITH(
-        f.bus().publisher("", queue).send(Order{"o", 2}, {.headers = {{"x-refuse", acemq::FieldValue("1")}}}),
+        f.bus().publisher_to_queue(queue).send(Order{"o", 2}, {.headers = {{"x-refuse", acemq::FieldValue("1")}}}),
         "refused by policy");
     REQUIRE(f.harness().wait_consumed(queue, 1, 5s));
     consumer.close();

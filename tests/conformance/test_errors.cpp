@@ -12,8 +12,7 @@ TEST_CASE("a publish to an exchange that does not exist is a PublishError naming
         f.bus().publisher(missing, "orders").send(Order{"o-1", 1});
         FAIL("a publish to a missing exchange returned normally");
     } catch (const acemq::PublishError& error) {
-        CHECK_FALSE(error.unroutable());
-        CHECK_FALSE(error.paused());
+        CHECK(error.reason() == acemq::PublishError::Reason::refused);
         CHECK_THAT(error.what(), Catch::StartsWith("acemq: cannot publish message " + error.message_id() +
                                                    " to exchange \"" + missing + "\" with key \"orders\"") &&
                                      Catch::Contains("404 NOT_FOUND - no exchange '" + missing + "'") &&
@@ -21,20 +20,20 @@ TEST_CASE("a publish to an exchange that does not exist is a PublishError naming
     }
     // The transport is still usable: the next publish to an existing queue is confirmed.
     const std::string queue = f.source_queue("after.missing");
-    CHECK(f.bus().publisher("", queue).send(Order{"o-2", 2}).confirmed);
+    CHECK(f.bus().publisher_to_queue(queue).send(Order{"o-2", 2}).confirmed);
     CHECK(f.wait_depth(queue, 1));
 }
 
 TEST_CASE("a publish after the bus closed says it was not sent, and nothing else") {
     Fixture f;
     const std::string queue = f.source_queue("closed.bus");
-    const acemq::Publisher orders = f.bus().publisher("", queue);
+    const acemq::Publisher orders = f.bus().publisher_to_queue(queue);
     f.bus().close();
     try {
         orders.send(Order{"o-1", 1});
         FAIL("a publish after close returned normally");
     } catch (const acemq::PublishError& error) {
-        CHECK_FALSE(error.unroutable());
+        CHECK(error.reason() == acemq::PublishError::Reason::not_sent);
         CHECK_THAT(
             error.what(),
             Catch::StartsWith("acemq: cannot publish message " + error.message_id() + " to exchange \"\" with key \"" +

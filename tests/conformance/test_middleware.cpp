@@ -34,7 +34,7 @@ TEST_CASE("49 then: publishes the step's result with the conversation carried ov
     Fixture f({.origin = "billing@test"});
     const std::string invoices = f.name("invoices");
     f.bus().declare(acemq::Topology{}.queue(invoices));
-    auto handler = acemq::then<Order>(f.bus().publisher("", invoices), [](const Message<Order>& message) {
+    auto handler = acemq::then<Order>(f.bus().publisher_to_queue(invoices), [](const Message<Order>& message) {
         return std::optional(Invoice{message.payload.id, message.payload.cents});
     });
     Message<Order> incoming = message_of(Order{"o-7", 4250});
@@ -60,12 +60,12 @@ TEST_CASE("49 then: nullopt publishes nothing and accepts; a plain value always 
     Fixture f;
     const std::string invoices = f.name("invoices");
     f.bus().declare(acemq::Topology{}.queue(invoices));
-    auto nothing = acemq::then<Order>(f.bus().publisher("", invoices),
+    auto nothing = acemq::then<Order>(f.bus().publisher_to_queue(invoices),
                                       [](const Message<Order>&) { return std::optional<Invoice>{}; });
     CHECK(nothing(message_of(Order{"o-1", 0})) == acemq::accept());
     CHECK(f.transport().queue_depth(invoices) == 0);
 
-    auto always = acemq::then<Order>(f.bus().publisher("", invoices), [](const Message<Order>& m) {
+    auto always = acemq::then<Order>(f.bus().publisher_to_queue(invoices), [](const Message<Order>& m) {
         return Invoice{m.payload.id, 1};
     });
     CHECK(always(message_of(Order{"o-2", 0})) == acemq::accept());
@@ -81,7 +81,7 @@ TEST_CASE("49 then: a send that fails answers retry; a step that throws is not c
     Fixture f;
     const std::string nowhere = f.name("nowhere");
     auto unroutable =
-        acemq::then<Order>(f.bus().publisher("", nowhere, {.mandatory = true}), [](const Message<Order>& m) {
+        acemq::then<Order>(f.bus().publisher_to_queue(nowhere, {.mandatory = true}), [](const Message<Order>& m) {
             return std::optional(Invoice{m.payload.id, 1});
         });
     const Message<Order> incoming = message_of(Order{"o-1", 0});
@@ -92,7 +92,7 @@ TEST_CASE("49 then: a send that fails answers retry; a step that throws is not c
     CHECK(contains(acemq::describe(ack.failure()), "reached no queue"));
 
     auto throwing = acemq::then<Order>(
-        f.bus().publisher("", nowhere),
+        f.bus().publisher_to_queue(nowhere),
         [](const Message<Order>&) -> std::optional<Invoice> { throw std::runtime_error("the step failed"); });
     CHECK_THROWS_WITH(throwing(incoming), "the step failed");
 }
@@ -108,8 +108,8 @@ TEST_CASE("46-48 middleware composes with Bus::consume") {
     CapturedLog log;
     {
         acemq::Consumer consumer =
-            f.bus().consume<Order>(queue, acemq::chain<Order>(handle, acemq::with_logging(), acemq::with_timeout(10s)));
-        acemq::Publisher orders = f.bus().publisher("", queue);
+            f.bus().consume<Order>(queue, acemq::chain(handle, acemq::with_logging(), acemq::with_timeout(10s)));
+        acemq::Publisher orders = f.bus().publisher_to_queue(queue);
         orders.send(Order{"o-1", 100});
         orders.send(Order{"o-2", 0});
         CHECK(f.harness().wait_settled(queue, Outcome::acked, 1, 10s));

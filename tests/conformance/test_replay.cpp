@@ -256,7 +256,7 @@ TEST_CASE("56 a message whose own key leads back into the replayed queue stops t
     Fixture f;
     const std::string audit = f.name("audit");
     f.bus().declare(acemq::Topology{}.queue(audit));
-    REQUIRE(f.bus().publisher("", audit).send(Order{"o-1", 100}).routed);
+    REQUIRE(f.bus().publisher_to_queue(audit).send(Order{"o-1", 100}).routed);
     REQUIRE(f.wait_depth(audit, 1));
 
     try {
@@ -319,7 +319,7 @@ TEST_CASE("52 tutorial: a rejected order is replayed once the cause is fixed and
         if (message.envelope.headers.contains(std::string(acemq::header::replayed_from))) ++accepted;
         return acemq::accept();
     });
-    shop.f.bus().publisher("", shop.queue).send(Order{"o-1", 100});
+    shop.f.bus().publisher_to_queue(shop.queue).send(Order{"o-1", 100});
 
     REQUIRE(shop.f.harness().wait_dead_lettered(shop.queue, 1, 10s));
     REQUIRE(shop.f.wait_depth(shop.dlq, 1));

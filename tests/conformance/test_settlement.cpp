@@ -36,7 +36,7 @@ TEST_CASE("62 accept acks and publishes nothing else") {
     Fixture f;
     const std::string queue = f.source_queue("orders");
     auto consumer = f.bus().consume<Order>(queue, [](const Message<Order>&) { return acemq::accept(); });
-    f.bus().publisher("", queue).send(Order{"o-1", 100});
+    f.bus().publisher_to_queue(queue).send(Order{"o-1", 100});
     REQUIRE(f.harness().wait_settled(queue, Outcome::acked, 1, 5s));
     CHECK(consumer.close());
     CHECK(f.transport().queue_depth(queue) == 0);
@@ -51,7 +51,7 @@ TEST_CASE("63/65/75 a consumer on a bare queue declares where failures go; a rej
         queue, [](const Message<Order>&) { return acemq::reject(std::invalid_argument("no such customer")); });
     CHECK(f.transport().queue_exists(acemq::dead_letter_queue(queue)));
     CHECK(f.transport().queue_exists(acemq::parked_queue(queue)));
-    const auto sent = f.bus().publisher("", queue).send(Order{"o-2", 250}, {.causation = "cart-9"});
+    const auto sent = f.bus().publisher_to_queue(queue).send(Order{"o-2", 250}, {.causation = "cart-9"});
     REQUIRE(f.harness().wait_dead_lettered(queue, 1, 5s));
     consumer.close();
 
@@ -111,7 +111,7 @@ TEST_CASE("66 park sets the message aside for a person, counted as parked") {
     const std::string queue = f.source_queue("park");
     auto consumer = f.bus().consume<Order>(
         queue, [](const Message<Order>&) { return acemq::park(std::runtime_error("address needs a look")); });
-    f.bus().publisher("", queue).send(Order{"o-3", 1});
+    f.bus().publisher_to_queue(queue).send(Order{"o-3", 1});
     REQUIRE(f.harness().wait_parked(queue, 1, 5s));
     consumer.close();
     const auto records = f.harness().settled(queue);
@@ -130,7 +130,7 @@ TEST_CASE("67/70 retry: no_retry dead-letters; a policy republishes with the nex
         const std::string queue = f.source_queue("once");
         auto consumer = f.bus().consume<Order>(
             queue, [](const Message<Order>&) { return acemq::retry(std::runtime_error("later")); });
-        f.bus().publisher("", queue).send(Order{"o-4", 1});
+        f.bus().publisher_to_queue(queue).send(Order{"o-4", 1});
         REQUIRE(f.harness().wait_dead_lettered(queue, 1, 5s));
         consumer.close();
         auto copy = f.pull(acemq::dead_letter_queue(queue));
@@ -148,7 +148,7 @@ TEST_CASE("67/70 retry: no_retry dead-letters; a policy republishes with the nex
                                                    throw std::runtime_error("the warehouse is not answering");
                                                },
                                                {.retry = acemq::fixed_retry(3, 0ms)});
-        const auto sent = f.bus().publisher("", queue).send(Order{"o-5", 77});
+        const auto sent = f.bus().publisher_to_queue(queue).send(Order{"o-5", 77});
         REQUIRE(f.harness().wait_dead_lettered(queue, 1, 5s));
         consumer.close();
         REQUIRE(seen.size() == 3);
@@ -176,7 +176,7 @@ TEST_CASE("68 a long wait rides its rung queue; a missing rung waits in the cons
         auto consumer = f.bus().consume<Order>(
             queue, [](const Message<Order>&) { return acemq::retry(std::runtime_error("busy")); },
             {.retry = acemq::fixed_retry(2, 2min)});
-        const auto sent = f.bus().publisher("", queue).send(Order{"o-6", 1});
+        const auto sent = f.bus().publisher_to_queue(queue).send(Order{"o-6", 1});
         REQUIRE(f.harness().wait_settled(queue, Outcome::retried, 1, 5s));
         consumer.close();
         const std::string rung = acemq::rung_queue(queue, 2min);
@@ -212,7 +212,7 @@ TEST_CASE("68 a long wait rides its rung queue; a missing rung waits in the cons
                 return message.envelope.attempt == 1 ? acemq::retry(std::runtime_error("busy")) : acemq::accept();
             },
             {.retry = acemq::fixed_retry(2, 300ms).wait_in_broker_from(100ms), .declare = false});
-        f.bus().publisher("", queue).send(Order{"o-7", 1});
+        f.bus().publisher_to_queue(queue).send(Order{"o-7", 1});
         REQUIRE(f.harness().wait_settled(queue, Outcome::acked, 1, 10s));
         consumer.close();
         REQUIRE(seen.size() == 2);
@@ -233,7 +233,7 @@ TEST_CASE("69 in_progress republishes with the attempt unchanged and never dead-
         seen.add(message);
         return seen.size() == 1 ? acemq::in_progress(10ms) : acemq::accept();
     });
-    f.bus().publisher("", queue).send(Order{"o-8", 1});
+    f.bus().publisher_to_queue(queue).send(Order{"o-8", 1});
     REQUIRE(f.harness().wait_settled(queue, Outcome::acked, 1, 5s));
     consumer.close();
     REQUIRE(seen.size() == 2);
@@ -254,7 +254,7 @@ TEST_CASE("70 fatal failures and old messages skip the ladder; an exception is a
         auto consumer = f.bus().consume<Order>(
             queue, [](const Message<Order>&) { return acemq::retry(acemq::FatalError("no such sku")); },
             {.retry = generous});
-        f.bus().publisher("", queue).send(Order{"o-9", 1});
+        f.bus().publisher_to_queue(queue).send(Order{"o-9", 1});
         REQUIRE(f.harness().wait_dead_lettered(queue, 1, 5s));
         consumer.close();
         auto copy = f.pull(acemq::dead_letter_queue(queue));
@@ -269,7 +269,7 @@ TEST_CASE("70 fatal failures and old messages skip the ladder; an exception is a
         auto consumer = f.bus().consume<Order>(
             queue, [](const Message<Order>&) -> acemq::Ack { throw acemq::FatalError("unknown customer"); },
             {.retry = generous});
-        f.bus().publisher("", queue).send(Order{"o-10", 1});
+        f.bus().publisher_to_queue(queue).send(Order{"o-10", 1});
         REQUIRE(f.harness().wait_dead_lettered(queue, 1, 5s));
         consumer.close();
         CHECK(f.harness().settled(queue).size() == 1);
@@ -284,8 +284,8 @@ TEST_CASE("70 fatal failures and old messages skip the ladder; an exception is a
         auto consumer = f.bus().consume<Order>(
             queue, [](const Message<Order>&) { return acemq::retry(std::runtime_error("still down")); },
             {.retry = generous});
-        f.bus().publisher("", queue).send(Order{"o-11", 1},
-                                          {.first_seen = acemq::epoch_millis_now() - std::chrono::hours(1)});
+        f.bus().publisher_to_queue(queue).send(Order{"o-11", 1},
+                                               {.first_seen = acemq::epoch_millis_now() - std::chrono::hours(1)});
         REQUIRE(f.harness().wait_dead_lettered(queue, 1, 5s));
         consumer.close();
         auto copy = f.pull(acemq::dead_letter_queue(queue));
@@ -304,7 +304,7 @@ TEST_CASE("70 fatal failures and old messages skip the ladder; an exception is a
                                                    return acemq::accept();
                                                },
                                                {.retry = generous});
-        f.bus().publisher("", queue).send(Order{"o-12", 1});
+        f.bus().publisher_to_queue(queue).send(Order{"o-12", 1});
         REQUIRE(f.harness().wait_settled(queue, Outcome::acked, 1, 5s));
         consumer.close();
         REQUIRE(seen.size() == 2);
@@ -323,7 +323,7 @@ TEST_CASE("72 an undecodable body is parked without running the handler") {
     const std::string junk = "\xc1 this is not msgpack";
     acemq::Bytes body;
     for (char c : junk) body.push_back(static_cast<std::byte>(c));
-    f.bus().publisher("", queue).send_raw(acemq::Encoded{body, "application/msgpack"});
+    f.bus().publisher_to_queue(queue).send_raw(acemq::Encoded{body, "application/msgpack"});
     REQUIRE(f.harness().wait_parked(queue, 1, 5s));
     consumer.close();
     CHECK(calls == 0);
@@ -349,7 +349,7 @@ TEST_CASE("a raw consumer gets the body bytes and content type untouched") {
     const std::string text = "{\"free\": \"form\"}";
     acemq::Bytes body;
     for (char c : text) body.push_back(static_cast<std::byte>(c));
-    const auto sent = f.bus().publisher("", queue).send_raw(acemq::Encoded{body, "application/vnd.example+json"});
+    const auto sent = f.bus().publisher_to_queue(queue).send_raw(acemq::Encoded{body, "application/vnd.example+json"});
     REQUIRE(f.harness().wait_settled(queue, Outcome::acked, 1, 5s));
     consumer.close();
     std::lock_guard guard(lock);
@@ -369,7 +369,7 @@ TEST_CASE("73 every envelope field reaches the handler") {
         return acemq::accept();
     });
     acemq::Headers headers{{"x-tenant", acemq::FieldValue("acme")}};
-    const auto sent = f.bus().publisher("", queue).send(
+    const auto sent = f.bus().publisher_to_queue(queue).send(
         Order{"o-13", 5}, {.type = "order.placed", .version = 3, .causation = "cart-1", .headers = headers});
     REQUIRE(f.harness().wait_consumed(queue, 1, 5s));
     consumer.close();
@@ -411,7 +411,7 @@ struct NowhereToSetAside {
 
 TEST_CASE("74 with nowhere to set it aside, a reject goes back to its queue, counted as set.aside.failed") {
     NowhereToSetAside n;
-    n.f.bus().publisher("", n.queue).send(Order{"o-14", 1});
+    n.f.bus().publisher_to_queue(n.queue).send(Order{"o-14", 1});
     REQUIRE(n.runs.wait_at_least(2, 10s));  // handed back and delivered again, not lost
     CHECK(n.consumer.close());
     CHECK(n.failed() == n.runs.count());            // every failed set-aside counted, with queue and target
@@ -422,7 +422,7 @@ TEST_CASE("74 with nowhere to set it aside, a reject goes back to its queue, cou
 
 TEST_CASE("74 a message that cannot be set aside comes back at a growing interval, not in a tight loop") {
     NowhereToSetAside n;
-    n.f.bus().publisher("", n.queue).send(Order{"o-14b", 1});
+    n.f.bus().publisher_to_queue(n.queue).send(Order{"o-14b", 1});
     REQUIRE(n.runs.wait_at_least(2, 10s));
     const int before = n.runs.count();
     std::this_thread::sleep_for(1s);
@@ -442,7 +442,7 @@ TEST_CASE("76 close drains: a stuck handler is cut off and its message left for 
         ++finished;
         return acemq::accept();
     });
-    f.bus().publisher("", queue).send(Order{"o-15", 1});
+    f.bus().publisher_to_queue(queue).send(Order{"o-15", 1});
     REQUIRE(gate.wait_waiting(1));
     CHECK_FALSE(consumer.close(100ms));  // the handler is still running
     CHECK(f.wait_depth(queue, 1));       // its message went back, unsettled

@@ -81,7 +81,7 @@ public:
     }
 
     void publish_payment(const std::string& payment_id) {
-        bus_->publisher("", payments_).send(drill::Payment{payment_id, 4250});
+        bus_->publisher_to_queue(payments_).send(drill::Payment{payment_id, 4250});
     }
 
     // Runs one worker to its end; true when it was killed (by its own SIGKILL).

@@ -121,8 +121,8 @@ struct Worker {
         crash_if_at(drill::mid_transaction);
         acemq::Envelope envelope;
         envelope.id = drill::receipt_id(payment.payment_id);
-        outbox.add(acemq::record(bus, "", receipts, drill::Receipt{payment.payment_id, payment.amount_cents},
-                                 {.envelope = envelope}),
+        outbox.add(acemq::record_to_queue(bus, receipts, drill::Receipt{payment.payment_id, payment.amount_cents},
+                                          {.envelope = envelope}),
                    tx);
     }
 

@@ -138,7 +138,8 @@ int take_payment(const Shop& shop, const std::string& payment_id, bool roll_back
     crash_if_at("mid-transaction");
     acemq::Envelope receipt_envelope;
     receipt_envelope.id = "receipt-" + payment_id;
-    outbox.add(acemq::record(bus, "", "payments.taken", Receipt{payment_id, 4250}, {.envelope = receipt_envelope}), tx);
+    outbox.add(acemq::record_to_queue(bus, "payments.taken", Receipt{payment_id, 4250}, {.envelope = receipt_envelope}),
+               tx);
     seen.confirm("pay-" + payment_id, tx);
     if (roll_back) {
         tx.rollback();

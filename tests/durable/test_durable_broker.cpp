@@ -197,7 +197,7 @@ TEST_CASE("a rejected message dead-letters into a durable queue and stays there,
         const auto connection = broker->open_connection();
         auto delivery = broker->pull(connection, "orders");
         REQUIRE(delivery);
-        delivery->nack(false);
+        delivery->reject();
     }
     auto broker = data.open();
     CHECK(bodies(contents(*broker, "orders.dlq")) == std::vector<std::string>{"poison"});

@@ -39,7 +39,7 @@ TEST_CASE("a five-minute rung brings the message home when the clock says so, no
         return attempts;
     };
 
-    bus.publisher("", "orders.new").send(Order{"o-1", 4250});
+    bus.publisher_to_queue("orders.new").send(Order{"o-1", 4250});
     REQUIRE(harness.wait_settled("orders.new", acemq::Outcome::retried, 1, 5s));
     CHECK(bus.transport().queue_depth("orders.new.retry.5m") == 1);
 
@@ -76,7 +76,7 @@ TEST_CASE("a consumer-side wait follows the bus's clock too") {
     auto consumer = bus.consume<Order>(
         "orders.new", [&](const acemq::Message<Order>&) { return ++calls == 1 ? acemq::retry() : acemq::accept(); },
         {.retry = acemq::fixed_retry(2, 10s)});
-    bus.publisher("", "orders.new").send(Order{"o-2", 1});
+    bus.publisher_to_queue("orders.new").send(Order{"o-2", 1});
 
     // The worker is now holding the message for ten seconds of the manual clock.
     const auto deadline = std::chrono::steady_clock::now() + 5s;

@@ -17,6 +17,7 @@
 #include <stdexcept>
 #include <stop_token>
 #include <string>
+#include <type_traits>
 #include <vector>
 #include "../support/messages.hpp"
 
@@ -66,15 +67,28 @@ TEST_CASE("chain: the first middleware listed is outermost") {
         trace.push_back("handler");
         return acemq::accept();
     };
-    auto handler = acemq::chain<Order>(handle, traced(trace, "outer"), traced(trace, "inner"));
+    auto handler = acemq::chain(handle, traced(trace, "outer"), traced(trace, "inner"));
 
     CHECK(handler(message_of(Order{"o-1", 100})) == acemq::accept());
     CHECK(trace == std::vector<std::string>{"outer in", "inner in", "handler", "inner out", "outer out"});
 }
 
+TEST_CASE("chain takes the payload type from the handler; a generic handler names it") {
+    auto ordered = acemq::chain([](const acemq::Message<Order>&) { return acemq::accept(); }, acemq::with_logging());
+    static_assert(std::is_same_v<decltype(ordered), acemq::Handler<Order>>);
+    const auto by_function = acemq::chain(+[](const acemq::Message<Order>&) { return acemq::accept(); });
+    static_assert(std::is_same_v<decltype(by_function), const acemq::Handler<Order>>);
+    auto generic = acemq::chain<Order>(
+        [](const auto& m) { return m.payload.id == "o-1" ? acemq::accept() : acemq::reject(); }, acemq::with_logging());
+    static_assert(std::is_same_v<decltype(generic), acemq::Handler<Order>>);
+    CHECK(ordered(message_of(Order{"o-1", 100})) == acemq::accept());
+    CHECK(generic(message_of(Order{"o-1", 100})) == acemq::accept());
+    CHECK(generic(message_of(Order{"o-2", 100})) == acemq::reject());
+}
+
 TEST_CASE("chain with no middleware is the handler") {
-    auto handler = acemq::chain<Order>(
-        [](const acemq::Message<Order>&) { return acemq::reject(std::invalid_argument("no sku")); });
+    auto handler =
+        acemq::chain([](const acemq::Message<Order>&) { return acemq::reject(std::invalid_argument("no sku")); });
     CHECK(handler(message_of(Order{"o-1", 100})) == acemq::reject(std::invalid_argument("no sku")));
 }
 
@@ -85,8 +99,8 @@ TEST_CASE("chain accepts a typed acemq::Middleware as well as the library's") {
             return ack.kind() == acemq::AckKind::reject ? acemq::park(ack.failure()) : ack;
         });
     };
-    auto handler = acemq::chain<Order>([](const acemq::Message<Order>&) { return acemq::reject(); }, to_park,
-                                       acemq::with_timeout(5s));
+    auto handler =
+        acemq::chain([](const acemq::Message<Order>&) { return acemq::reject(); }, to_park, acemq::with_timeout(5s));
     CHECK(handler(message_of(Order{"o-1", 100})).kind() == acemq::AckKind::park);
 }
 
@@ -129,7 +143,7 @@ TEST_CASE("with_timeout: a handler past its limit is answered for with retry, an
 TEST_CASE("with_timeout: a handler that watches its stop token ends soon after the limit") {
     std::promise<bool> stopped;
     std::future<bool> stopped_early = stopped.get_future();
-    auto handler = acemq::chain<Order>(watches_stop_token(stopped), acemq::with_timeout(20ms));
+    auto handler = acemq::chain(watches_stop_token(stopped), acemq::with_timeout(20ms));
 
     CHECK(handler(message_of(Order{"o-1", 100})).kind() == acemq::AckKind::retry);
     REQUIRE(stopped_early.wait_for(5s) == std::future_status::ready);
@@ -139,8 +153,7 @@ TEST_CASE("with_timeout: a handler that watches its stop token ends soon after t
 TEST_CASE("with_timeout: an outer timeout stops an inner one's handler too") {
     std::promise<bool> stopped;
     std::future<bool> stopped_early = stopped.get_future();
-    auto handler =
-        acemq::chain<Order>(watches_stop_token(stopped), acemq::with_timeout(20ms), acemq::with_timeout(10s));
+    auto handler = acemq::chain(watches_stop_token(stopped), acemq::with_timeout(20ms), acemq::with_timeout(10s));
 
     CHECK(handler(message_of(Order{"o-1", 100})).kind() == acemq::AckKind::retry);
     REQUIRE(stopped_early.wait_for(5s) == std::future_status::ready);
@@ -150,7 +163,7 @@ TEST_CASE("with_timeout: an outer timeout stops an inner one's handler too") {
 TEST_CASE("with_timeout: a handler finishing in time keeps its own answer") {
     // The handler runs on with_timeout's thread: it records, the test thread asserts.
     std::atomic<bool> stop_possible{false}, stop_requested{true};
-    auto handler = acemq::chain<Order>(
+    auto handler = acemq::chain(
         [&](const acemq::Message<Order>&) {
             stop_possible = acemq::current_stop_token().stop_possible();
             stop_requested = acemq::current_stop_token().stop_requested();
@@ -163,7 +176,7 @@ TEST_CASE("with_timeout: a handler finishing in time keeps its own answer") {
 }
 
 TEST_CASE("with_timeout: an exception thrown in time reaches the caller unchanged") {
-    auto handler = acemq::chain<Order>(
+    auto handler = acemq::chain(
         [](const acemq::Message<Order>&) -> acemq::Ack { throw acemq::FatalError("the order is malformed"); },
         acemq::with_timeout(5s));
     CHECK_THROWS_AS(handler(message_of(Order{"o-1", 100})), acemq::FatalError);
@@ -177,9 +190,9 @@ TEST_CASE("with_timeout: the limit must be positive") {
 
 TEST_CASE("with_logging: one INFO line with id, type, attempt, time and decision, never the payload") {
     CapturedLog log;
-    auto handler = acemq::chain<Order>(
-        [](const acemq::Message<Order>&) { return acemq::reject(std::invalid_argument("no such sku")); },
-        acemq::with_logging());
+    auto handler =
+        acemq::chain([](const acemq::Message<Order>&) { return acemq::reject(std::invalid_argument("no such sku")); },
+                     acemq::with_logging());
     const acemq::Message<Order> message = message_of(Order{"SECRET-PAYLOAD-42", 4250});
 
     CHECK(handler(message).kind() == acemq::AckKind::reject);
@@ -198,7 +211,7 @@ TEST_CASE("with_logging: one INFO line with id, type, attempt, time and decision
 
 TEST_CASE("with_logging: a handler that throws is logged as raised and the exception goes on") {
     CapturedLog log;
-    auto handler = acemq::chain<Order>(
+    auto handler = acemq::chain(
         [](const acemq::Message<Order>&) -> acemq::Ack { throw std::logic_error("the warehouse is not answering"); },
         acemq::with_logging());
     const acemq::Message<Order> message = message_of(Order{"SECRET-PAYLOAD-42", 100});
@@ -220,7 +233,7 @@ TEST_CASE("with_logging: a sink of its own, and logging outermost records what t
     std::shared_future<void> released = release.get_future().share();
     std::promise<void> finished;
     std::future<void> done = finished.get_future();
-    auto handler = acemq::chain<Order>(
+    auto handler = acemq::chain(
         [&, released](const acemq::Message<Order>&) {
             released.wait_for(10s);
             finished.set_value();

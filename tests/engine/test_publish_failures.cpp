@@ -59,10 +59,10 @@ TEST_CASE("a nacked send throws PublishError with the family's sentence") {
     acemq::Bus bus = refusing_bus();
     bus.declare(acemq::Topology{}.queue("orders.refused"));
     try {
-        bus.publisher("", "orders.refused").send(Order{"o-1", 1});
+        bus.publisher_to_queue("orders.refused").send(Order{"o-1", 1});
         FAIL("a nacked publish returned normally");
     } catch (const acemq::PublishError& error) {
-        CHECK_FALSE(error.unroutable());
+        CHECK(error.reason() == acemq::PublishError::Reason::refused);
         CHECK_THAT(
             error.what(),
             Catch::StartsWith("acemq: cannot publish message " + error.message_id() +
@@ -75,16 +75,17 @@ TEST_CASE("a batch with nacked messages says how many and publishes the rest") {
     acemq::Bus bus = refusing_bus();
     bus.declare(acemq::Topology{}.queue("orders.ok").queue("orders.refused"));
     try {
-        bus.publisher("", "orders.refused").send_all(std::vector<Order>{{"a", 1}, {"b", 2}, {"c", 3}});
+        bus.publisher_to_queue("orders.refused").send_all(std::vector<Order>{{"a", 1}, {"b", 2}, {"c", 3}});
         FAIL("a nacked batch returned normally");
     } catch (const acemq::BatchPublishError& error) {
         CHECK(error.total() == 3);
         CHECK(error.failed() == 3);
         CHECK(error.results().size() == 3);
+        CHECK(error.reason() == acemq::PublishError::Reason::refused);
         CHECK_THAT(error.what(), Catch::StartsWith("3 of 3 messages were not confirmed; 0 were. The first failure was: "
                                                    "acemq: cannot publish message"));
     }
-    CHECK(bus.publisher("", "orders.ok").send_all(std::vector<Order>{{"d", 4}}).size() == 1);
+    CHECK(bus.publisher_to_queue("orders.ok").send_all(std::vector<Order>{{"d", 4}}).size() == 1);
     CHECK(bus.transport().queue_depth("orders.ok") == 1);
 }
 
@@ -148,4 +149,9 @@ TEST_CASE("a set-aside the broker refuses hands the message back, counted, inste
     CHECK(handmade::contains(warning, "the broker refused to confirm it"));
     CHECK(handmade::contains(warning, "(the broker said no)"));
     CHECK_FALSE(handmade::contains(warning, "declare orders.refused.dlq"));
+}
+
+TEST_CASE("a BatchPublishError without a failure is refused: it would have no reason to give") {
+    CHECK_THROWS_AS(acemq::BatchPublishError({std::nullopt, std::nullopt}, {}), acemq::InvalidArgument);
+    CHECK_THROWS_WITH(acemq::BatchPublishError({}, {}), Catch::Contains("needs at least one failed message"));
 }

@@ -378,7 +378,7 @@ TEST_CASE("nack with requeue puts the message back at the head, redelivered", "[
     auto a = transport->pull("q");
     REQUIRE(a);
     CHECK_FALSE(a->message().redelivered);
-    a->nack(true);
+    a->requeue();
     CHECK(transport->queue_depth("q") == 3);
 
     auto again = transport->pull("q");
@@ -392,7 +392,7 @@ TEST_CASE("nack with requeue puts the message back at the head, redelivered", "[
     auto b = inbox.take();
     REQUIRE(b);
     CHECK(text(b->message().body) == "b");
-    b->nack(true);  // back at the head, and straight out again to the only consumer
+    b->requeue();  // back at the head, and straight out again to the only consumer
     auto b_again = inbox.take();
     REQUIRE(b_again);
     CHECK(text(b_again->message().body) == "b");
@@ -410,7 +410,7 @@ TEST_CASE("nack without requeue and without a dead-letter exchange drops the mes
     transport->publish(message("", "q"));
     auto delivery = transport->pull("q");
     REQUIRE(delivery);
-    delivery->nack(false);
+    delivery->reject();
     CHECK(transport->queue_depth("q") == 0);
     CHECK_FALSE(transport->pull("q"));
 }
@@ -480,7 +480,7 @@ TEST_CASE("pull takes the head unsettled; ack and nack work as for deliveries", 
     REQUIRE(a);
     REQUIRE(b);
     CHECK(transport->queue_depth("q") == 0);
-    b->nack(true);
+    b->requeue();
     CHECK(transport->queue_depth("q") == 1);
     a->ack();
     CHECK(transport->queue_depth("q") == 1);
@@ -520,7 +520,7 @@ TEST_CASE("delete_queue drops messages, cancels consumers and is idempotent", "[
     transport->delete_queue("q");
     CHECK_FALSE(transport->queue_exists("q"));
     CHECK_NOTHROW(transport->delete_queue("q"));
-    CHECK_NOTHROW(a->nack(true));                                             // settles, and goes nowhere
+    CHECK_NOTHROW(a->requeue());                                              // settles, and goes nowhere
     CHECK(transport->publish(message("d", "k", "c", true)).routed == false);  // its binding went with it
 
     transport->declare(Topology{}.queue("q", classic()));

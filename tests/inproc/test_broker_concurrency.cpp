@@ -46,7 +46,7 @@ TEST_CASE("concurrent publishers and ackers: every message delivered exactly onc
                 }
                 idle_waits = 0;
                 if (++taken % 7 == 0) {
-                    delivery->nack(true);  // some come back, to be counted when acked
+                    delivery->requeue();  // some come back, to be counted when acked
                     continue;
                 }
                 seen[c].push_back(std::stoi(text(delivery->message().body)));

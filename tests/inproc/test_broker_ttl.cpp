@@ -207,7 +207,7 @@ TEST_CASE("x-death lists deaths newest first", "[inproc][ttl]") {
     f.transport->publish(message("", "work", "x"));
     auto delivery = f.transport->pull("work");
     REQUIRE(delivery);
-    delivery->nack(false);
+    delivery->reject();
     CHECK(f.transport->queue_depth("parking") == 1);
     f.clock->advance(seconds(1));
     auto end = f.transport->pull("end");
@@ -230,7 +230,7 @@ TEST_CASE("nack without requeue dead-letters with reason rejected", "[inproc][dl
     auto subscription = f.transport->consume("orders.new", {}, inbox.deliver());
     auto delivery = inbox.take();
     REQUIRE(delivery);
-    delivery->nack(false);
+    delivery->reject();
     CHECK(f.transport->queue_depth("orders.new") == 0);
     auto dead = f.transport->pull("orders.new.dlq");
     REQUIRE(dead);
@@ -277,7 +277,7 @@ TEST_CASE("handed-out messages do not expire; requeued ones keep their first enq
     REQUIRE(held);
     f.clock->advance(seconds(30));
     CHECK(f.transport->queue_depth("orders") == 0);  // unacked: no expiry
-    held->nack(true);  // its TTL ran out while it was out: it expires as soon as it is back
+    held->requeue();  // its TTL ran out while it was out: it expires as soon as it is back
     CHECK(f.transport->queue_depth(rung) == 0);
     CHECK(f.transport->queue_depth("orders") == 1);
 
@@ -285,7 +285,7 @@ TEST_CASE("handed-out messages do not expire; requeued ones keep their first enq
     f.clock->advance(seconds(4));
     auto second = f.transport->pull(rung);
     REQUIRE(second);
-    second->nack(true);  // back at the head, six seconds left, not ten
+    second->requeue();  // back at the head, six seconds left, not ten
     f.clock->advance(seconds(5));
     CHECK(f.transport->queue_depth(rung) == 1);
     f.clock->advance(seconds(1));

@@ -2,8 +2,9 @@
 # Suite `install`: acemq-cpp as a user outside this repository gets it. Installs one build
 # into a prefix of its own, then builds consumer.cpp against the installed files only, once
 # with pkg-config and a plain g++ line (linked as `pkg-config --libs` says and as
-# `pkg-config --static --libs` says) and once with CMake's find_package(acemq), and runs
-# them (an in-process publish and consume). The compile lines get our flags alone, never a
+# `pkg-config --static --libs` says), once so with clang++ (a user's compiler is not always
+# ours) and once with CMake's find_package(acemq), and runs them (an in-process publish and
+# consume, and a struct's field names through the JSON codec). The compile lines get our flags alone, never a
 # dependency's; a build configured without debug info (`--buildtype=release`, as the README
 # says to install) installs libraries and programs without debug sections.
 #   check.sh SOURCE_DIR WORK_DIR --from-build BUILD_DIR   stage an existing build (DESTDIR)
@@ -91,30 +92,48 @@ for module in $modules; do
   only_our_flags "$module.pc (pkg-config --cflags $module)" $(pkg-config --cflags "$module")
 done
 
-# Each installed header compiles on its own with the installed flags alone.
+# Each installed header compiles on its own with the installed flags alone, under g++ and
+# clang++.
 cflags=$(pkg-config --cflags acemq)
 # One compiler a core: some fifty headers, seconds each.
 compiles_alone() {
-  echo "#include <$1>" | g++ -std=c++20 -fsyntax-only $cflags -x c++ - ||
-    { echo "install check: <$1> does not compile on its own with: $cflags" >&2; return 1; }
+  local compiler
+  for compiler in g++ clang++; do
+    echo "#include <$1>" | $compiler -std=c++20 -fsyntax-only $cflags -x c++ - ||
+      { echo "install check: <$1> does not compile on its own with $compiler $cflags" >&2; return 1; }
+  done
 }
 export -f compiles_alone
 export cflags
 echo "$installed" | xargs -P "$(nproc)" -n 1 bash -c 'compiles_alone "$0"' ||
   fail "installed headers do not compile on their own (named above)"
 
+# What every build of consumer.cpp must print: the message consumed, and a struct's field
+# names read from the compiler (detail/reflect.hpp), through the JSON codec and back.
+ran_as_a_user() { # OUTPUT WHICH
+  grep -q "consumed o-1 4250" "$1" || fail "the $2 build did not consume its message"
+  grep -qF 'reflected {"orderId":"o-2","totalCents":99} {"order_id":"o-2","total_cents":99}' "$1" ||
+    fail "the $2 build did not name a struct's fields in JSON as declared"
+}
+
 # One object, linked as `pkg-config --libs` says (which must do for a static libacemq too)
-# and as `pkg-config --static --libs` says.
+# and as `pkg-config --static --libs` says; and one compiled by clang++, with warnings on
+# (a user's -Wall must not find ours), linked by clang++ as `pkg-config --libs` says.
 # shellcheck disable=SC2046 # pkg-config's output is meant to be split into arguments
 g++ -std=c++20 -c -o "$work/consumer.o" "$source_dir/tests/install/consumer.cpp" $(pkg-config --cflags $modules)
-for link in plain static; do
+# shellcheck disable=SC2046 # pkg-config's output is meant to be split into arguments
+clang++ -std=c++20 -Wall -Wextra -Werror -c -o "$work/consumer-clang.o" "$source_dir/tests/install/consumer.cpp" \
+  $(pkg-config --cflags $modules) || fail "consumer.cpp does not compile with clang++"
+for link in plain static clang; do
   static=
   if [ $link = static ]; then static=--static; fi
+  object=consumer.o linker=g++
+  if [ $link = clang ]; then object=consumer-clang.o linker=clang++; fi
   # shellcheck disable=SC2046,SC2086 # pkg-config's output and $static are meant to be split
-  g++ -o "$work/consumer-$link" "$work/consumer.o" $(pkg-config $static --libs $modules) ||
-    fail "consumer.o does not link with: pkg-config $static --libs $modules"
+  $linker -o "$work/consumer-$link" "$work/$object" $(pkg-config $static --libs $modules) ||
+    fail "$object does not link with: pkg-config $static --libs $modules"
   "$work/consumer-$link" "$work/$link.db" | tee "$work/$link.out"
-  grep -q "consumed o-1 4250" "$work/$link.out" || fail "the pkg-config build ($link) did not consume its message"
+  ran_as_a_user "$work/$link.out" "pkg-config ($link)"
 done
 
 cmake -S "$source_dir/tests/install" -B "$work/cmake" -DCMAKE_PREFIX_PATH="$prefix" -DCMAKE_EXPORT_COMPILE_COMMANDS=ON \
@@ -135,7 +154,7 @@ for word, following in zip(words, words[1:] + [""]):
 # shellcheck disable=SC2086 # one flag a line
 only_our_flags "CMake's acemq::acemq" $cmake_flags
 "$work/cmake/consumer" "$work/cmake.db" | tee "$work/cmake.out"
-grep -q "consumed o-1 4250" "$work/cmake.out" || fail "the CMake build did not consume its message"
+ran_as_a_user "$work/cmake.out" CMake
 
 # Configured without debug info, as the README says to install: nothing installed carries
 # it, and so neither does a program linked with it (the README's table: 55 MB for a small
@@ -148,4 +167,4 @@ if [ "$(build_option debug)" = False ]; then
     fi
   done
 fi
-echo "install check: pkg-config and CMake builds ran against $prefix with our compile flags alone"
+echo "install check: pkg-config (g++ and clang++) and CMake builds ran against $prefix with our compile flags alone"

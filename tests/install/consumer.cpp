@@ -1,7 +1,8 @@
 // A program of a user's own, built outside the repository against the installed files
-// only: it publishes one message in-process and consumes it, and checks that the
-// transports the build holds are reachable by URL (they are found by a table, not by
-// static initialisers the linker may drop).
+// only: it publishes one message in-process and consumes it, checks that the transports
+// the build holds are reachable by URL (they are found by a table, not by static
+// initialisers the linker may drop), and prints a struct as JSON, whose keys come from the
+// field names the compiler spells (a compiler spelling them otherwise shows there).
 #include <acemq/acemq.hpp>
 #include <acemq/config.hpp>
 #include <acemq/inproc.hpp>
@@ -30,8 +31,19 @@ struct OrderPlaced {
     std::int64_t total_cents;
 };
 
+// `value` as the JSON `codec` writes, after checking that it reads back as written.
+std::string round_trip(const acemq::JsonCodec& codec, const OrderPlaced& value) {
+    const acemq::Encoded encoded = acemq::encode(codec, value);
+    const auto back = acemq::decode<OrderPlaced>(codec, encoded.body, encoded.content_type);
+    if (back.order_id != value.order_id || back.total_cents != value.total_cents)
+        throw acemq::Error("install check: a struct did not read back from the JSON it was written as");
+    return {reinterpret_cast<const char*>(encoded.body.data()), encoded.body.size()};
+}
+
 int main([[maybe_unused]] int argc, [[maybe_unused]] char** argv) {
     using namespace std::chrono_literals;
+    std::cout << "reflected " << round_trip(acemq::JsonCodec{}, {"o-2", 99}) << ' '
+              << round_trip(acemq::JsonCodec{{.names = acemq::FieldNames::as_is}}, {"o-2", 99}) << '\n';
     try {
         acemq::open_transport("nope://x");
         std::cerr << "install check: an unknown URL scheme was accepted\n";
@@ -66,7 +78,7 @@ int main([[maybe_unused]] int argc, [[maybe_unused]] char** argv) {
             std::cout << "consumed " << m.payload.order_id << ' ' << m.payload.total_cents << '\n';
             return acemq::accept();
         }));
-    bus.publisher("", "orders.new").send(OrderPlaced{"o-1", 4250});
+    bus.publisher_to_queue("orders.new").send(OrderPlaced{"o-1", 4250});
     if (!harness.wait_settled("orders.new", acemq::Outcome::acked, 1, 5s)) {
         std::cerr << "install check: the message was not consumed within 5 s\n";
         return 1;

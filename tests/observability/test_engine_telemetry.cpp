@@ -103,7 +103,7 @@ TEST_CASE("every settlement is counted once under the engine's outcome, with its
                                                return acemq::accept();
                                            },
                                            {.retry = acemq::fixed_retry(2, 20ms)});
-    acemq::Publisher orders = f.bus().publisher("", queue);
+    acemq::Publisher orders = f.bus().publisher_to_queue(queue);
     for (const char* id : {"ok", "retry-once", "always-fails", "bad"}) orders.send(Order{id, 1});
     // Bytes no codec reads: parked without reaching the handler.
     orders.send_raw(acemq::Encoded{acemq::Bytes{std::byte{0xc1}}, "application/msgpack"});
@@ -146,14 +146,15 @@ TEST_CASE("a retry waiting on a rung is counted where=broker; an unroutable publ
             return message.envelope.attempt == 1 ? acemq::retry(std::runtime_error("busy")) : acemq::accept();
         },
         {.retry = acemq::fixed_retry(2, 200ms).wait_in_broker_from(100ms)});
-    f.bus().publisher("", queue).send(Order{"o-1", 1});
+    f.bus().publisher_to_queue(queue).send(Order{"o-1", 1});
     REQUIRE(f.harness().wait_settled(queue, Outcome::acked, 1, 10s));
     consumer.close();
     CHECK(metrics->counter(metric::retried_total, {{"queue", queue}, {"outcome", "retried"}, {"where", "broker"}}) ==
           1);
 
     const std::string nowhere = f.name("nowhere");
-    CHECK_THROWS_AS(f.bus().publisher("", nowhere, {.mandatory = true}).send(Order{"o-2", 1}), acemq::PublishError);
+    CHECK_THROWS_AS(f.bus().publisher_to_queue(nowhere, {.mandatory = true}).send(Order{"o-2", 1}),
+                    acemq::PublishError);
     CHECK(metrics->counter(metric::publish_total,
                            {{"exchange", ""}, {"routing.key", nowhere}, {"outcome", "unroutable"}}) == 1);
 }
@@ -168,7 +169,7 @@ TEST_CASE("the trace crosses the broker and survives a retry ladder, a dead lett
         f.bus().consume<Order>(queue,
                                [&](const Message<Order>& message) {
                                    if (message.payload.id == "announce") {
-                                       outbox.add(acemq::record(f.bus(), "", relayed, Order{"announced", 1}));
+                                       outbox.add(acemq::record_to_queue(f.bus(), relayed, Order{"announced", 1}));
                                        return acemq::accept();
                                    }
                                    return acemq::retry(std::runtime_error("busy"));  // three attempts, then .dlq
@@ -176,7 +177,7 @@ TEST_CASE("the trace crosses the broker and survives a retry ladder, a dead lett
                                {.retry = acemq::fixed_retry(3, 150ms).wait_in_broker_from(100ms)});
     auto relayed_consumer = f.bus().consume<Order>(relayed, [](const Message<Order>&) { return acemq::accept(); });
 
-    f.bus().publisher("", queue).send(Order{"doomed", 1});
+    f.bus().publisher_to_queue(queue).send(Order{"doomed", 1});
     REQUIRE(f.harness().wait_settled(queue, Outcome::dead_lettered, 1, 15s));
     const auto publishes = tracer->named(queue + " publish");
     REQUIRE(publishes.size() == 1);
@@ -208,7 +209,7 @@ TEST_CASE("the trace crosses the broker and survives a retry ladder, a dead lett
     dead->ack();
 
     // A record made inside a handler carries that delivery's trace through the relay.
-    f.bus().publisher("", queue).send(Order{"announce", 1});
+    f.bus().publisher_to_queue(queue).send(Order{"announce", 1});
     REQUIRE(f.harness().wait_settled(queue, Outcome::acked, 1, 10s));
     REQUIRE(outbox.count() == 1);
     acemq::OutboxRelay relay{f.bus(), outbox};
@@ -233,11 +234,11 @@ TEST_CASE("a publish inside a handler is a child of the delivery's span") {
     const std::string first = f.source_queue("first");
     const std::string second = f.source_queue("second");
     auto forwarder = f.bus().consume<Order>(first, [&](const Message<Order>& message) {
-        f.bus().publisher("", second).send(message.payload);
+        f.bus().publisher_to_queue(second).send(message.payload);
         return acemq::accept();
     });
     auto sink = f.bus().consume<Order>(second, [](const Message<Order>&) { return acemq::accept(); });
-    f.bus().publisher("", first).send(Order{"o-1", 1});
+    f.bus().publisher_to_queue(first).send(Order{"o-1", 1});
     REQUIRE(f.harness().wait_settled(second, Outcome::acked, 1, 10s));
     forwarder.close();
     sink.close();

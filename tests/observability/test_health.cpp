@@ -105,7 +105,7 @@ TEST_CASE("consumer half: degraded when its only worker is stuck in a handler pa
                                                    return acemq::accept();
                                                },
                                                {.concurrency = 1, .stall_after = 200ms});
-    auto publisher = bus.publisher("", "slow");
+    auto publisher = bus.publisher_to_queue("slow");
     publisher.send_raw({.body = {std::byte{'1'}}, .content_type = "text/plain"});
     REQUIRE(eventually([&] { return started.load() == 1; }));
     publisher.send_raw({.body = {std::byte{'2'}}, .content_type = "text/plain"});

@@ -78,7 +78,7 @@ TEST_CASE("the endpoint serves metrics, health, liveness and info") {
     auto metrics = std::make_shared<acemq::InMemoryMetrics>();
     acemq::Bus bus = acemq::connect("inproc://telemetry-server-" + acemq::new_uuid(), {.metrics = metrics});
     bus.declare(acemq::Topology{}.queue("q"));
-    bus.publisher("", "q").send_raw(acemq::Encoded{{std::byte{1}}, "application/octet-stream"});
+    bus.publisher_to_queue("q").send_raw(acemq::Encoded{{std::byte{1}}, "application/octet-stream"});
     acemq::TelemetryServer server = acemq::serve_telemetry(bus, metrics, {.port = 0});
     REQUIRE(server.port() != 0);
     httplib::Client client("127.0.0.1", server.port());

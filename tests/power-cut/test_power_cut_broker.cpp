@@ -9,8 +9,10 @@
 #include <catch2/catch.hpp>
 
 #include <atomic>
+#include <condition_variable>
 #include <cstdlib>
 #include <map>
+#include <mutex>
 #include <random>
 #include <set>
 
@@ -207,7 +209,7 @@ TEST_CASE(
                 if (!delivery) continue;
                 const std::uint64_t id = number_of(delivery->message());
                 if (chance(20)) {
-                    delivery->nack(true);
+                    delivery->requeue();
                     continue;
                 }
                 delivery->ack();

@@ -133,7 +133,7 @@ TEST_CASE("a handler that throws 42 dead-letters the message with the type and t
     bus.declare(acemq::Topology{}.queue("payments", {.dead_letter = true}));
     auto consumer =
         bus.consume<std::string>("payments", [](const acemq::Message<std::string>&) -> acemq::Ack { throw 42; });
-    const acemq::SendResult sent = bus.publisher("", "payments").send(std::string("charge"));
+    const acemq::SendResult sent = bus.publisher_to_queue("payments").send(std::string("charge"));
     REQUIRE(harness.wait_dead_lettered("payments", 1, 10s));
     consumer.close();
     const auto settled = harness.settled("payments");
@@ -231,7 +231,7 @@ TEST_CASE("every kind of error is an acemq::Error of its precise class") {
         REQUIRE(delivery.has_value());
         delivery->ack();
         check_throws_library_error<acemq::UsageError>([&] { delivery->ack(); });
-        check_throws_library_error<acemq::UsageError>([&] { delivery->nack(true); });
+        check_throws_library_error<acemq::UsageError>([&] { delivery->requeue(); });
     }
     SECTION("a bus, a transaction or an outbox used when it can no longer be is a UsageError") {
         acemq::Bus bus = acemq::connect("inproc://errors-" + acemq::new_uuid().substr(0, 8));

@@ -105,7 +105,7 @@ TEST_CASE("Bus::close drains three stuck consumers at once, under one deadline")
                                                    return acemq::accept();
                                                },
                                                {.drain_timeout = 1s}));
-        bus.publisher("", queue).send(Order{"o-" + std::to_string(i), 1});
+        bus.publisher_to_queue(queue).send(Order{"o-" + std::to_string(i), 1});
     }
     REQUIRE(gate->wait_waiting(3));
 
@@ -155,12 +155,12 @@ TEST_CASE("close() inside the consumer's own handler returns at once; the delive
                                             return acemq::accept();
                                         },
                                         {.drain_timeout = 30s}));
-    bus.publisher("", "orders").send(Order{"o-1", 1});
+    bus.publisher_to_queue("orders").send(Order{"o-1", 1});
     REQUIRE(closed.wait_at_least(1, 10s));
     CHECK_FALSE(answer);  // its own handler was still running
     CHECK(harness.wait_settled("orders", acemq::Outcome::acked, 1, 10s));
 
-    bus.publisher("", "orders").send(Order{"o-2", 1});  // nobody consumes any more
+    bus.publisher_to_queue("orders").send(Order{"o-2", 1});  // nobody consumes any more
     const auto deadline = std::chrono::steady_clock::now() + 5s;
     while (bus.transport().queue_depth("orders") != 1 && std::chrono::steady_clock::now() < deadline)
         std::this_thread::sleep_for(5ms);
@@ -185,7 +185,7 @@ TEST_CASE("a Consumer destroyed inside its own handler does not wait for it; the
                                             return acemq::accept();
                                         },
                                         {.concurrency = 2, .drain_timeout = 30s}));
-    bus.publisher("", "orders").send(Order{"o-1", 1});
+    bus.publisher_to_queue("orders").send(Order{"o-1", 1});
     REQUIRE(destroyed.wait_at_least(1, 10s));
     CHECK(harness.wait_settled("orders", acemq::Outcome::acked, 1, 10s));
     bus.close();  // the core is gone or going: closing the bus does not wait on it

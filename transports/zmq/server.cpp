@@ -471,8 +471,10 @@ void ServerImpl::handle_in_session(Session& session, const wire::Frame& frame) {
         session.unsettled.erase(found);
         if (frame.command() == Command::ack)
             delivery.ack();
+        else if (settle.requeue)
+            delivery.requeue();
         else
-            delivery.nack(settle.requeue);
+            delivery.reject();
         return;
     }
     case Command::pull: {

@@ -14,6 +14,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <tuple>
 #include <type_traits>
 #include <typeinfo>
 #include <utility>
@@ -64,47 +65,65 @@ struct Path {
 
 // ---- field names of aggregates --------------------------------------------------------
 
-// PFR 1.81 has no field names, but g++ spells out a pointer-to-member template argument in
-// __PRETTY_FUNCTION__, e.g. "[with auto Ptr = (& fake<P>.wrapper<P>::value.P::amount_cents);
-// ...]". The object is only named, never defined or read, so this is pure compile time.
+// PFR 1.81 has no field names, but g++ and clang++ spell out a constant template argument
+// in __PRETTY_FUNCTION__: a pointer to a field of an object, wrapped in a struct (clang++
+// prints a bare pointer to a subobject only as an offset), reads "[with auto Probe =
+// field_pointer<int>{((const int*)(& field_name_object<P>.field_name_probe<P>::value.
+// P::amount_cents))}; ...]" under g++ and "[Probe = {&field_name_object.value.amount_cents}]"
+// under clang++. The object is only named, never defined or read, so this is pure compile
+// time; clang++ warns about such a variable unless told it is meant.
 template <class T>
 struct field_name_probe {
     const T value;
 };
 template <class T>
 extern const field_name_probe<T> field_name_object;
+template <class F>
+struct field_pointer {
+    const F* pointer;
+};
 
-template <auto Ptr>
+template <auto Probe>
 consteval std::string_view pretty_function_of() {
     return __PRETTY_FUNCTION__;
 }
 
 consteval std::string_view last_identifier_of_argument(std::string_view pretty) {
-    const auto start = pretty.find("Ptr = ");
+    const auto start = pretty.find("Probe = ");
     if (start == std::string_view::npos) return {};
     auto end = pretty.find(';', start);
     if (end == std::string_view::npos) end = pretty.find(']', start);
     if (end == std::string_view::npos) return {};
-    while (end > start && pretty[end - 1] == ')') --end;
+    while (end > start && (pretty[end - 1] == ')' || pretty[end - 1] == '}')) --end;
     auto begin = end;
     const auto identifier_char = [](char c) {
         return c == '_' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
     };
     while (begin > start && identifier_char(pretty[begin - 1])) --begin;
-    if (begin < start + 2 || pretty.substr(begin - 2, 2) != "::") return {};
+    const bool member_of_probe =
+        (begin >= start + 2 && pretty.substr(begin - 2, 2) == "::") || (begin >= start + 1 && pretty[begin - 1] == '.');
+    if (!member_of_probe || begin == end) return {};
     return pretty.substr(begin, end - begin);
 }
 
+#if defined(__clang__)
+#pragma clang diagnostic push
+#pragma clang diagnostic ignored "-Wundefined-var-template"
+#endif
 template <class T, std::size_t I>
 consteval std::string_view field_name() {
+    using Field = std::remove_cvref_t<boost::pfr::tuple_element_t<I, T>>;
     constexpr std::string_view name =
-        last_identifier_of_argument(pretty_function_of<&boost::pfr::detail::sequence_tuple::get<I>(
-                                        boost::pfr::detail::tie_as_tuple(field_name_object<T>.value))>());
+        last_identifier_of_argument(pretty_function_of<field_pointer<Field>{
+                                        &std::get<I>(boost::pfr::structure_tie(field_name_object<T>.value))}>());
     static_assert(!name.empty(),
                   "acemq: could not read a field name of this struct from the compiler; "
-                  "this technique needs g++ 12 or a compatible __PRETTY_FUNCTION__");
+                  "this technique needs g++ 12, clang++ 14 or a compatible __PRETTY_FUNCTION__");
     return name;
 }
+#if defined(__clang__)
+#pragma clang diagnostic pop
+#endif
 
 template <class T>
 inline constexpr auto field_names = []<std::size_t... I>(std::index_sequence<I...>) {

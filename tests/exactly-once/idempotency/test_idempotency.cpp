@@ -389,13 +389,13 @@ TEST_CASE("with_idempotency: a handler that throws keeps its claim too") {
         ++runs;
         throw std::runtime_error("the receipt email service is down");
     };
-    auto by_id = acemq::chain<Payment>(charge_then_fail, acemq::with_idempotency(store, 2s));
+    auto by_id = acemq::chain(charge_then_fail, acemq::with_idempotency(store, 2s));
     const Message<Payment> message = message_of(Payment{"p-1", 4250});
     CHECK_THROWS_WITH(by_id(message), "the receipt email service is down");
     CHECK(by_id(again(message)) == acemq::in_progress(2s));
 
-    auto by_key = acemq::chain<Payment>(
-        charge_then_fail, acemq::with_idempotency<Payment>(store, {.key = payment_key, .in_progress_delay = 3s}));
+    auto by_key = acemq::chain(charge_then_fail,
+                               acemq::with_idempotency<Payment>(store, {.key = payment_key, .in_progress_delay = 3s}));
     CHECK_THROWS_AS(by_key(message_of(Payment{"p-2", 1})), std::runtime_error);
     CHECK(by_key(message_of(Payment{"p-2", 1})) == acemq::in_progress(3s));
     CHECK(runs == 2);
@@ -408,21 +408,21 @@ TEST_CASE("with_idempotency is idempotent() as middleware, with or without a key
         trace.push_back(m.payload.payment_id);
         return acemq::accept();
     };
-    auto by_id = acemq::chain<Payment>(handle, acemq::with_logging(), acemq::with_idempotency(store, 2s));
+    auto by_id = acemq::chain(handle, acemq::with_logging(), acemq::with_idempotency(store, 2s));
     const Message<Payment> message = message_of(Payment{"p-1", 4250});
     CHECK(by_id(message) == acemq::accept());
     CHECK(by_id(again(message)) == acemq::accept());
     CHECK(trace == std::vector<std::string>{"p-1"});
 
-    auto by_key = acemq::chain<Payment>(
-        handle, acemq::with_idempotency<Payment>(
-                    store, {.key = [](const Message<Payment>& m) { return "payment:" + m.payload.payment_id; }}));
+    auto by_key = acemq::chain(handle, acemq::with_idempotency<Payment>(store, {.key = [](const Message<Payment>& m) {
+                                                                            return "payment:" + m.payload.payment_id;
+                                                                        }}));
     CHECK(by_key(message_of(Payment{"p-2", 1})) == acemq::accept());
     CHECK(by_key(message_of(Payment{"p-2", 1})) == acemq::accept());
     CHECK(trace == std::vector<std::string>{"p-1", "p-2"});
 
     REQUIRE(store.claim("held") == Claim::claimed);
-    auto held = acemq::chain<Payment>(
+    auto held = acemq::chain(
         handle, acemq::with_idempotency(store, 2s),
         acemq::with_idempotency<Payment>(store, {.key = [](const Message<Payment>&) { return std::string("held"); }}));
     CHECK(held(message_of(Payment{"p-3", 1})) == acemq::in_progress(acemq::default_in_progress_delay));
@@ -449,7 +449,7 @@ TEST_CASE("end to end: a payment published twice with one message id is charged 
         acemq::Consumer consumer =
             bus.consume<Payment>(queue, acemq::idempotent(store, take_payment, {.in_progress_delay = 20ms}),
                                  {.retry = acemq::fixed_retry(3, 0ms)});
-        acemq::Publisher payments = bus.publisher("", queue);
+        acemq::Publisher payments = bus.publisher_to_queue(queue);
         const std::string id = acemq::new_uuid();
         payments.send(Payment{"p-1", 4250}, {.message_id = id});
         payments.send(Payment{"p-1", 4250}, {.message_id = id});

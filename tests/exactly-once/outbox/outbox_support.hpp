@@ -141,7 +141,7 @@ struct Fixture {
 // A record for the default exchange, routed to `queue`, created `age` ago.
 inline acemq::OutboxRecord order_record(acemq::Bus& bus, const std::string& queue, const std::string& order_id,
                                         std::chrono::milliseconds age = 0ms) {
-    acemq::OutboxRecord made = acemq::record(bus, "", queue, Order{order_id, 100});
+    acemq::OutboxRecord made = acemq::record_to_queue(bus, queue, Order{order_id, 100});
     made.created_at -= age;
     return made;
 }

@@ -58,11 +58,16 @@ TEST_CASE("record encodes now, with the envelope's headers and the bus's origin 
     CHECK(std::chrono::abs(acemq::epoch_millis_now() - made.created_at) < 5s);
 
     SECTION("the bus's default codec when none is given") {
-        const acemq::OutboxRecord packed = acemq::record(fixture.bus, "", "order.placed", Order{"7", 250});
+        const acemq::OutboxRecord packed = acemq::record_to_queue(fixture.bus, "order.placed", Order{"7", 250});
+        CHECK(packed.exchange.empty());  // the default exchange, which routes to the queue named by the key
+        CHECK(packed.routing_key == "order.placed");
+        const acemq::Publisher direct = fixture.bus.publisher_to_queue("order.placed");
+        CHECK(direct.exchange().empty());
+        CHECK(direct.routing_key() == "order.placed");
         CHECK(packed.content_type == "application/msgpack");
         CHECK(acemq::decode<Order>(*acemq::default_codec(), packed.body, packed.content_type).id == "7");
         acemq::Bus json_bus = acemq::connect("inproc://outbox-" + acemq::new_uuid(), {.codec = json});
-        const acemq::OutboxRecord written = acemq::record(json_bus, "", "order.placed", Order{"7", 250});
+        const acemq::OutboxRecord written = acemq::record_to_queue(json_bus, "order.placed", Order{"7", 250});
         CHECK(written.content_type == "application/json");
         CHECK(body_text(written.body) == R"({"id":"7","cents":250})");
     }
@@ -355,7 +360,7 @@ TEST_CASE("a nacked poison record retires after max_attempts and stops blocking 
             relay.sweep();
             FAIL("a sweep over a nacked record returned normally");
         } catch (const acemq::PublishError& error) {
-            CHECK_FALSE(error.unroutable());
+            CHECK(error.reason() == acemq::PublishError::Reason::refused);
             CHECK(error.message_id() == poison.id);
             CHECK_THAT(error.what(), Catch::Matchers::Contains("the broker refused to confirm it"));
         }
@@ -385,7 +390,7 @@ TEST_CASE("an unroutable record is an unroutable PublishError, counted, and reti
             relay.sweep();
             FAIL("a sweep over an unroutable record returned normally");
         } catch (const acemq::PublishError& error) {
-            CHECK(error.unroutable());
+            CHECK(error.reason() == acemq::PublishError::Reason::unroutable);
             CHECK_THAT(error.what(), Catch::Matchers::Contains("reached no queue"));
         }
     }

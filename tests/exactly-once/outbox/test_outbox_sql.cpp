@@ -106,7 +106,7 @@ acemq::OutboxRecord rich_record(acemq::Bus& bus, const std::string& queue, const
     acemq::set_header(envelope, "weight", 2.5);
     acemq::set_header(envelope, "tags", acemq::FieldArray{"a", std::int64_t{1}});
     acemq::set_header(envelope, "traceparent", "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01");
-    acemq::OutboxRecord made = acemq::record(bus, "", queue, Order{order_id, 100}, {.envelope = envelope});
+    acemq::OutboxRecord made = acemq::record_to_queue(bus, queue, Order{order_id, 100}, {.envelope = envelope});
     made.created_at -= age;
     return made;
 }

@@ -235,12 +235,13 @@ const std::string long_id(300, 'i');
 TEST_CASE("AMQP hostile: a message id over 255 bytes is refused on send, naming it, and the connection stays up") {
     Broker broker;
     const std::string queue = broker.queue("long-id");
-    const acemq::Publisher publisher = broker.bus().publisher("", queue);
+    const acemq::Publisher publisher = broker.bus().publisher_to_queue(queue);
     std::string refusal;
     try {
         publisher.send_raw(acemq::Encoded{bytes("hello"), "text/plain"}, {.message_id = long_id});
         FAIL("a 300-byte message id was sent");
     } catch (const acemq::PublishError& error) {
+        CHECK(error.reason() == acemq::PublishError::Reason::too_large);
         refusal = error.what();
     }
     INFO(refusal);
@@ -398,6 +399,7 @@ TEST_CASE("AMQP: a publish RabbitMQ refuses (404, 406) is reported refused with 
         FAIL("a publish to a missing exchange returned normally");
     } catch (const acemq::PublishError& error) {
         INFO(error.what());
+        CHECK(error.reason() == acemq::PublishError::Reason::refused);
         CHECK(std::string_view(error.what()).find("the broker refused") != std::string_view::npos);
         CHECK(std::string_view(error.what()).find("404 NOT_FOUND") != std::string_view::npos);
         CHECK(std::string_view(error.what()).find("unknown whether") == std::string_view::npos);

@@ -104,8 +104,10 @@ TEST_CASE("zmq: a publish past the broker's frame limit is refused unsent; the s
             }
         } done{big_done, beside};
         try {
-            bus.publisher("", queue).send_raw(acemq::Encoded{acemq::Bytes(3 * limit, std::byte{'B'}), "text/plain"});
+            bus.publisher_to_queue(queue).send_raw(
+                acemq::Encoded{acemq::Bytes(3 * limit, std::byte{'B'}), "text/plain"});
         } catch (const acemq::PublishError& error) {
+            CHECK(error.reason() == acemq::PublishError::Reason::too_large);
             refusal = error.what();
         }
     }
