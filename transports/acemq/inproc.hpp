@@ -1,8 +1,9 @@
 // The embedded broker: RabbitMQ's routing and queue semantics, where the AceMQ contract
-// depends on them, inside one process and with no threads of its own. It exists so the
-// engine's whole behaviour (retry rungs that really come back, dead-letter queues,
-// redelivery, prefetch) runs in a unit test or an edge box without RabbitMQ; a test that
-// passes here and fails on RabbitMQ is a bug here ("not kinder than RabbitMQ").
+// depends on them, inside one process; the one thread of its own is a durable broker's
+// writer ("Threads" below). It exists so the engine's whole behaviour (retry rungs that
+// really come back, dead-letter queues, redelivery, prefetch) runs in a unit test or an
+// edge box without RabbitMQ; a test that passes here and fails on RabbitMQ is a bug here
+// ("not kinder than RabbitMQ").
 //
 // What it does, as RabbitMQ does:
 //  - exchanges: direct, topic (`*` one word, `#` zero or more), fanout, and the default
@@ -19,8 +20,8 @@
 //    x-first-death-* / x-last-death-*. A message that would expire back into a queue it
 //    already died in, with no rejection on the way, is dropped (RabbitMQ's cycle rule). A
 //    dead-letter exchange that does not exist drops the message.
-//    Expiry is driven by the broker's Clock, so a ManualClock runs a five-minute rung in
-//    microseconds. Like RabbitMQ, only the head of a queue expires: a message requeued
+//    Expiry is driven by the broker's Clock, so a ManualClock (<acemq/clock.hpp>) runs a
+//    five-minute rung in milliseconds. Like RabbitMQ, only the head of a queue expires: a message requeued
 //    behind an older one waits its turn. Handed-out messages never expire; requeued ones
 //    keep their first enqueue time.
 //  - mandatory publishes that reach no queue come back routed=false, "312 NO_ROUTE";
