@@ -1,6 +1,6 @@
 // The client transport (zmq+tcp://, zmq+ipc://): callers encode their frames and hand them to
 // one I/O thread, which owns the DEALER socket, keeps the session alive with heartbeats, and
-// on a loss starts a new session on a new socket (docs/zmq-protocol.md §8). See
+// on a loss starts a new session on a new socket (docs/zmq-protocol.md §6). See
 // <acemq/zmq.hpp> for what it guarantees. Internal.
 #pragma once
 
