@@ -1,6 +1,6 @@
 // Tracing across the broker: W3C trace context in the message headers, and a Tracer/Span
 // seam the engine reports through with the family's span names, kinds, attributes, events
-// and status (docs/wire-contract.md §8.2). Nothing is traced unless a Tracer is given:
+// and status (docs/observability.md). Nothing is traced unless a Tracer is given:
 //
 //   acemq::Bus bus = acemq::connect(url, {.tracer = acemq::json_lines_tracer(std::clog)});
 //

@@ -1,8 +1,8 @@
 // What the engine measures and traces (not a public header): the instruments bound once per
 // publisher destination and per consumer queue, and the spans of publishes and deliveries,
-// under the family's names (docs/wire-contract.md §8). Everything here is a no-op when the
-// bus was given no Metrics and no Tracer; the callers test for null first, so that an
-// unobserved bus pays one branch per message.
+// under the family's names (docs/wire-contract.md §10, docs/observability.md). Everything
+// here is a no-op when the bus was given no Metrics and no Tracer; the callers test for null
+// first, so that an unobserved bus pays one branch per message.
 #pragma once
 
 #include <array>

@@ -1,5 +1,5 @@
 // What the engine reports through the Metrics and Tracer seams (docs/wire-contract.md §10,
-// §8.2 of the family's contract), on the transport the suite names (ACEMQ_CONFORMANCE_URL).
+// docs/observability.md), on the transport the suite names (ACEMQ_CONFORMANCE_URL).
 #include "../conformance/conformance.hpp"
 
 #include <acemq/stores/memory_outbox_store.hpp>

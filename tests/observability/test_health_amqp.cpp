@@ -1,4 +1,4 @@
-// Health and describe() on RabbitMQ (§8.3). Needs the test broker: ACEMQ_TEST_AMQP_URL
+// Health and describe() on RabbitMQ (docs/wire-contract.md §11). Needs the test broker: ACEMQ_TEST_AMQP_URL
 // (`set -a; source /tmp/acemq-servers.env`); without it every test fails, never skips.
 #include <catch2/catch.hpp>
 

@@ -1,8 +1,9 @@
 // The embedded broker: RabbitMQ's routing and queue semantics, where the AceMQ contract
-// depends on them, inside one process and with no threads of its own. It exists so the
-// engine's whole behaviour (retry rungs that really come back, dead-letter queues,
-// redelivery, prefetch) runs in a unit test or an edge box without RabbitMQ; a test that
-// passes here and fails on RabbitMQ is a bug here ("not kinder than RabbitMQ").
+// depends on them, inside one process; the one thread of its own is a durable broker's
+// writer ("Threads" below). It exists so the engine's whole behaviour (retry rungs that
+// really come back, dead-letter queues, redelivery, prefetch) runs in a unit test or an
+// edge box without RabbitMQ; a test that passes here and fails on RabbitMQ is a bug here
+// ("not kinder than RabbitMQ").
 //
 // What it does, as RabbitMQ does:
 //  - exchanges: direct, topic (`*` one word, `#` zero or more), fanout, and the default
@@ -19,55 +20,20 @@
 //    x-first-death-* / x-last-death-*. A message that would expire back into a queue it
 //    already died in, with no rejection on the way, is dropped (RabbitMQ's cycle rule). A
 //    dead-letter exchange that does not exist drops the message.
-//    Expiry is driven by the broker's Clock, so a ManualClock runs a five-minute rung in
-//    microseconds. Like RabbitMQ, only the head of a queue expires: a message requeued
-//    behind an older one waits its turn. Handed-out messages never expire; requeued ones
-//    keep their first enqueue time.
+//    Expiry is driven by the broker's Clock, so a ManualClock (<acemq/clock.hpp>) runs a
+//    five-minute rung in milliseconds. Like RabbitMQ, only the head of a queue expires: a
+//    message requeued behind an older one waits its turn. Handed-out messages never expire;
+//    requeued ones keep their first enqueue time.
 //  - mandatory publishes that reach no queue come back routed=false, "312 NO_ROUTE";
 //    others that reach no queue are dropped. A publish to an exchange that does not exist
 //    comes back unconfirmed (refused), "404 NOT_FOUND - no exchange '...'", where RabbitMQ
 //    closes the channel. Every other publish is confirmed.
-//  - durability, when given a data file (BrokerOptions::data); see "Durability" below.
+//  - durability, when given a data file (BrokerOptions::data): what it keeps and when a
+//    publish is confirmed and an ack final are docs/durability.md §2.
 // What it does not: x-max-length / x-expires / x-overflow / priorities
 // (recorded as arguments, never enforced), per-message expiration, streams, alternate
 // exchanges, exchange-to-exchange bindings, the predeclared amq.* exchanges, consumer
 // arguments (ConsumeSpec::arguments is ignored), server-named queues.
-//
-// Durability. With BrokerOptions::data the broker keeps in that SQLite file (WAL,
-// synchronous=FULL) its durable exchanges, its durable queues that are not exclusive, the
-// bindings between them, and the persistent messages in those queues with the time they
-// entered (so TTL rungs and dead-lettering go on across a restart). Everything else stays
-// in memory only, as on RabbitMQ; every ready message is in memory too (the file is the
-// copy that survives, not a place to page out to).
-//  - A persistent message routed to a durable queue is confirmed only once the transaction
-//    holding it is committed and synced, and becomes visible to consumers at that moment
-//    (so nothing a consumer saw can vanish in a crash); its queue keeps publish order, the
-//    messages behind it waiting their turn. Publishes, settlements and dead-letterings
-//    arriving while the broker's writer thread commits share its next transaction and its
-//    one sync (group commit): a lone publish pays one commit, a window of many shares them.
-//  - An ack of such a message returns once its deletion is committed to the WAL, so an
-//    acked message never comes back after the process dies. A commit of acks alone is not
-//    synced (one sync per ack would bound a consumer at one ack per disk flush): the next
-//    synced commit, of any publish, makes it durable, and only a power cut before that can
-//    bring the message back, marked redelivered. When that commit fails (a full disk), the ack still holds in memory
-//    and its deletion is written with the next commit that succeeds: only a crash before
-//    then brings the message back. A connection opened with ConnectionOptions::acks_wait =
-//    false (the zmq server's) has acks applied at once and committed with the next
-//    transaction: as in AMQP, a crash in between redelivers them. A requeue is not written.
-//  - Opening the file again brings back the durable topology and messages, each queue in
-//    publish order. After a crash every message comes back marked redelivered (whether it
-//    had been handed out is not written per delivery); after a clean close (the broker's
-//    last owner let go) only those handed out, requeued or redelivered before.
-//  - A data file is held by one broker at a time (SQLite's exclusive lock): a second broker,
-//    in this process or another, is refused with DataFileError. A file that is not ours (not
-//    SQLite, or another program's database) or is corrupt is refused with DataFileError
-//    naming what was wrong, and left untouched.
-//  - Disk full (or the file at BrokerOptions::max_data_bytes): persistent publishes to
-//    durable queues are refused (PublishResult refused, "disk full ..."); acks and dead-
-//    letterings are kept in memory and written as soon as a commit succeeds again; the
-//    broker tries again with each new publish, so it recovers when space returns.
-//  - Acked messages are deleted and the WAL is checkpointed as it grows, so the file does
-//    not grow without bound under a steady load.
 //
 // Threads: every member is safe to call from any thread; one mutex guards the broker.
 // Deliveries are pushed by calling the consumer's DeliverFn on the thread whose publish,

@@ -28,11 +28,8 @@
 //    the broker keeps serving and loses nothing it holds;
 //  - with CurveZMQ keys the traffic is encrypted and the broker admits only the client
 //    public keys it was given (its ZAP handler refuses every other key).
-//  - a durable broker (inproc::BrokerOptions::data, `acemq-broker --data FILE`) confirms a
-//    persistent publish to a durable queue once it is synced to disk, and keeps it across a
-//    crash; acks travel unanswered, so one the broker had not committed when it crashed
-//    brings its message back, redelivered (see <acemq/inproc.hpp>, "Durability").
-// A broker without a data file keeps everything in memory: one that stops loses what it held.
+//  - durability is the broker's: what a confirm and an ack promise, with a data file
+//    (`acemq-broker --data FILE`) and without, is docs/durability.md §1.
 //
 // Threads: every member of Server and of the transport is thread-safe. The server runs one
 // I/O thread of its own; the transport runs one per connection. A DeliverFn runs on the

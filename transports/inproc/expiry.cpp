@@ -1,6 +1,6 @@
 // Broker::Impl: TTL. Only a queue's head expires, as in RabbitMQ; one timer per queue is
-// kept armed for the head's deadline, on the broker's Clock (a ManualClock runs a
-// five-minute rung in microseconds).
+// kept armed for the head's deadline, on the broker's Clock, so that a test's ManualClock
+// moves expiry too.
 #include "inproc/broker_impl.hpp"
 
 namespace acemq::inproc {

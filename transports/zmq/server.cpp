@@ -1,5 +1,5 @@
 // serve(): the embedded broker on a ROUTER socket, one I/O thread, one session per client
-// (docs/zmq-protocol.md §4–6). The broker's DeliverFns run on whatever thread made a delivery
+// (docs/zmq-protocol.md §1, §7). The broker's DeliverFns run on whatever thread made a delivery
 // possible, with the broker's lock held; they only queue the delivery for the I/O thread, as
 // the ConfirmFns of its publishes queue their confirms.
 #include <acemq/zmq.hpp>
