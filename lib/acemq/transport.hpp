@@ -83,7 +83,8 @@ struct InboundMessage {
 class DeliverySettler {
 public:
     virtual void ack(std::uint64_t delivery_tag) = 0;
-    virtual void nack(std::uint64_t delivery_tag, bool requeue) = 0;
+    virtual void requeue(std::uint64_t delivery_tag) = 0;  // back to its queue, redelivered
+    virtual void reject(std::uint64_t delivery_tag) = 0;   // dead-lettered, or dropped without a dead-letter exchange
 
 protected:
     ~DeliverySettler() = default;

@@ -31,9 +31,9 @@ DeliverySettler& Delivery::take_settler(std::string_view action) {
 
 void Delivery::ack() { take_settler("ack").ack(tag_); }
 
-void Delivery::requeue() { take_settler("requeue").nack(tag_, true); }
+void Delivery::requeue() { take_settler("requeue").requeue(tag_); }
 
-void Delivery::reject() { take_settler("reject").nack(tag_, false); }
+void Delivery::reject() { take_settler("reject").reject(tag_); }
 
 std::vector<PublishResult> Transport::publish_batch(std::vector<OutboundMessage> messages) {
     std::vector<PublishResult> results;

@@ -6,6 +6,8 @@
 #include <acemq/schema.hpp>
 #include <acemq/uuid.hpp>
 
+#include "quoted_text.hpp"
+
 namespace acemq {
 
 namespace {
@@ -129,12 +131,10 @@ OutboxRecord record_from(const sql::Row& row) {
     return record;
 }
 
-// At most max_error_bytes, cut before a UTF-8 continuation byte so PostgreSQL accepts it.
+// At most max_error_bytes, cut at a character boundary so PostgreSQL accepts it as UTF-8.
 std::string truncated(std::string_view error) {
     if (error.size() <= max_error_bytes) return std::string(error);
-    std::size_t end = max_error_bytes;
-    while (end > 0 && (static_cast<unsigned char>(error[end]) & 0xC0) == 0x80) --end;
-    return std::string(error.substr(0, end));
+    return std::string(error.substr(0, detail::character_boundary(error, max_error_bytes)));
 }
 
 }  // namespace

@@ -50,7 +50,8 @@ public:
     Settler(SettlementLink& link, std::shared_ptr<const SubscriptionState> subscription)
         : link_(link), fixed_channel_(0), subscription_(std::move(subscription)) {}
     void ack(std::uint64_t delivery_tag) override { settle(delivery_tag, true, false); }
-    void nack(std::uint64_t delivery_tag, bool requeue) override { settle(delivery_tag, false, requeue); }
+    void requeue(std::uint64_t delivery_tag) override { settle(delivery_tag, false, true); }
+    void reject(std::uint64_t delivery_tag) override { settle(delivery_tag, false, false); }
 
 private:
     void settle(std::uint64_t delivery_tag, bool ack, bool requeue);

@@ -10,6 +10,8 @@
 #include <acemq/field.hpp>
 #include <acemq/transport.hpp>
 
+#include "quoted_text.hpp"
+
 namespace acemq::amqp {
 
 inline amqp_bytes_t bytes_of(std::string_view text) {
@@ -75,8 +77,9 @@ std::size_t property_room(std::size_t frame_max);
 // decode_failure says why, for the engine to park it.
 void read_properties(InboundMessage& message, const amqp_basic_properties_t& properties);
 
-// `"orders"`: a name as error messages quote it.
-inline std::string in_quotes(std::string_view text) { return "\"" + std::string(text) + "\""; }
+// `"orders"`: a name as error messages quote it, the library's way (escaped and bounded, as
+// a name may come from anyone).
+using acemq::detail::in_quotes;
 
 // "404 NOT_FOUND - no queue 'x' in vhost '/'" from a channel.close or connection.close.
 std::string reply_text(std::uint16_t code, amqp_bytes_t text);

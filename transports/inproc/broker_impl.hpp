@@ -71,7 +71,8 @@ public:
     void stop(std::uint64_t consumer);
     void close_consumer(std::uint64_t consumer);
     void ack(std::uint64_t tag) override;
-    void nack(std::uint64_t tag, bool requeue) override;
+    void requeue(std::uint64_t tag) override;
+    void reject(std::uint64_t tag) override;
 
     // What a queue's timer runs: expires its due head, unless the queue went or the timer
     // was superseded since it was armed (`generation`).

@@ -86,9 +86,8 @@ void Broker::Impl::close_consumer(std::uint64_t consumer) {
 }
 
 void Broker::Impl::ack(std::uint64_t tag) { settle(tag, Settlement::ack); }
-void Broker::Impl::nack(std::uint64_t tag, bool requeue) {
-    settle(tag, requeue ? Settlement::requeue : Settlement::reject);
-}
+void Broker::Impl::requeue(std::uint64_t tag) { settle(tag, Settlement::requeue); }
+void Broker::Impl::reject(std::uint64_t tag) { settle(tag, Settlement::reject); }
 
 // After messages came back to a queue or a consumer got room: expire, deliver, re-arm.
 void Broker::Impl::refresh(Queue& queue) {

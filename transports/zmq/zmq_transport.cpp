@@ -265,7 +265,8 @@ void ZmqTransport::close() {
 }
 
 void ZmqTransport::ack(std::uint64_t delivery_tag) { settle(delivery_tag, std::nullopt); }
-void ZmqTransport::nack(std::uint64_t delivery_tag, bool requeue) { settle(delivery_tag, requeue); }
+void ZmqTransport::requeue(std::uint64_t delivery_tag) { settle(delivery_tag, true); }
+void ZmqTransport::reject(std::uint64_t delivery_tag) { settle(delivery_tag, false); }
 
 void ZmqTransport::settle(std::uint64_t delivery_tag, std::optional<bool> nack_requeue) {
     const std::uint64_t generation = session::generation_of(delivery_tag);

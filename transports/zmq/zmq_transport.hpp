@@ -107,7 +107,8 @@ private:
     };
 
     void ack(std::uint64_t delivery_tag) override;
-    void nack(std::uint64_t delivery_tag, bool requeue) override;
+    void requeue(std::uint64_t delivery_tag) override;
+    void reject(std::uint64_t delivery_tag) override;
     void settle(std::uint64_t delivery_tag, std::optional<bool> nack_requeue);
 
     // Caller side (zmq_transport.cpp).
