@@ -2,7 +2,7 @@
 //
 //   acemq::Bus bus = acemq::connect("inproc://shop", {.origin = "payments@pod-1"});
 //   bus.declare(acemq::Topology{}.queue("payments.new", {.dead_letter = true}));
-//   acemq::Consumer consumer = bus.consume<Payment>("payments.new", handle, {.retry = acemq::fixed_retry(3, 200ms)});
+//   acemq::Consumer consumer = bus.consume("payments.new", handle, {.retry = acemq::fixed_retry(3, 200ms)});
 //   bus.publisher_to_queue("payments.new").send(Payment{"p-1", 4250});
 //
 // "inproc://name" is the embedded broker (one per name per process); "amqp://" and "zmq+tcp://"
@@ -69,10 +69,12 @@ public:
 
     // Starts consuming `queue`, decoding each body into T with the codec. The handler
     // answers with an Ack; an exception from it means retry. UsageError once the bus is closed.
-    template <class T, class H>
-        requires std::invocable<H&, const Message<T>&>
+    // T is the handler's, `consume("orders", handle)` for a handle(const Message<Order>&);
+    // name it, `consume<Order>(...)`, for a generic handler.
+    template <class T = void, class H, class P = typename detail::chosen_payload<T, H>::type>
+        requires std::invocable<H&, const Message<P>&>
     Consumer consume(std::string_view queue, H handler, ConsumerOptions options = {}) {
-        return start_consumer(queue, detail::typed_decoder<T>(Handler<T>(std::move(handler))), std::move(options));
+        return start_consumer(queue, detail::typed_decoder<P>(Handler<P>(std::move(handler))), std::move(options));
     }
     // The same without a codec: the handler reads the body bytes itself.
     Consumer consume_raw(std::string_view queue, Handler<Bytes> handler, ConsumerOptions options = {});

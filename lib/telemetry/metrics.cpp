@@ -142,7 +142,10 @@ std::shared_ptr<Gauge> Metrics::bind_gauge(std::string_view name, const Labels& 
     return std::make_shared<ForwardingGauge>(*this, name, labels);
 }
 
-namespace {
+// Named, not anonymous: InMemoryMetrics::Cells (declared in the public header) holds these
+// types, and a class with external linkage may not hold types of an anonymous namespace
+// (g++'s -Wsubobject-linkage, which the unity builds see).
+namespace metric_cells {
 
 struct CounterCell {
     std::atomic<std::int64_t> value{0};
@@ -206,7 +209,9 @@ Cell& cell_of(std::map<Key, Cell>& cells, std::mutex& lock, std::string_view nam
     return cells.try_emplace(std::move(key)).first->second;
 }
 
-}  // namespace
+}  // namespace metric_cells
+
+using namespace metric_cells;
 
 // A bound instrument goes straight to its cell (an atomic, or a summary under its own small
 // lock): no shared lock and no key built per call. Cells live in map nodes, which never
