@@ -211,20 +211,29 @@ Cell& cell_of(std::map<Key, Cell>& cells, std::mutex& lock, std::string_view nam
 
 }  // namespace metric_cells
 
-using namespace metric_cells;
-
 // A bound instrument goes straight to its cell (an atomic, or a summary under its own small
 // lock): no shared lock and no key built per call. Cells live in map nodes, which never
 // move: a reference to one stays good while the map grows.
 struct InMemoryMetrics::Cells {
+    using Key = metric_cells::Key;
+    using CounterCell = metric_cells::CounterCell;
+    using SummaryCell = metric_cells::SummaryCell;
+    using GaugeCell = metric_cells::GaugeCell;
+
     mutable std::mutex lock;  // guards the maps' structure only, never a cell's value
     std::map<Key, CounterCell> counters;
     std::map<Key, SummaryCell> summaries;
     std::map<Key, GaugeCell> gauges;
 
-    CounterCell& counter(std::string_view name, const Labels& labels) { return cell_of(counters, lock, name, labels); }
-    SummaryCell& summary(std::string_view name, const Labels& labels) { return cell_of(summaries, lock, name, labels); }
-    GaugeCell& gauge(std::string_view name, const Labels& labels) { return cell_of(gauges, lock, name, labels); }
+    CounterCell& counter(std::string_view name, const Labels& labels) {
+        return metric_cells::cell_of(counters, lock, name, labels);
+    }
+    SummaryCell& summary(std::string_view name, const Labels& labels) {
+        return metric_cells::cell_of(summaries, lock, name, labels);
+    }
+    GaugeCell& gauge(std::string_view name, const Labels& labels) {
+        return metric_cells::cell_of(gauges, lock, name, labels);
+    }
 };
 
 InMemoryMetrics::InMemoryMetrics() : cells_(std::make_unique<Cells>()) {}
@@ -241,24 +250,24 @@ void InMemoryMetrics::gauge(std::string_view name, double value, const Labels& l
 }
 
 std::shared_ptr<Counter> InMemoryMetrics::bind_counter(std::string_view name, const Labels& labels) {
-    return std::make_shared<CellCounter>(cells_->counter(name, labels));
+    return std::make_shared<metric_cells::CellCounter>(cells_->counter(name, labels));
 }
 std::shared_ptr<Distribution> InMemoryMetrics::bind_distribution(std::string_view name, const Labels& labels) {
-    return std::make_shared<CellDistribution>(cells_->summary(name, labels));
+    return std::make_shared<metric_cells::CellDistribution>(cells_->summary(name, labels));
 }
 std::shared_ptr<Gauge> InMemoryMetrics::bind_gauge(std::string_view name, const Labels& labels) {
-    return std::make_shared<CellGauge>(cells_->gauge(name, labels));
+    return std::make_shared<metric_cells::CellGauge>(cells_->gauge(name, labels));
 }
 
 std::int64_t InMemoryMetrics::counter(std::string_view name, const Labels& labels) const {
-    const Key key = key_of(name, labels);
+    const metric_cells::Key key = metric_cells::key_of(name, labels);
     std::lock_guard guard(cells_->lock);
     auto found = cells_->counters.find(key);
     return found == cells_->counters.end() ? 0 : found->second.value.load(std::memory_order_relaxed);
 }
 
 InMemoryMetrics::Summary InMemoryMetrics::summary(std::string_view name, const Labels& labels) const {
-    const Key key = key_of(name, labels);
+    const metric_cells::Key key = metric_cells::key_of(name, labels);
     std::lock_guard guard(cells_->lock);
     auto found = cells_->summaries.find(key);
     if (found == cells_->summaries.end()) return Summary{};
@@ -267,7 +276,7 @@ InMemoryMetrics::Summary InMemoryMetrics::summary(std::string_view name, const L
 }
 
 double InMemoryMetrics::gauge_value(std::string_view name, const Labels& labels) const {
-    const Key key = key_of(name, labels);
+    const metric_cells::Key key = metric_cells::key_of(name, labels);
     std::lock_guard guard(cells_->lock);
     auto found = cells_->gauges.find(key);
     return found == cells_->gauges.end() ? 0.0 : found->second.value.load(std::memory_order_relaxed);
