@@ -27,4 +27,9 @@ std::vector<std::pair<std::string, TransportFactory>> builtin_transports() {
     return table;
 }
 
+std::vector<std::pair<std::string, ManagementFactory>> builtin_management() {
+    std::vector<std::pair<std::string, ManagementFactory>> table;
+    return table;
+}
+
 }  // namespace acemq::detail

@@ -21,6 +21,7 @@
 #include <acemq/interceptor.hpp>
 #include <acemq/json_codec.hpp>
 #include <acemq/log.hpp>
+#include <acemq/management.hpp>
 #include <acemq/message.hpp>
 #include <acemq/metrics.hpp>
 #include <acemq/middleware.hpp>

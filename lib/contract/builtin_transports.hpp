@@ -7,10 +7,13 @@
 #include <utility>
 #include <vector>
 
+#include <acemq/management.hpp>
 #include <acemq/transport.hpp>
 
 namespace acemq::detail {
 
 std::vector<std::pair<std::string, TransportFactory>> builtin_transports();
+// The same for open_management.
+std::vector<std::pair<std::string, ManagementFactory>> builtin_management();
 
 }  // namespace acemq::detail

@@ -46,6 +46,7 @@
 #include <vector>
 
 #include <acemq/error.hpp>
+#include <acemq/management.hpp>
 #include <acemq/session.hpp>
 #include <acemq/transport.hpp>
 
@@ -151,5 +152,9 @@ ConnectionState state(const Transport& transport);
 //  - describe(): "amqp", "rabbitmq", the URL without user or password; capabilities
 //    "confirms", "quorum-queues", "blocked-connections", and "tls" for amqps://;
 //    max_properties_bytes from the negotiated frame_max (less 20 bytes of framing).
+
+// Management (<acemq/management.hpp>) of the RabbitMQ at `url` through its management HTTP API
+// (the rabbitmq_management plugin), with the URL's credentials and vhost.
+std::unique_ptr<Management> manage(std::string_view url, ManagementOptions options = {});
 
 }  // namespace acemq::amqp

@@ -56,6 +56,7 @@
 
 #include <acemq/clock.hpp>
 #include <acemq/error.hpp>
+#include <acemq/management.hpp>
 #include <acemq/topology.hpp>
 #include <acemq/transport.hpp>
 
@@ -121,6 +122,10 @@ struct ConnectionOptions {
     // at once and commits it with the next transaction (a remote client's ack, which could
     // not be waited for anyway).
     bool acks_wait = true;
+    // Who the connection is, for Management::sessions(): where it connects from and the name
+    // its client gave ("" for none). The zmq server fills both; "" peer shows "in-process".
+    std::string peer{};
+    std::string client_name{};
 };
 
 // A connection to a broker as a Transport, the shape every transport opens with
@@ -129,6 +134,10 @@ struct ConnectionOptions {
 // FILE (BrokerOptions::data). InvalidArgument for another URL. acemq::connect("inproc://NAME")
 // opens the same with default options.
 std::shared_ptr<Transport> open(std::string_view url, ConnectionOptions options = {});
+
+// Management (<acemq/management.hpp>) of `broker`, through its own API in this process.
+// open_management("inproc://NAME[?data=FILE]") opens the broker as open() does and manages it.
+std::unique_ptr<Management> manage(std::shared_ptr<Broker> broker);
 
 // What a publish's ConfirmFn is told; see Broker::publish.
 using ConfirmFn = std::function<void(PublishResult)>;

@@ -48,6 +48,7 @@
 
 #include <acemq/error.hpp>
 #include <acemq/inproc.hpp>
+#include <acemq/management.hpp>
 #include <acemq/session.hpp>
 #include <acemq/transport.hpp>
 
@@ -93,6 +94,9 @@ struct ServerOptions {
     // tcp:// endpoints must name a loopback address (127.0.0.0/8, ::1, localhost, which binds
     // 127.0.0.1) unless this is true; ipc:// endpoints are always allowed.
     bool allow_remote = false;
+    // Answer the management commands (docs/zmq-protocol.md); false refuses each with an error
+    // naming `acemq-broker --no-management` (ManagementError::Reason::disabled at the client).
+    bool management = true;
 };
 
 // What the server does, for a test or a status line.
@@ -142,5 +146,10 @@ struct Options {
 // unreadable keys; acemq::ConnectionError (naming the endpoint, never a key) when no broker
 // answers in time or it refuses this client's key; a session lost later is one too.
 std::shared_ptr<Transport> open(std::string_view url, Options options = {});
+
+// Management (<acemq/management.hpp>) of the broker at `url`, over a session of its own opened
+// with `options` (CurveZMQ keys apply as for open()); open_management("zmq+...") is this
+// with default options and management.timeout as the call timeout.
+std::unique_ptr<Management> manage(std::string_view url, Options options = {});
 
 }  // namespace acemq::zmq
