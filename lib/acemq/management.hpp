@@ -51,10 +51,10 @@ struct QueueSummary {
     bool durable = true;
     bool exclusive = false;
     bool auto_delete = false;
-    std::uint64_t ready = 0;      // waiting to be delivered
-    std::uint64_t unacked = 0;    // handed out, not settled yet
+    std::uint64_t ready = 0;    // waiting to be delivered
+    std::uint64_t unacked = 0;  // handed out, not settled yet
     std::uint64_t consumers = 0;
-    std::uint64_t bytes = 0;      // the bodies of the ready and unacked messages
+    std::uint64_t bytes = 0;  // the bodies of the ready and unacked messages
     // How long the oldest ready message has waited; nullopt when none is ready, or when the
     // broker does not tell (RabbitMQ tells it only with its queue's head message stats).
     std::optional<std::chrono::milliseconds> oldest_age{};
@@ -97,15 +97,15 @@ struct BackupResult {
 struct BrokerInfo {
     std::string product;  // "acemq-broker", "acemq in-process broker", "RabbitMQ"
     std::string version;
-    std::string name;     // the broker's name (inproc, zmq) or node (RabbitMQ)
+    std::string name;  // the broker's name (inproc, zmq) or node (RabbitMQ)
     std::chrono::seconds uptime{0};
-    std::string data_file;           // "" for a broker in memory only, and on RabbitMQ
-    std::uint64_t data_bytes = 0;    // the data file's size
-    std::uint64_t wal_bytes = 0;     // its write-ahead log's
+    std::string data_file;                           // "" for a broker in memory only, and on RabbitMQ
+    std::uint64_t data_bytes = 0;                    // the data file's size
+    std::uint64_t wal_bytes = 0;                     // its write-ahead log's
     std::optional<std::uint64_t> free_disk_bytes{};  // on the data file's file system
-    std::uint64_t opens = 0;         // how many times the data file was opened (its lives)
-    std::uint64_t quarantined = 0;   // stored messages set aside as damaged
-    std::uint64_t commits = 0;       // since this broker started
+    std::uint64_t opens = 0;                         // how many times the data file was opened (its lives)
+    std::uint64_t quarantined = 0;                   // stored messages set aside as damaged
+    std::uint64_t commits = 0;                       // since this broker started
     std::optional<std::chrono::microseconds> commit_latency_mean{};
     std::optional<std::chrono::microseconds> commit_latency_max{};
     // The configured limits and anything else the broker tells, as name and value, in the
@@ -118,11 +118,12 @@ struct BrokerInfo {
 class ManagementError : public Error {
 public:
     enum class Reason {
-        not_found,    // no such queue or exchange
-        in_use,       // a queue with consumers, not deleted without DeleteOptions::even_if_consumed
-        disabled,     // the broker refuses management calls (acemq-broker --no-management)
-        unsupported,  // this broker cannot do it (RabbitMQ has no backup of its data)
-        failed,       // the broker tried and failed (a backup the disk refused, say)
+        not_found,       // no such queue or exchange
+        in_use,          // a queue with consumers, not deleted without DeleteOptions::even_if_consumed
+        disabled,        // the broker refuses management calls (acemq-broker --no-management)
+        access_refused,  // the broker refused the credentials or CurveZMQ key given
+        unsupported,     // this broker cannot do it (RabbitMQ has no backup of its data)
+        failed,          // the broker tried and failed (a backup the disk refused, say)
     };
     ManagementError(Reason reason, const std::string& what) : Error(what), reason_(reason) {}
     Reason reason() const noexcept { return reason_; }
@@ -132,6 +133,10 @@ private:
 };
 std::string_view to_string(ManagementError::Reason reason) noexcept;
 
+// Listings leave out what every broker has and nobody declared, so that the same declarations
+// list the same on every broker: the default exchange "" and its implicit bindings, and
+// RabbitMQ's predeclared amq.* exchanges.
+//
 // Every member throws ManagementError as above, acemq::ConnectionError when the broker
 // cannot be reached or does not answer within ManagementOptions::timeout, InvalidArgument
 // for a name that is not one.

@@ -33,6 +33,7 @@ std::string_view to_string(ManagementError::Reason reason) noexcept {
     case ManagementError::Reason::not_found: return "not_found";
     case ManagementError::Reason::in_use: return "in_use";
     case ManagementError::Reason::disabled: return "disabled";
+    case ManagementError::Reason::access_refused: return "access_refused";
     case ManagementError::Reason::unsupported: return "unsupported";
     case ManagementError::Reason::failed: return "failed";
     }
@@ -57,9 +58,9 @@ std::unique_ptr<Management> open_management(std::string_view url, ManagementOpti
         for (const auto& [name, unused] : known.factories) known_schemes += (known_schemes.empty() ? "" : ", ") + name;
     }
     if (!factory)
-        throw InvalidArgument("acemq: no management for \"" + redacted_url(url) + "\": the URL must start with one of " +
-                              (known_schemes.empty() ? std::string("(none registered)") : known_schemes) +
-                              " followed by ://");
+        throw InvalidArgument(
+            "acemq: no management for \"" + redacted_url(url) + "\": the URL must start with one of " +
+            (known_schemes.empty() ? std::string("(none registered)") : known_schemes) + " followed by ://");
     return factory(url, options);
 }
 

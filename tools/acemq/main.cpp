@@ -13,7 +13,8 @@ int main(int argc, char** argv) {
     acemq::cli::Context context;
     CLI::App app{"acemq: ask and steer an acemq broker (embedded, ZeroMQ or RabbitMQ)", "acemq"};
     app.require_subcommand(1);
-    app.add_option("--url", context.url, "the broker: inproc://NAME?data=FILE, zmq+tcp://, zmq+ipc://, amqp://, amqps://")
+    app.add_option("--url", context.url,
+                   "the broker: inproc://NAME?data=FILE, zmq+tcp://, zmq+ipc://, amqp://, amqps://")
         ->envname("ACEMQ_URL");
     app.add_flag("--json", context.json, "write JSON for scripts instead of tables");
     acemq::cli::add_broker_commands(app, context);
