@@ -29,6 +29,13 @@ std::vector<std::pair<std::string, TransportFactory>> builtin_transports() {
 
 std::vector<std::pair<std::string, ManagementFactory>> builtin_management() {
     std::vector<std::pair<std::string, ManagementFactory>> table;
+#if ACEMQ_WITH_AMQP
+    const ManagementFactory amqp = [](std::string_view url, const ManagementOptions& options) {
+        return amqp::manage(url, options);
+    };
+    table.emplace_back("amqp", amqp);
+    table.emplace_back("amqps", amqp);
+#endif
     return table;
 }
 
