@@ -6,9 +6,9 @@
 //   ACEMQ_TEST_AMQP_HTTP_URL  http://127.0.0.1:HTTPPORT
 //
 // A missing variable fails the test, never skips it. Names carry this process's id, so runs
-// side by side on one broker do not meet. RabbitMQ's counts are statistics it samples
-// (collect_statistics_interval, 500 ms on the test broker): a test that reads one waits for it,
-// bounded.
+// side by side on one broker do not meet. RabbitMQ's counts are statistics it samples (every
+// second on the test broker, see scripts/servers.sh; a quorum queue's every 5 s): a test that
+// reads one waits for it, bounded.
 #include <catch2/catch.hpp>
 
 #include <acemq/acemq.hpp>

@@ -3,15 +3,15 @@
 // from the embedded broker's, is said beside it.
 //
 // The counts (ready, unacked, consumers, bytes, a session's consumers and unacked) are
-// RabbitMQ's statistics, which it samples every collect_statistics_interval (5 s unless
-// configured): a listing shows the queue as it was at the last sample, and a queue declared
-// since shows zeros until the next one.
+// RabbitMQ's statistics, sampled every 5 s by default (collect_statistics_interval and the
+// management plugin's sample_retention_policies; a quorum queue reports on its own 5 s tick,
+// quorum_tick_interval): a listing shows a queue as it was at the last sample, and a queue
+// declared since shows zeros until the next one.
 
 #include <acemq/amqp.hpp>
 
 #include <algorithm>
-#include <array>
-#include <span>
+#include <optional>
 #include <tuple>
 
 #include <acemq/error.hpp>

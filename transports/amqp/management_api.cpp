@@ -150,18 +150,6 @@ void ManagementApi::remove(const std::string& path, std::string_view subject) {
 }
 
 void ManagementApi::refuse(Method method, const std::string& path, const Answer& answer, std::string_view subject) {
-    const std::string status = std::to_string(answer.status) + (answer.reason.empty() ? "" : " " + answer.reason);
-    if (answer.status == 401 || answer.status == 403)
-        throw ManagementError(ManagementError::Reason::access_refused,
-                              "acemq: RabbitMQ refused user " + detail::in_quotes(user_) + " at " + base_url_ + " (" +
-                                  status + " to " + std::string(method_name(method)) + " " + path +
-                                  "): check the URL's credentials, and that the user has the management tag and "
-                                  "permissions on vhost " +
-                                  detail::in_quotes(vhost_));
-    if (answer.status == 404)
-        throw ManagementError(ManagementError::Reason::not_found,
-                              "acemq: RabbitMQ has no " + std::string(subject) + " (" + status + " to " +
-                                  std::string(method_name(method)) + " " + path + " at " + base_url_ + ")");
     // RabbitMQ says why as {"error": ..., "reason": ...}; anything else (a proxy's page) is
     // quoted as it came.
     std::string reason = answer.body;
@@ -171,10 +159,22 @@ void ManagementApi::refuse(Method method, const std::string& path, const Answer&
             said != nullptr && said->kind() == Value::Kind::string)
             reason = said->as_string();
     } catch (const DecodeError&) {}
-    throw ManagementError(ManagementError::Reason::failed,
-                          "acemq: RabbitMQ's management API at " + base_url_ + " answered " + status + " to " +
-                              std::string(method_name(method)) + " " + path + " (" + std::string(subject) +
-                              "): " + detail::in_quotes(reason, shown_reason_limit));
+    const std::string answered = std::to_string(answer.status) + (answer.reason.empty() ? "" : " " + answer.reason) +
+                                 " to " + std::string(method_name(method)) + " " + path + ", " +
+                                 detail::in_quotes(reason, shown_reason_limit);
+    if (answer.status == 401 || answer.status == 403)
+        throw ManagementError(ManagementError::Reason::access_refused,
+                              "acemq: RabbitMQ refused user " + detail::in_quotes(user_) + " at " + base_url_ + " (" +
+                                  answered +
+                                  "): check the URL's credentials, and that the user has the management tag and "
+                                  "permissions on vhost " +
+                                  detail::in_quotes(vhost_));
+    if (answer.status == 404)
+        throw ManagementError(ManagementError::Reason::not_found, "acemq: RabbitMQ has no " + std::string(subject) +
+                                                                      " (" + answered + ", at " + base_url_ + ")");
+    throw ManagementError(ManagementError::Reason::failed, "acemq: RabbitMQ's management API at " + base_url_ +
+                                                               " answered " + answered + " (about " +
+                                                               std::string(subject) + ")");
 }
 
 }  // namespace acemq::amqp
