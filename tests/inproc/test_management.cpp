@@ -49,19 +49,6 @@ std::vector<std::string> browsed_bodies(const std::vector<BrowsedMessage>& brows
     return bodies;
 }
 
-// Every message of `queue` in delivery order, pulled and handed back (closing requeues them).
-std::vector<InboundMessage> pull_all(inproc::Broker& broker, std::string_view queue) {
-    const auto connection = broker.open_connection();
-    std::vector<InboundMessage> messages;
-    std::vector<Delivery> held;
-    while (auto delivery = broker.pull(connection, queue)) {
-        messages.push_back(delivery->message());
-        held.push_back(std::move(*delivery));
-    }
-    broker.close_connection(connection);
-    return messages;
-}
-
 const QueueSummary& summary_of(const std::vector<QueueSummary>& queues, std::string_view name) {
     const auto found =
         std::find_if(queues.begin(), queues.end(), [&](const QueueSummary& q) { return q.name == name; });
