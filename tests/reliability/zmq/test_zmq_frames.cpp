@@ -134,6 +134,21 @@ struct Values {
         for (std::size_t n = loop.below(6); n > 0; --n) table.insert_or_assign(text(), value(depth));
         return table;
     }
+    acemq::ExchangeDeclaration exchange() {
+        return {.name = text(),
+                .kind = static_cast<acemq::ExchangeKind>(loop.below(4)),
+                .durable = loop.below(2) == 1,
+                .auto_delete = loop.below(2) == 1,
+                .arguments = table(2)};
+    }
+    acemq::QueueDeclaration queue() {
+        return {.name = text(),
+                .type = static_cast<acemq::QueueType>(loop.below(3)),
+                .durable = loop.below(2) == 1,
+                .exclusive = loop.below(2) == 1,
+                .auto_delete = loop.below(2) == 1,
+                .arguments = table(2)};
+    }
     acemq::InboundMessage inbound() {
         acemq::InboundMessage message;
         message.body = body();
@@ -189,19 +204,8 @@ std::vector<Bytes> round_trips(Values& values) {
         std::vector<acemq::ExchangeDeclaration> exchanges;
         std::vector<acemq::QueueDeclaration> queues;
         std::vector<acemq::BindingDeclaration> bindings;
-        for (std::size_t n = values.loop.below(3); n > 0; --n)
-            exchanges.push_back({.name = values.text(),
-                                 .kind = static_cast<acemq::ExchangeKind>(values.loop.below(4)),
-                                 .durable = values.loop.below(2) == 1,
-                                 .auto_delete = values.loop.below(2) == 1,
-                                 .arguments = values.table(2)});
-        for (std::size_t n = values.loop.below(3); n > 0; --n)
-            queues.push_back({.name = values.text(),
-                              .type = static_cast<acemq::QueueType>(values.loop.below(3)),
-                              .durable = values.loop.below(2) == 1,
-                              .exclusive = values.loop.below(2) == 1,
-                              .auto_delete = values.loop.below(2) == 1,
-                              .arguments = values.table(2)});
+        for (std::size_t n = values.loop.below(3); n > 0; --n) exchanges.push_back(values.exchange());
+        for (std::size_t n = values.loop.below(3); n > 0; --n) queues.push_back(values.queue());
         for (std::size_t n = values.loop.below(3); n > 0; --n)
             bindings.push_back({.queue = values.text(),
                                 .exchange = values.text(),
@@ -452,24 +456,28 @@ std::vector<Bytes> round_trips(Values& values) {
         std::vector<acemq::ExchangeSummary> exchanges;
         std::vector<acemq::QueueSummary> queues;
         std::vector<acemq::SessionSummary> sessions;
-        for (std::size_t n = values.loop.below(3); n > 0; --n)
-            exchanges.push_back({.name = values.text(),
-                                 .kind = static_cast<acemq::ExchangeKind>(values.loop.below(4)),
-                                 .durable = values.loop.below(2) == 1,
-                                 .auto_delete = values.loop.below(2) == 1,
-                                 .arguments = values.table(2)});
-        for (std::size_t n = values.loop.below(3); n > 0; --n)
-            queues.push_back({.name = values.text(),
-                              .type = static_cast<acemq::QueueType>(values.loop.below(3)),
-                              .durable = values.loop.below(2) == 1,
-                              .exclusive = values.loop.below(2) == 1,
-                              .auto_delete = values.loop.below(2) == 1,
+        for (std::size_t n = values.loop.below(3); n > 0; --n) {
+            acemq::ExchangeDeclaration exchange = values.exchange();
+            exchanges.push_back({.name = std::move(exchange.name),
+                                 .kind = exchange.kind,
+                                 .durable = exchange.durable,
+                                 .auto_delete = exchange.auto_delete,
+                                 .arguments = std::move(exchange.arguments)});
+        }
+        for (std::size_t n = values.loop.below(3); n > 0; --n) {
+            acemq::QueueDeclaration queue = values.queue();
+            queues.push_back({.name = std::move(queue.name),
+                              .type = queue.type,
+                              .durable = queue.durable,
+                              .exclusive = queue.exclusive,
+                              .auto_delete = queue.auto_delete,
                               .ready = values.number(),
                               .unacked = values.number(),
                               .consumers = values.number(),
                               .bytes = values.number(),
                               .oldest_age = maybe(std::chrono::milliseconds()),
-                              .arguments = values.table(2)});
+                              .arguments = std::move(queue.arguments)});
+        }
         for (std::size_t n = values.loop.below(3); n > 0; --n)
             sessions.push_back(
                 {.peer = values.text(),
