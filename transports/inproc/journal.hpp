@@ -12,9 +12,8 @@
 // It also makes an online backup of the file (OnlineBackup), a step between transactions.
 //
 // Threads: record() and confirm_after() are called with the broker's lock held, which is
-// what orders them; wait(), backup() and close() without it (the writer takes the broker's
-// lock after each transaction). commit_stats() either way. The writer calls Committed without any
-// lock of its own, and Committed takes the broker's lock.
+// what orders them; wait(), backup() and close() without it; commit_stats() either way. The
+// writer calls Committed without any lock of its own, and Committed takes the broker's lock.
 // Internal to the inproc broker.
 #pragma once
 
@@ -109,9 +108,10 @@ public:
     CommitStats commit_stats();
 
     // Copies the file to the new file `path` on the writer's thread, a step between
-    // transactions, and returns once the copy is finished: it holds every change committed
-    // by then. Backups asked for together are made one after the other. ManagementError
-    // failed (the broker closing meanwhile, too); UsageError on the writer's thread.
+    // transactions, and returns once the copy is finished (it holds every change committed
+    // by then), counted and synced on the calling thread (OnlineBackup::complete). Backups
+    // asked for together are made one after the other. ManagementError failed (the broker
+    // closing meanwhile, too); UsageError on the writer's thread.
     BackupResult backup(const std::string& path);
 
     // Commits what is waiting, stops the writer, then marks `redelivered` messages so and
@@ -136,7 +136,6 @@ private:
     struct Backup {
         std::string path;
         std::unique_ptr<OnlineBackup> copy{};
-        BackupResult result{};
         std::exception_ptr error{};
         bool done = false;
     };
