@@ -41,6 +41,17 @@ std::vector<std::pair<std::string, ManagementFactory>> builtin_management() {
     table.emplace_back("amqp", amqp);
     table.emplace_back("amqps", amqp);
 #endif
+#if ACEMQ_WITH_ZMQ
+    const ManagementFactory zmq = [](std::string_view url, const ManagementOptions& options) {
+        zmq::Options settings;
+        settings.session.name = "acemq management";
+        settings.session.connect_timeout = options.timeout;
+        settings.session.call_timeout = options.timeout;
+        return zmq::manage(url, std::move(settings));
+    };
+    table.emplace_back("zmq+tcp", zmq);
+    table.emplace_back("zmq+ipc", zmq);
+#endif
     return table;
 }
 

@@ -4,7 +4,10 @@
 // the ConfirmFns of its publishes queue their confirms.
 #include <acemq/zmq.hpp>
 
+#include <arpa/inet.h>
 #include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -23,6 +26,7 @@
 #include "session/work_queue.hpp"
 #include "zmq/endpoint.hpp"
 #include "zmq/keys.hpp"
+#include "zmq/management_calls.hpp"
 #include "zmq/protocol.hpp"
 #include "zmq/socket_io.hpp"
 
@@ -70,6 +74,12 @@ struct Confirmed {
     PublishResult result;
 };
 
+// The answer to a request carried out off the I/O thread (a backup), waiting for it.
+struct Answered {
+    std::uint64_t session;
+    msgpack::sbuffer frame;
+};
+
 // What the router's socket takes: twice the broker's limit (see the constructor), or any
 // size when that would overflow.
 std::int64_t socket_frame_limit(std::size_t max_frame_bytes) {
@@ -86,6 +96,39 @@ std::string peer_of(::zmq::message_t& message) {
         // An ipc peer may have no address to give.
     }
     return "a peer";
+}
+
+// Where the client on connection `fd` connects from, for Management::sessions(): "IP:PORT" for
+// TCP ("[IP]:PORT" for IPv6), the broker's ipc:// endpoint it came in on, else libzmq's
+// Peer-Address of `message`; "" when nothing tells.
+std::string address_of(::zmq::message_t& message, int fd) {
+    sockaddr_storage address{};
+    socklen_t length = sizeof address;
+    if (fd >= 0 && ::getpeername(fd, reinterpret_cast<sockaddr*>(&address), &length) == 0) {
+        char text[INET6_ADDRSTRLEN] = {};
+        if (address.ss_family == AF_INET) {
+            const auto& in = reinterpret_cast<const sockaddr_in&>(address);
+            if (::inet_ntop(AF_INET, &in.sin_addr, text, sizeof text))
+                return std::string(text) + ":" + std::to_string(ntohs(in.sin_port));
+        }
+        if (address.ss_family == AF_INET6) {
+            const auto& in6 = reinterpret_cast<const sockaddr_in6&>(address);
+            if (::inet_ntop(AF_INET6, &in6.sin6_addr, text, sizeof text))
+                return "[" + std::string(text) + "]:" + std::to_string(ntohs(in6.sin6_port));
+        }
+        // A unix socket's peer has no name of its own; the endpoint it connected to does.
+        length = sizeof address;
+        if (address.ss_family == AF_UNIX && ::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length) == 0) {
+            const auto& un = reinterpret_cast<const sockaddr_un&>(address);
+            if (length > offsetof(sockaddr_un, sun_path) && un.sun_path[0] != '\0')
+                return "ipc://" + std::string(un.sun_path);
+        }
+    }
+    try {
+        return message.gets("Peer-Address");
+    } catch (const ::zmq::error_t&) {
+        return "";
+    }
 }
 
 // The class of the exception being handled, as the wire carries it: a broker call does not
@@ -127,6 +170,8 @@ private:
     // A frame past max_frame_bytes: logged naming its sender and size, and refused (a publish
     // with a confirm, too_large; anything else with an error frame). Its session goes on.
     void refuse_oversized(const std::string& routing_id, ::zmq::message_t& frame);
+    // Starts a backup on backup_, or refuses it while one runs.
+    void back_up(Session& session, const wire::ManageRequest& request);
     DeliverFn deliver_to(std::uint64_t session, std::uint64_t consumer);
     inproc::ConfirmFn confirm_to(std::uint64_t session, std::uint64_t sequence);
     // Queues `item` for the I/O thread, waking it for the first of a burst from another thread.
@@ -135,6 +180,9 @@ private:
     void wake_for(bool first_waiting);
 
     std::shared_ptr<inproc::Broker> broker_;
+    std::unique_ptr<Management> management_;  // null when ServerOptions::management is off
+    // What info() tells of this server besides the broker's own: endpoints, limits, security.
+    std::vector<std::pair<std::string, std::string>> details_;
     ServerOptions options_;
     std::unordered_set<std::string> allowed_keys_;  // binary, 32 bytes each
     ::zmq::context_t context_;
@@ -146,9 +194,14 @@ private:
     session::WakeUp wake_;
     std::vector<std::string> bound_;
 
-    std::mutex handed_mutex_;  // guards handed_ and confirmed_
+    std::mutex handed_mutex_;  // guards handed_, confirmed_ and answered_
     std::vector<Handed> handed_;
     std::vector<Confirmed> confirmed_;
+    std::vector<Answered> answered_;
+    // A backup copies the whole data file, which may take longer than a client waits for a
+    // heartbeat: it runs on a thread of its own, one at a time, and answers through answered_.
+    std::thread backup_;
+    std::atomic<bool> backing_up_{false};
 
     // I/O thread only.
     std::unordered_map<std::uint64_t, Session> sessions_;
@@ -213,6 +266,15 @@ ServerImpl::ServerImpl(const BrokerOpener& open_broker, std::vector<std::string>
     }
     if (open_broker) broker_ = open_broker();
     if (!broker_) throw InvalidArgument("acemq: zmq::serve needs a broker; pass acemq::inproc::broker(NAME)");
+    if (options_.management) management_ = inproc::manage(broker_);
+    std::string listening;
+    for (const std::string& endpoint : bound_) listening += (listening.empty() ? "" : " ") + endpoint;
+    details_ = {{"endpoints", listening},
+                {"max_frame_bytes", std::to_string(options_.max_frame_bytes)},
+                {"heartbeat_ms", std::to_string(options_.heartbeat.count())},
+                {"missed_heartbeats", std::to_string(options_.missed_heartbeats)},
+                {"curve", options_.curve ? "on" : "off"},
+                {"management", "on"}};
     thread_ = std::thread([this] { run(); });
 }
 
@@ -220,6 +282,7 @@ ServerImpl::~ServerImpl() {
     stopping_.store(true);
     wake_.signal();
     thread_.join();
+    if (backup_.joinable()) backup_.join();
 }
 
 DeliverFn ServerImpl::deliver_to(std::uint64_t session, std::uint64_t consumer) {
@@ -239,7 +302,7 @@ void ServerImpl::queue_for_io(std::vector<Item>& queue, Item&& item) {
     bool first_waiting = false;
     {
         std::lock_guard lock(handed_mutex_);
-        first_waiting = handed_.empty() && confirmed_.empty();
+        first_waiting = handed_.empty() && confirmed_.empty() && answered_.empty();
         queue.push_back(std::move(item));
     }
     wake_for(first_waiting);
@@ -282,6 +345,7 @@ void ServerImpl::run() {
     std::lock_guard lock(handed_mutex_);
     handed_.clear();
     confirmed_.clear();
+    answered_.clear();
 }
 
 void ServerImpl::receive_all() {
@@ -370,7 +434,8 @@ void ServerImpl::start_session(const std::string& routing_id, const wire::Frame&
     }
     // A client's ack crosses the network unanswered, as in AMQP: waiting for its commit here
     // would only stall every other session.
-    session.connection = broker_->open_connection({.acks_wait = false});
+    session.connection = broker_->open_connection(
+        {.acks_wait = false, .peer = address_of(message, session.fd), .client_name = session.client_name});
     session.client_heartbeat =
         hello.heartbeat_millis > 0 ? std::chrono::milliseconds(hello.heartbeat_millis) : options_.heartbeat;
     session.last_heard = Clock::now();
@@ -511,6 +576,24 @@ void ServerImpl::handle_in_session(Session& session, const wire::Frame& frame) {
                [&] { return wire::encode_reply_ping(request, inproc::refusing_commits(*broker_).value_or("")); });
         return;
     }
+    case Command::manage: {
+        if (!management_) {
+            send(session,
+                 wire::encode_refusal(wire::read_request(frame), ManagementError::Reason::disabled,
+                                      "acemq: the zmq broker " + acemq::detail::in_quotes(broker_->name()) +
+                                          " refuses management calls: it runs with management off (acemq-broker "
+                                          "--no-management); restart it without that flag to manage it"));
+            return;
+        }
+        const wire::ManageRequest request = wire::read_manage(frame);
+        if (request.call == wire::Call::backup) {
+            back_up(session, request);
+            return;
+        }
+        answer(request.request,
+               [&] { return answer_management(*management_, request, options_.max_frame_bytes, details_); });
+        return;
+    }
     case Command::heartbeat: return;
     case Command::bye: end_session(session.id, "it said goodbye"); return;
     case Command::hello: return;  // handled before a session is looked up
@@ -520,6 +603,7 @@ void ServerImpl::handle_in_session(Session& session, const wire::Frame& frame) {
     case Command::confirm:
     case Command::deliver:
     case Command::error:
+    case Command::refusal:
         refuse_frame(
             session.routing_id, 0, wire::ErrorCode::unknown_command,
             "acemq: " + std::string(to_string(frame.command())) + " is a command the broker sends, not one it takes");
@@ -527,14 +611,41 @@ void ServerImpl::handle_in_session(Session& session, const wire::Frame& frame) {
     }
 }
 
+void ServerImpl::back_up(Session& session, const wire::ManageRequest& request) {
+    if (backing_up_.exchange(true)) {
+        send(session, wire::encode_refusal(request.request, ManagementError::Reason::failed,
+                                           "acemq: a backup of this broker is running already; try again when it "
+                                           "has finished"));
+        return;
+    }
+    if (backup_.joinable()) backup_.join();  // the one before, finished
+    backup_ = std::thread([this, session_id = session.id, request] {
+        msgpack::sbuffer reply;
+        try {
+            // A Management of its own: the I/O thread's is used there meanwhile.
+            reply = answer_management(*inproc::manage(broker_), request, options_.max_frame_bytes, details_);
+        } catch (const std::exception& error) {
+            reply = wire::encode_failure(request.request, failure_kind_of_current(), error.what());
+        }
+        // Free first: a backup asked for once this answer is out must find none running.
+        backing_up_.store(false);
+        queue_for_io(answered_, Answered{session_id, std::move(reply)});
+    });
+}
+
 void ServerImpl::hand_over_deliveries() {
     std::vector<Handed> handed;
     std::vector<Confirmed> confirmed;
+    std::vector<Answered> answered;
     {
         std::lock_guard lock(handed_mutex_);
         handed.swap(handed_);
         confirmed.swap(confirmed_);
+        answered.swap(answered_);
     }
+    for (Answered& item : answered)
+        if (const auto found = sessions_.find(item.session); found != sessions_.end())
+            send(found->second, std::move(item.frame));
     for (Confirmed& item : confirmed)
         if (const auto found = sessions_.find(item.session); found != sessions_.end())
             send(found->second, wire::encode_confirm(item.sequence, item.result));
