@@ -16,6 +16,7 @@
 #pragma once
 
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -48,6 +49,10 @@ public:
     const std::shared_ptr<Clock>& clock() const noexcept { return clock_; }
     const std::string& data() const noexcept { return data_; }
     std::uint64_t quarantined_messages() const noexcept { return quarantined_; }
+    Traffic traffic() const noexcept {
+        return {published_.load(std::memory_order_relaxed), delivered_.load(std::memory_order_relaxed),
+                acked_.load(std::memory_order_relaxed)};
+    }
 
     std::optional<std::string> commit_failure();
     ConnectionId open_connection(ConnectionOptions options);
@@ -142,6 +147,8 @@ private:
     const std::shared_ptr<Clock> clock_;
     const std::string data_;
     std::uint64_t quarantined_ = 0;  // set at open, not changed after
+    // Changed under the lock, read without it (traffic()).
+    std::atomic<std::uint64_t> published_{0}, delivered_{0}, acked_{0};
 
     // Guards everything below.
     std::mutex mutex_;
