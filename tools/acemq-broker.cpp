@@ -235,20 +235,14 @@ int generate_keys(const std::filesystem::path& base) {
 class BrokerMetrics {
 public:
     BrokerMetrics(std::shared_ptr<acemq::inproc::Broker> broker, const acemq::zmq::Server& server)
-        : broker_(broker), management_(acemq::inproc::manage(std::move(broker))), server_(server) {}
+        : management_(acemq::inproc::manage(std::move(broker))), server_(server) {}
     std::string text() {
         std::lock_guard guard(lock_);
-        acemq::BrokerInfo info = management_->info();
-        const acemq::inproc::Broker::Traffic traffic = broker_->traffic();
-        info.published = traffic.published;
-        info.delivered = traffic.delivered;
-        info.acked = traffic.acked;
-        return acemq::broker_prometheus_text(info, management_->queues(), server_.stats().sessions);
+        return acemq::broker_prometheus_text(management_->info(), management_->queues(), server_.stats().sessions);
     }
 
 private:
     std::mutex lock_;
-    std::shared_ptr<acemq::inproc::Broker> broker_;
     std::unique_ptr<acemq::Management> management_;
     const acemq::zmq::Server& server_;
 };

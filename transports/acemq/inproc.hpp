@@ -173,15 +173,6 @@ public:
     // file's `quarantine` table as they were found, never delivered. The open that finds one
     // logs it at error level. 0 for a broker in memory only. Thread-safe.
     std::uint64_t quarantined_messages() const noexcept;
-    // What the broker has done since it started, for its metrics (BrokerInfo): messages
-    // published to it (routed or not), handed to consumers and pulls (redeliveries too), and
-    // acked. Cheap (three counters); thread-safe.
-    struct Traffic {
-        std::uint64_t published = 0;
-        std::uint64_t delivered = 0;
-        std::uint64_t acked = 0;
-    };
-    Traffic traffic() const noexcept;
 
     ConnectionId open_connection(ConnectionOptions options = {});
     // Closes the connection's subscriptions (their unsettled deliveries go back to their

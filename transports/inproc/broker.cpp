@@ -54,7 +54,6 @@ const std::shared_ptr<Clock>& Broker::clock() const noexcept { return impl_->clo
 const std::string& Broker::data() const noexcept { return impl_->data(); }
 std::optional<std::string> Broker::commit_failure() { return impl_->commit_failure(); }
 std::uint64_t Broker::quarantined_messages() const noexcept { return impl_->quarantined_messages(); }
-Broker::Traffic Broker::traffic() const noexcept { return impl_->traffic(); }
 Broker::ConnectionId Broker::open_connection(ConnectionOptions options) { return impl_->open_connection(options); }
 void Broker::close_connection(ConnectionId connection) { impl_->close_connection(connection); }
 void Broker::declare(ConnectionId connection, const Topology& topology) { impl_->declare(connection, topology); }

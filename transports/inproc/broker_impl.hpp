@@ -51,6 +51,14 @@ public:
     const std::shared_ptr<Clock>& clock() const noexcept { return clock_; }
     const std::string& data() const noexcept { return data_; }
     std::uint64_t quarantined_messages() const noexcept { return quarantined_; }
+    // What the broker has done since it started (BrokerInfo::published, delivered, acked):
+    // messages published to it (routed or not), handed to consumers and pulls (redeliveries
+    // too), and acked.
+    struct Traffic {
+        std::uint64_t published = 0;
+        std::uint64_t delivered = 0;
+        std::uint64_t acked = 0;
+    };
     Traffic traffic() const noexcept {
         return {published_.load(std::memory_order_relaxed), delivered_.load(std::memory_order_relaxed),
                 acked_.load(std::memory_order_relaxed)};
