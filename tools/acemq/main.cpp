@@ -29,6 +29,9 @@ int main(int argc, char** argv) {
                    "the broker: inproc://NAME?data=FILE, zmq+tcp://, zmq+ipc://, amqp://, amqps:// (credentials are "
                    "never printed back)")
         ->envname("ACEMQ_URL");
+    app.add_option("--management-url", context.management_url,
+                   "RabbitMQ only: its management HTTP API, when not http://HOST:15672 of the amqp URL")
+        ->envname("ACEMQ_MANAGEMENT_URL");
     app.add_flag("--json", context.json, "write one JSON document for scripts instead of tables");
     app.add_option_function<std::string>(
            "--timeout",

@@ -178,6 +178,14 @@ std::string printable(std::string_view text, bool keep_lines) {
     return out;
 }
 
+std::string quoted_name(std::string_view name) { return "\"" + printable(name) + "\""; }
+
+bool is_text(std::string_view text) {
+    for (unsigned char c : text)
+        if ((c < 0x20 && c != '\n' && c != '\r' && c != '\t') || c == 0x7F) return false;
+    return is_utf8(text);
+}
+
 std::string cut(std::string_view text, std::size_t width) {
     if (characters(text) <= width) return std::string(text);
     std::string out;

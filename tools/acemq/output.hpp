@@ -34,6 +34,10 @@ private:
 // UTF-8 as \xNN, a backslash doubled, so that nothing a sender wrote moves the cursor or
 // forges a line. Newline and tab are escaped too (\n, \t) unless `keep_lines`.
 std::string printable(std::string_view text, bool keep_lines = false);
+// A name in a sentence, quoted so that an empty one shows: "orders.new".
+std::string quoted_name(std::string_view name);
+// Whether `text` is UTF-8 with no control character but newline, carriage return and tab.
+bool is_text(std::string_view text);
 // `text` cut to at most `width` characters, the last of them "…" when it was cut.
 std::string cut(std::string_view text, std::size_t width);
 
