@@ -9,6 +9,7 @@
 #include <variant>
 
 #include <CLI/CLI.hpp>
+#include <acemq/inproc.hpp>
 #include <acemq/json_codec.hpp>
 #include <acemq/management.hpp>
 #include <acemq/replay.hpp>
@@ -356,8 +357,26 @@ Exit report_failure(std::exception_ptr error, const Context& context) {
         }
         return Exit::failed;
     } catch (const ConnectionError& failure) {
-        say(failure.what(), connection_hint(context));
+        // A transport refusing the login throws ConnectionError too (publish, tail and replay
+        // open one), but the broker did answer: the credentials are what to fix.
+        const std::string_view what = failure.what();
+        if (what.find("cannot log in") != std::string_view::npos ||
+            what.find("ACCESS_REFUSED") != std::string_view::npos) {
+            say(what, "check the credentials or CurveZMQ keys in --url or ACEMQ_URL");
+            return Exit::refused;
+        }
+        say(what, connection_hint(context));
         return Exit::unreachable;
+    } catch (const inproc::DataFileError& failure) {
+        const std::string_view what = failure.what();
+        if (what.find("locked") != std::string_view::npos) {
+            say(what,
+                "a running acemq-broker holds this data file: manage it through that broker's "
+                "zmq+tcp:// or zmq+ipc:// URL instead");
+            return Exit::refused;
+        }
+        say(what, "");
+        return Exit::failed;
     } catch (const ReplayError& failure) {
         say(failure.what(), "what was done before: " + failure.result().to_string());
         return Exit::failed;
@@ -368,7 +387,10 @@ Exit report_failure(std::exception_ptr error, const Context& context) {
         say(failure.what(), "see `acemq --help` and `acemq COMMAND --help`");
         return Exit::usage;
     } catch (const load::UsageProblem& failure) {
-        say(failure.what(), "see `acemq --help`");
+        // The duration reader is acemq-load's, and its sentences start with that program's name.
+        std::string_view what = failure.what();
+        if (what.starts_with("acemq-load: ")) what.remove_prefix(12);
+        say(what, "see `acemq --help`");
         return Exit::usage;
     } catch (const std::exception& failure) {
         say(failure.what(), "");
