@@ -142,14 +142,9 @@ void print_info(const Context& context) {
 
 void purge(const Context& context, const std::string& queue, bool yes) {
     std::unique_ptr<Management> broker = open_broker(context);
-    std::uint64_t ready = 0;
-    bool found = false;
-    for (const QueueSummary& summary : broker->queues())
-        if (summary.name == queue) ready = summary.ready, found = true;
-    if (!found)
-        throw ManagementError(ManagementError::Reason::not_found,
-                              "acemq: there is no queue " + quoted_name(queue) + " at " + redacted_url(context.url));
-    confirm("purge the " + count_text(ready) + " ready messages of queue " + quoted_name(queue) + "?", yes);
+    confirm("purge the " + count_text(find_queue(*broker, context, queue).ready) + " ready messages of queue " +
+                quoted_name(queue) + "?",
+            yes);
     const std::uint64_t purged = broker->purge(queue);
     print_answer(
         context,
@@ -163,14 +158,9 @@ void purge(const Context& context, const std::string& queue, bool yes) {
 
 void delete_queue(const Context& context, const std::string& queue, bool force, bool yes) {
     std::unique_ptr<Management> broker = open_broker(context);
-    std::optional<QueueSummary> found;
-    for (const QueueSummary& summary : broker->queues())
-        if (summary.name == queue) found = summary;
-    if (!found)
-        throw ManagementError(ManagementError::Reason::not_found,
-                              "acemq: there is no queue " + quoted_name(queue) + " at " + redacted_url(context.url));
-    confirm("delete queue " + quoted_name(queue) + " with its " + count_text(found->ready + found->unacked) +
-                " messages" + (found->consumers > 0 ? " and " + count_text(found->consumers) + " consumers" : "") + "?",
+    const QueueSummary found = find_queue(*broker, context, queue);
+    confirm("delete queue " + quoted_name(queue) + " with its " + count_text(found.ready + found.unacked) +
+                " messages" + (found.consumers > 0 ? " and " + count_text(found.consumers) + " consumers" : "") + "?",
             yes);
     broker->delete_queue(queue, {.even_if_consumed = force});
     Table table({{"DELETED"}});
@@ -202,6 +192,13 @@ std::shared_ptr<Transport> open_connection(const Context& context) {
 }
 
 Bus open_bus(const Context& context) { return connect(open_connection(context)); }
+
+QueueSummary find_queue(Management& broker, const Context& context, std::string_view queue) {
+    for (QueueSummary& summary : broker.queues())
+        if (summary.name == queue) return summary;
+    throw ManagementError(ManagementError::Reason::not_found,
+                          "acemq: there is no queue " + quoted_name(queue) + " at " + redacted_url(context.url));
+}
 
 void confirm(const std::string& question, bool yes) {
     if (yes) return;

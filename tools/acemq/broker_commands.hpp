@@ -22,6 +22,9 @@ std::unique_ptr<Management> open_broker(const Context& context);
 std::shared_ptr<Transport> open_connection(const Context& context);
 Bus open_bus(const Context& context);
 
+// The summary of `queue`; ManagementError (not_found) naming it and the URL when there is none.
+QueueSummary find_queue(Management& broker, const Context& context, std::string_view queue);
+
 // Asks `question` ("purge 12 ready messages of \"orders.new\"?") on a terminal and throws
 // CommandFailed (check_failed) unless the answer is yes; off a terminal it throws
 // CommandFailed (usage) naming --yes. Nothing is asked when `yes`.

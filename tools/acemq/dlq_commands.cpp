@@ -36,12 +36,6 @@ bool matches(const Envelope& envelope, std::span<const std::byte> body, const st
     return false;
 }
 
-std::uint64_t depth(Management& broker, const std::string& queue) {
-    for (const QueueSummary& summary : broker.queues())
-        if (summary.name == queue) return summary.ready;
-    throw ManagementError(ManagementError::Reason::not_found, "acemq: there is no queue " + quoted_name(queue));
-}
-
 struct ListArgs {
     std::string queue;
     std::size_t count = 100;
@@ -105,7 +99,7 @@ void print_summary(const Context& context, const std::string& source, bool dry_r
 // What a replay would do, from a browse: nothing is taken.
 void dry_run(const Context& context, const std::string& source, const ReplayArgs& args) {
     std::unique_ptr<Management> broker = open_broker(context);
-    const std::uint64_t ready = depth(*broker, source);
+    const std::uint64_t ready = find_queue(*broker, context, source).ready;
     std::size_t moved = 0, skipped = 0;
     constexpr std::size_t page = 500;
     for (std::uint64_t from = 0; from < ready && (args.limit == 0 || moved < args.limit); from += page) {
@@ -131,7 +125,7 @@ void replay_queue(const Context& context, const std::string& source, const Repla
                                              " to itself would do nothing: name another "
                                              "queue");
     std::unique_ptr<Management> broker = open_broker(context);
-    depth(*broker, source);  // a missing queue is told as not found, before anything is pulled
+    find_queue(*broker, context, source);  // a missing queue is told as not found, before anything is pulled
     Bus bus = open_bus(context);
     std::size_t seen = 0, accepted = 0;
     auto next_progress = std::chrono::steady_clock::now() + std::chrono::seconds(1);
@@ -151,7 +145,7 @@ void replay_queue(const Context& context, const std::string& source, const Repla
     };
     const ReplayResult result = replay(bus, source, options);
     bus.close();
-    print_summary(context, source, false, result.moved, result.skipped, depth(*broker, source),
+    print_summary(context, source, false, result.moved, result.skipped, find_queue(*broker, context, source).ready,
                   to_string(result.reason));
 }
 

@@ -10,6 +10,7 @@
 #include <thread>
 
 #include <acemq/json_codec.hpp>
+#include <acemq/url.hpp>
 #include "broker_commands.hpp"
 #include "load/options.hpp"
 #include "message_view.hpp"
@@ -145,8 +146,9 @@ struct TailArgs {
 void tail(const Context& context, const TailArgs& args, std::chrono::milliseconds idle) {
     std::shared_ptr<Transport> transport = open_connection(context);
     if (!transport->queue_exists(args.queue))
-        throw ManagementError(ManagementError::Reason::not_found,
-                              "acemq: there is no queue " + quoted_name(args.queue) + ": `acemq queues` lists them");
+        throw ManagementError(
+            ManagementError::Reason::not_found,
+            "acemq: there is no queue " + quoted_name(args.queue) + " at " + redacted_url(context.url));
     std::vector<Delivery> held;
     std::vector<Value> values;
     auto last = std::chrono::steady_clock::now();
