@@ -25,6 +25,9 @@ int main(int argc, char** argv) {
     acemq::cli::Context context;
     CLI::App app{"acemq: ask and steer an acemq broker (embedded, ZeroMQ or RabbitMQ)", "acemq"};
     app.require_subcommand(1);
+    // The shared options may come after the subcommand too (`acemq queues --json`); the
+    // subcommands made below inherit it.
+    app.fallthrough();
     app.add_option("--url", context.url,
                    "the broker: inproc://NAME?data=FILE, zmq+tcp://, zmq+ipc://, amqp://, amqps:// (credentials are "
                    "never printed back)")
