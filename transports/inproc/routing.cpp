@@ -154,7 +154,7 @@ void Broker::Impl::route(const Exchange& exchange, std::string_view key, std::ve
 void Broker::Impl::enqueue(Queue& queue, StoredMessage&& stored) {
     if (queue.deleted()) return;
     const bool expires = queue.policy().ttl.has_value();
-    if (expires) stored.enqueued = clock_->now();
+    stored.enqueued = clock_->now();
     queue.append(std::move(stored));
     if (queue.has_consumers()) dispatch(queue);
     // After dispatch: a message with TTL 0 still goes to a consumer that has room.
