@@ -39,6 +39,7 @@ void ZmqTransport::run() {
         }
         if (first) {
             std::lock_guard lock(open_mutex_);
+            open_key_refused_ = key_refused_;
             open_failure_ = refused_because_.empty() ? "acemq: no answer from " + where() + " within " +
                                                            std::to_string(session_.connect_timeout.count()) +
                                                            " ms: is an acemq-broker listening on " + endpoint_ + "?"
@@ -186,7 +187,8 @@ void ZmqTransport::dispatch(const wire::Frame& frame, std::span<const std::byte>
     }
     case Command::deliver: deliver(wire::read_deliver(frame)); return;
     case Command::reply:
-    case Command::failure: answer(frame, bytes); return;
+    case Command::failure:
+    case Command::refusal: answer(frame, bytes); return;
     case Command::error: {
         const wire::ErrorFrame error = wire::read_error(frame);
         if (error.code == wire::ErrorCode::no_session) {
@@ -246,6 +248,12 @@ void ZmqTransport::answer(const wire::Frame& frame, std::span<const std::byte> b
             log(LogLevel::error, "zmq transport: consuming \"" + outgoing.consumer->queue +
                                      "\" again after a reconnect failed: " + failure.text);
         outgoing.reply->fail(failure.kind, as_named_here(failure.text));
+        return;
+    }
+    if (frame.command() == Command::refusal) {
+        wire::Refusal refusal = wire::read_refusal(frame);
+        refusal.text = as_named_here(std::move(refusal.text));
+        outgoing.reply->set(Reply{.frame = {}, .generation = generation_.load(), .refusal = std::move(refusal)});
         return;
     }
     if (outgoing.kind == Outgoing::Kind::consume) {

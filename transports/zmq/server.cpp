@@ -4,7 +4,10 @@
 // the ConfirmFns of its publishes queue their confirms.
 #include <acemq/zmq.hpp>
 
+#include <arpa/inet.h>
 #include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -23,6 +26,7 @@
 #include "session/work_queue.hpp"
 #include "zmq/endpoint.hpp"
 #include "zmq/keys.hpp"
+#include "zmq/management_calls.hpp"
 #include "zmq/protocol.hpp"
 #include "zmq/socket_io.hpp"
 
@@ -88,6 +92,39 @@ std::string peer_of(::zmq::message_t& message) {
     return "a peer";
 }
 
+// Where the client on connection `fd` connects from, for Management::sessions(): "IP:PORT" for
+// TCP ("[IP]:PORT" for IPv6), the broker's ipc:// endpoint it came in on, else libzmq's
+// Peer-Address of `message`; "" when nothing tells.
+std::string address_of(::zmq::message_t& message, int fd) {
+    sockaddr_storage address{};
+    socklen_t length = sizeof address;
+    if (fd >= 0 && ::getpeername(fd, reinterpret_cast<sockaddr*>(&address), &length) == 0) {
+        char text[INET6_ADDRSTRLEN] = {};
+        if (address.ss_family == AF_INET) {
+            const auto& in = reinterpret_cast<const sockaddr_in&>(address);
+            if (::inet_ntop(AF_INET, &in.sin_addr, text, sizeof text))
+                return std::string(text) + ":" + std::to_string(ntohs(in.sin_port));
+        }
+        if (address.ss_family == AF_INET6) {
+            const auto& in6 = reinterpret_cast<const sockaddr_in6&>(address);
+            if (::inet_ntop(AF_INET6, &in6.sin6_addr, text, sizeof text))
+                return "[" + std::string(text) + "]:" + std::to_string(ntohs(in6.sin6_port));
+        }
+        // A unix socket's peer has no name of its own; the endpoint it connected to does.
+        length = sizeof address;
+        if (address.ss_family == AF_UNIX && ::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length) == 0) {
+            const auto& un = reinterpret_cast<const sockaddr_un&>(address);
+            if (length > offsetof(sockaddr_un, sun_path) && un.sun_path[0] != '\0')
+                return "ipc://" + std::string(un.sun_path);
+        }
+    }
+    try {
+        return message.gets("Peer-Address");
+    } catch (const ::zmq::error_t&) {
+        return "";
+    }
+}
+
 // The class of the exception being handled, as the wire carries it: a broker call does not
 // fail for want of a connection, and the client keeps that kind for its own session.
 wire::FailureKind failure_kind_of_current() {
@@ -135,6 +172,9 @@ private:
     void wake_for(bool first_waiting);
 
     std::shared_ptr<inproc::Broker> broker_;
+    std::unique_ptr<Management> management_;  // null when ServerOptions::management is off
+    // What info() tells of this server besides the broker's own: endpoints, limits, security.
+    std::vector<std::pair<std::string, std::string>> details_;
     ServerOptions options_;
     std::unordered_set<std::string> allowed_keys_;  // binary, 32 bytes each
     ::zmq::context_t context_;
@@ -213,6 +253,15 @@ ServerImpl::ServerImpl(const BrokerOpener& open_broker, std::vector<std::string>
     }
     if (open_broker) broker_ = open_broker();
     if (!broker_) throw InvalidArgument("acemq: zmq::serve needs a broker; pass acemq::inproc::broker(NAME)");
+    if (options_.management) management_ = inproc::manage(broker_);
+    std::string listening;
+    for (const std::string& endpoint : bound_) listening += (listening.empty() ? "" : " ") + endpoint;
+    details_ = {{"endpoints", listening},
+                {"max_frame_bytes", std::to_string(options_.max_frame_bytes)},
+                {"heartbeat_ms", std::to_string(options_.heartbeat.count())},
+                {"missed_heartbeats", std::to_string(options_.missed_heartbeats)},
+                {"curve", options_.curve ? "on" : "off"},
+                {"management", "on"}};
     thread_ = std::thread([this] { run(); });
 }
 
@@ -370,7 +419,8 @@ void ServerImpl::start_session(const std::string& routing_id, const wire::Frame&
     }
     // A client's ack crosses the network unanswered, as in AMQP: waiting for its commit here
     // would only stall every other session.
-    session.connection = broker_->open_connection({.acks_wait = false});
+    session.connection = broker_->open_connection(
+        {.acks_wait = false, .peer = address_of(message, session.fd), .client_name = session.client_name});
     session.client_heartbeat =
         hello.heartbeat_millis > 0 ? std::chrono::milliseconds(hello.heartbeat_millis) : options_.heartbeat;
     session.last_heard = Clock::now();
@@ -511,6 +561,20 @@ void ServerImpl::handle_in_session(Session& session, const wire::Frame& frame) {
                [&] { return wire::encode_reply_ping(request, inproc::refusing_commits(*broker_).value_or("")); });
         return;
     }
+    case Command::manage: {
+        if (!management_) {
+            send(session,
+                 wire::encode_refusal(wire::read_request(frame), ManagementError::Reason::disabled,
+                                      "acemq: the zmq broker " + acemq::detail::in_quotes(broker_->name()) +
+                                          " refuses management calls: it runs with management off (acemq-broker "
+                                          "--no-management); restart it without that flag to manage it"));
+            return;
+        }
+        const wire::ManageRequest request = wire::read_manage(frame);
+        answer(request.request,
+               [&] { return answer_management(*management_, request, options_.max_frame_bytes, details_); });
+        return;
+    }
     case Command::heartbeat: return;
     case Command::bye: end_session(session.id, "it said goodbye"); return;
     case Command::hello: return;  // handled before a session is looked up
@@ -520,6 +584,7 @@ void ServerImpl::handle_in_session(Session& session, const wire::Frame& frame) {
     case Command::confirm:
     case Command::deliver:
     case Command::error:
+    case Command::refusal:
         refuse_frame(
             session.routing_id, 0, wire::ErrorCode::unknown_command,
             "acemq: " + std::string(to_string(frame.command())) + " is a command the broker sends, not one it takes");

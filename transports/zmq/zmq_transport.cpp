@@ -67,8 +67,10 @@ ZmqTransport::ZmqTransport(std::string url, std::string endpoint, Options option
     open_cv_.wait(lock, [&] { return opened_ || open_failure_.has_value(); });
     if (open_failure_) {
         const std::string failure = *open_failure_;
+        const bool key_refused = open_key_refused_;
         lock.unlock();
         thread_.join();
+        if (key_refused) throw KeyRefused(failure);
         throw ConnectionError(failure);
     }
 }
