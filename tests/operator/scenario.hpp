@@ -54,7 +54,8 @@ inline void with_bus(const Target& target, const std::function<void(acemq::Bus&)
 // consumers=C", for those whose name starts with `prefix`, in name order.
 inline std::string queue_lines(const Target& target, const std::string& prefix) {
     std::string lines;
-    for (const acemq::Value& queue : document(run_on(target, {"--json", "queues"})).as_array()) {
+    const acemq::Value queues = document(run_on(target, {"--json", "queues"}));
+    for (const acemq::Value& queue : queues.as_array()) {
         const std::string& name = queue.find("name")->as_string();
         if (name.rfind(prefix, 0) != 0) continue;
         lines += name.substr(prefix.size()) + " " + queue.find("type")->as_string() +
@@ -74,8 +75,8 @@ inline std::string json_text(const acemq::Value& value) {
 // The bodies of the first `count` messages of `queue`, one JSON text a line.
 inline std::string bodies(const Target& target, const std::string& queue, int count = 10) {
     std::string lines;
-    for (const acemq::Value& message :
-         document(run_on(target, {"--json", "peek", queue, "-n", std::to_string(count)})).find("messages")->as_array())
+    const acemq::Value peeked = document(run_on(target, {"--json", "peek", queue, "-n", std::to_string(count)}));
+    for (const acemq::Value& message : peeked.find("messages")->as_array())
         lines += json_text(*message.find("body")) + "\n";
     return lines;
 }
@@ -122,8 +123,8 @@ inline void operate(const Target& target) {
     // The same listing on every broker.
     CHECK(queue_lines(target, prefix) ==
           "orders quorum durable=yes ready=5 unacked=0 consumers=0\n"
-          "orders.dlq quorum durable=yes ready=0 unacked=0 consumers=0\n"
-          "orders.parked quorum durable=yes ready=0 unacked=0 consumers=0\n");
+          "orders.dlq classic durable=yes ready=0 unacked=0 consumers=0\n"
+          "orders.parked classic durable=yes ready=0 unacked=0 consumers=0\n");
     const Run table = run_on(target, {"queues"});
     INFO(told(table));
     CHECK(table.out.find("NAME") == 0);
@@ -183,7 +184,7 @@ inline void operate(const Target& target) {
         document(run_on(target, {"--json", "dlq", "replay", queue, "--dry-run", "--match", "o-3"}));
     CHECK(dry.find("wouldMove")->as_uint64() == 1);
     CHECK(dry.find("left")->as_uint64() == 3);
-    CHECK(queue_lines(target, prefix).find("orders.dlq quorum durable=yes ready=4") != std::string::npos);
+    CHECK(queue_lines(target, prefix).find("orders.dlq classic durable=yes ready=4") != std::string::npos);
     const acemq::Value matched = document(run_on(target, {"--json", "dlq", "replay", queue, "--match", "o-3"}));
     CHECK(matched.find("moved")->as_uint64() == 1);
     CHECK(matched.find("skipped")->as_uint64() == 3);
@@ -195,8 +196,8 @@ inline void operate(const Target& target) {
     CHECK(limited.out.find("MOVED") != std::string::npos);
     CHECK(queue_lines(target, prefix) ==
           "orders quorum durable=yes ready=2 unacked=0 consumers=0\n"
-          "orders.dlq quorum durable=yes ready=2 unacked=0 consumers=0\n"
-          "orders.parked quorum durable=yes ready=0 unacked=0 consumers=0\n");
+          "orders.dlq classic durable=yes ready=2 unacked=0 consumers=0\n"
+          "orders.parked classic durable=yes ready=0 unacked=0 consumers=0\n");
 
     // purge and delete refuse without --yes off a terminal, naming it; with it, do it.
     for (const std::string command : {"purge", "delete"}) {
@@ -205,15 +206,15 @@ inline void operate(const Target& target) {
         CHECK(refused.status == 2);
         CHECK(refused.err.find("--yes") != std::string::npos);
     }
-    CHECK(queue_lines(target, prefix).find("orders.dlq quorum durable=yes ready=2") != std::string::npos);
+    CHECK(queue_lines(target, prefix).find("orders.dlq classic durable=yes ready=2") != std::string::npos);
     const acemq::Value purged = document(run_on(target, {"--json", "purge", dlq, "--yes"}));
     CHECK(purged.find("purged")->as_uint64() == 2);
     const Run deleted = run_on(target, {"delete", queue, "--yes"});
     INFO(told(deleted));
     CHECK(deleted.status == 0);
     CHECK(queue_lines(target, prefix) ==
-          "orders.dlq quorum durable=yes ready=0 unacked=0 consumers=0\n"
-          "orders.parked quorum durable=yes ready=0 unacked=0 consumers=0\n");
+          "orders.dlq classic durable=yes ready=0 unacked=0 consumers=0\n"
+          "orders.parked classic durable=yes ready=0 unacked=0 consumers=0\n");
     for (const std::string& leftover : {dlq, queue + ".parked"}) run_on(target, {"delete", leftover, "--yes"});
 }
 

@@ -16,7 +16,7 @@ using zmq_test::BrokerProcess;
 namespace {
 
 std::vector<std::string> tcp_broker(const std::vector<std::string>& more = {}) {
-    std::vector<std::string> arguments{"--bind", "tcp://127.0.0.1:0"};
+    std::vector<std::string> arguments{"--listen", "tcp://127.0.0.1:0"};
     arguments.insert(arguments.end(), more.begin(), more.end());
     return arguments;
 }

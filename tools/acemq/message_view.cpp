@@ -49,9 +49,10 @@ DecodedBody decode(const InboundMessage& message) {
             failure = "not readable as " + std::string(name) + ": " + std::string(without_prefix(error.what()));
         }
     }
-    // Text when the content type says so, or when nothing says otherwise and it reads as text.
-    const bool untyped_or_text = message.content_type.empty() || starts_with_text(message.content_type);
-    if (untyped_or_text && is_text(text)) return {"text", Value(std::string(text)), failure};
+    // Text when the content type says so (control characters are escaped when shown), or
+    // when nothing says otherwise and it reads as text.
+    if (starts_with_text(message.content_type) ? is_utf8(text) : message.content_type.empty() && is_text(text))
+        return {"text", Value(std::string(text)), failure};
     return {"hex", Value(hex_of(body)), failure};
 }
 

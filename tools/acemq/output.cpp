@@ -46,15 +46,6 @@ std::size_t utf8_length(std::string_view text, std::size_t at) {
     return length;
 }
 
-bool is_utf8(std::string_view text) {
-    for (std::size_t at = 0; at < text.size();) {
-        const std::size_t length = utf8_length(text, at);
-        if (length == 0) return false;
-        at += length;
-    }
-    return true;
-}
-
 // Characters, not bytes: what a terminal gives a column (wide characters aside).
 std::size_t characters(std::string_view text) {
     std::size_t count = 0;
@@ -177,6 +168,15 @@ std::string printable(std::string_view text, bool keep_lines) {
         ++at;
     }
     return out;
+}
+
+bool is_utf8(std::string_view text) {
+    for (std::size_t at = 0; at < text.size();) {
+        const std::size_t length = utf8_length(text, at);
+        if (length == 0) return false;
+        at += length;
+    }
+    return true;
 }
 
 std::string quoted_name(std::string_view name) { return "\"" + printable(name) + "\""; }
@@ -369,7 +369,7 @@ Exit report_failure(std::exception_ptr error, const Context& context) {
         return Exit::unreachable;
     } catch (const inproc::DataFileError& failure) {
         const std::string_view what = failure.what();
-        if (what.find("locked") != std::string_view::npos) {
+        if (what.find("holds it") != std::string_view::npos || what.find("locked") != std::string_view::npos) {
             say(what,
                 "a running acemq-broker holds this data file: manage it through that broker's "
                 "zmq+tcp:// or zmq+ipc:// URL instead");

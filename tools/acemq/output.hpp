@@ -36,6 +36,8 @@ private:
 std::string printable(std::string_view text, bool keep_lines = false);
 // A name in a sentence, quoted so that an empty one shows: "orders.new".
 std::string quoted_name(std::string_view name);
+// Whether `text` is well-formed UTF-8.
+bool is_utf8(std::string_view text);
 // Whether `text` is UTF-8 with no control character but newline, carriage return and tab.
 bool is_text(std::string_view text);
 // `text` cut to at most `width` characters, the last of them "…" when it was cut.
