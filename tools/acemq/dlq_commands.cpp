@@ -145,7 +145,10 @@ void replay_queue(const Context& context, const std::string& source, const Repla
     };
     const ReplayResult result = replay(bus, source, options);
     bus.close();
-    print_summary(context, source, false, result.moved, result.skipped, find_queue(*broker, context, source).ready,
+    // Left: ready or still handed out, as the messages the filter declined may be while their
+    // requeue travels to a remote broker.
+    const QueueSummary after = find_queue(*broker, context, source);
+    print_summary(context, source, false, result.moved, result.skipped, after.ready + after.unacked,
                   to_string(result.reason));
 }
 
