@@ -62,13 +62,17 @@ std::string_view to_string(Command command) noexcept {
     return "unknown";
 }
 
+namespace {
+
+// The version that brought `command` in: a frame of an older version does not have it.
+std::uint32_t introduced_in(Command command) noexcept {
+    return command == Command::manage || command == Command::refusal ? 2 : 1;
+}
+
+}  // namespace
+
 std::uint32_t version_of(Command command) noexcept {
-    switch (command) {
-    case Command::hello: return version;
-    case Command::manage:
-    case Command::refusal: return 2;
-    default: return 1;
-    }
+    return command == Command::hello ? version : introduced_in(command);
 }
 
 namespace {
@@ -76,7 +80,7 @@ namespace {
 // The fields each command carries at least (a later version may append more); nullopt for a
 // number that is no command in `frame_version`.
 std::optional<std::size_t> fields_of(std::uint64_t command, std::uint64_t frame_version) {
-    if (command > 0xff || version_of(static_cast<Command>(command)) > frame_version) return std::nullopt;
+    if (command > 0xff || introduced_in(static_cast<Command>(command)) > frame_version) return std::nullopt;
     switch (static_cast<Command>(command)) {
     case Command::hello: return 3;
     case Command::declare: return 4;
