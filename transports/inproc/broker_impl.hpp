@@ -17,6 +17,7 @@
 #pragma once
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <memory>
@@ -50,6 +51,18 @@ public:
     const std::shared_ptr<Clock>& clock() const noexcept { return clock_; }
     const std::string& data() const noexcept { return data_; }
     std::uint64_t quarantined_messages() const noexcept { return quarantined_; }
+    // What the broker has done since it started (BrokerInfo::published, delivered, acked):
+    // messages published to it (routed or not), handed to consumers and pulls (redeliveries
+    // too), and acked.
+    struct Traffic {
+        std::uint64_t published = 0;
+        std::uint64_t delivered = 0;
+        std::uint64_t acked = 0;
+    };
+    Traffic traffic() const noexcept {
+        return {published_.load(std::memory_order_relaxed), delivered_.load(std::memory_order_relaxed),
+                acked_.load(std::memory_order_relaxed)};
+    }
 
     std::optional<std::string> commit_failure();
     ConnectionId open_connection(ConnectionOptions options);
@@ -167,6 +180,8 @@ private:
     const std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
     std::uint64_t quarantined_ = 0;  // set at open, not changed after
     std::uint64_t opens_ = 0;        // the data file's, this one included; set at open
+    // Changed under the lock, read without it (traffic()).
+    std::atomic<std::uint64_t> published_{0}, delivered_{0}, acked_{0};
 
     // Guards everything below.
     std::mutex mutex_;

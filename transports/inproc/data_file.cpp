@@ -792,9 +792,10 @@ void DataFile::give_space_back_from_now_on() {
     constexpr std::int64_t incremental = 2;
     if (integer_of(db_, "PRAGMA auto_vacuum") == incremental) return;
     if (sqlite3_exec(db_, "PRAGMA auto_vacuum = INCREMENTAL; VACUUM", nullptr, nullptr, nullptr) != SQLITE_OK)
-        log(LogLevel::warning, "acemq: the broker's data file " + detail::in_quotes(path_) +
-                                   " could not be rewritten to give space back when messages are acked (SQLite: " +
-                                   sqlite3_errmsg(db_) + "); it works as before, and keeps its size");
+        log(LogLevel::warning, "durable-broker",
+            "acemq: the broker's data file " + detail::in_quotes(path_) +
+                " could not be rewritten to give space back when messages are acked (SQLite: " + sqlite3_errmsg(db_) +
+                "); it works as before, and keeps its size");
 }
 
 void DataFile::give_space_back() noexcept {

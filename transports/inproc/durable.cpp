@@ -46,11 +46,11 @@ void Broker::Impl::log_quarantined(const std::vector<detail::DamagedRow>& damage
     for (std::size_t i = 0; i < damaged.size() && i < 10; ++i)
         ids += (i == 0 ? "" : ", ") + std::to_string(damaged[i].id);
     if (damaged.size() > 10) ids += ", ...";
-    log(LogLevel::error, "acemq: " + std::to_string(damaged.size()) + " stored message(s) of the broker's data file " +
-                             detail::in_quotes(data_) + " were damaged on the disk (" + damaged.front().reason +
-                             "; message ids " + ids +
-                             "): moved to the file's quarantine table as found, not delivered; every other message "
-                             "is delivered as before. Check the disk, and restore them from a copy if they matter");
+    log(LogLevel::error, "durable-broker",
+        "acemq: " + std::to_string(damaged.size()) + " stored message(s) of the broker's data file " +
+            detail::in_quotes(data_) + " were damaged on the disk (" + damaged.front().reason + "; message ids " + ids +
+            "): moved to the file's quarantine table as found, not delivered; every other message "
+            "is delivered as before. Check the disk, and restore them from a copy if they matter");
 }
 
 void Broker::Impl::recover(detail::DataFileContents&& contents) {

@@ -168,10 +168,11 @@ void Journal::run() {
                 if (!published(entry.change)) kept.push_back(std::move(entry));
         // Once per streak: an operator needs to hear that commits fail, and that they work again.
         if (failure && !failing)
-            log(LogLevel::error, *failure + "; persistent publishes are refused until a commit succeeds, " +
-                                     std::to_string(kept.size()) + " other changes are kept and tried again");
+            log(LogLevel::error, "durable-broker",
+                *failure + "; persistent publishes are refused until a commit succeeds, " +
+                    std::to_string(kept.size()) + " other changes are kept and tried again");
         else if (!failure && failing)
-            log(LogLevel::warning,
+            log(LogLevel::warning, "durable-broker",
                 "acemq: the durable inproc broker's commits succeed again; what was kept is written");
         failing = failure.has_value();
         written_since_tidy = written_since_tidy || !failure;
@@ -200,7 +201,7 @@ void Journal::run() {
         }
         lock.lock();
         if (failure && stopping_ && pending_.empty()) {
-            log(LogLevel::error,
+            log(LogLevel::error, "durable-broker",
                 *failure + "; " + std::to_string(kept.size()) + " changes were not written before the broker closed");
             unwritten_ = true;
             break;
@@ -260,7 +261,8 @@ void Journal::close(const std::vector<std::uint64_t>& redelivered) {
         file_->checkpoint();
     } catch (const StorageFailure& failure) {
         file_->rollback();
-        log(LogLevel::error, std::string(failure.what()) + "; the next open treats every message as redelivered");
+        log(LogLevel::error, "durable-broker",
+            std::string(failure.what()) + "; the next open treats every message as redelivered");
     }
 }
 

@@ -226,6 +226,10 @@ BrokerInfo Broker::Impl::info() {
         .uptime = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::steady_clock::now() - started_),
         .data_file = data_,
         .quarantined = quarantined_};
+    const Traffic done = traffic();
+    info.published = done.published;
+    info.delivered = done.delivered;
+    info.acked = done.acked;
     info.details.emplace_back("max_data_bytes", std::to_string(max_data_bytes_));
     if (!durable()) return info;
     info.data_bytes = size_of(data_);

@@ -107,6 +107,7 @@ void Broker::Impl::publish_batch(std::vector<OutboundMessage> messages, BatchCon
 }
 
 Broker::Impl::Published Broker::Impl::publish_locked(OutboundMessage&& message) {
+    published_.fetch_add(1, std::memory_order_relaxed);
     const bool persistent = message.persistent;
     if (message.exchange.empty()) {  // the default exchange: the hot path, one lookup
         const auto found = queues_.find(message.routing_key);

@@ -84,7 +84,8 @@ bool ZmqTransport::start_session(Clock::time_point deadline, bool first) {
                     }
                 }
             } catch (const wire::ProtocolError& error) {
-                log(LogLevel::warning, "zmq transport: an unreadable frame from " + where() + ": " + error.what());
+                log(LogLevel::warning, "zmq",
+                    "zmq transport: an unreadable frame from " + where() + ": " + error.what());
             }
         }
     }

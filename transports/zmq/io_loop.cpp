@@ -163,7 +163,7 @@ void ZmqTransport::handle(std::span<const std::byte> bytes) {
     try {
         dispatch(wire::Frame::parse(bytes), bytes);
     } catch (const wire::ProtocolError& error) {
-        log(LogLevel::warning, "zmq transport: an unreadable frame from " + where() + ": " + error.what());
+        log(LogLevel::warning, "zmq", "zmq transport: an unreadable frame from " + where() + ": " + error.what());
     }
 }
 
@@ -195,7 +195,7 @@ void ZmqTransport::dispatch(const wire::Frame& frame, std::span<const std::byte>
             lose_session(where() + " no longer knows this session (it restarted, or it timed the session out)");
             return;
         }
-        log(LogLevel::warning, "zmq transport: " + where() + " refused a frame: " + error.text);
+        log(LogLevel::warning, "zmq", "zmq transport: " + where() + " refused a frame: " + error.text);
         const auto found = awaiting_.find(error.request);
         if (error.request == 0 || found == awaiting_.end()) return;
         found->second.reply->fail(session::FailureKind::error, as_named_here(error.text));
@@ -203,8 +203,9 @@ void ZmqTransport::dispatch(const wire::Frame& frame, std::span<const std::byte>
         return;
     }
     default:
-        log(LogLevel::warning, "zmq transport: " + where() + " sent " + std::string(to_string(frame.command())) +
-                                   ", which a client does not take");
+        log(LogLevel::warning, "zmq",
+            "zmq transport: " + where() + " sent " + std::string(to_string(frame.command())) +
+                ", which a client does not take");
     }
 }
 
@@ -232,8 +233,9 @@ void ZmqTransport::deliver(wire::Deliver deliver) {
         consumer.deliver(Delivery(std::move(deliver.message), *this, tag));
     } catch (const std::exception& error) {
         consumer.stopped = true;
-        log(LogLevel::error, "zmq transport: a DeliverFn for \"" + consumer.queue +
-                                 "\" threw, so it gets no more deliveries: " + error.what());
+        log(LogLevel::error, "zmq",
+            "zmq transport: a DeliverFn for \"" + consumer.queue +
+                "\" threw, so it gets no more deliveries: " + error.what());
     }
 }
 
@@ -245,8 +247,9 @@ void ZmqTransport::answer(const wire::Frame& frame, std::span<const std::byte> b
     if (frame.command() == Command::failure) {
         const wire::Failure failure = wire::read_failure(frame);
         if (outgoing.kind == Outgoing::Kind::consume && !outgoing.reply->abandoned() && outgoing.reply.use_count() == 1)
-            log(LogLevel::error, "zmq transport: consuming \"" + outgoing.consumer->queue +
-                                     "\" again after a reconnect failed: " + failure.text);
+            log(LogLevel::error, "zmq",
+                "zmq transport: consuming \"" + outgoing.consumer->queue +
+                    "\" again after a reconnect failed: " + failure.text);
         outgoing.reply->fail(failure.kind, as_named_here(failure.text));
         return;
     }

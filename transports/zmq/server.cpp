@@ -198,6 +198,8 @@ private:
 
     std::atomic<bool> stopping_{false};
     std::atomic<std::uint64_t> sessions_now_{0}, sessions_ended_{0}, frames_refused_{0}, clients_refused_{0};
+    // The size of the message being handled, for the log line of a refusal.
+    std::size_t received_bytes_ = 0;
     std::thread::id io_thread_id_;
     std::thread thread_;
 };
@@ -322,7 +324,7 @@ void ServerImpl::run() {
             end_unreachable();
         } catch (const std::exception& error) {
             // One failing step must not stop the broker serving everyone else.
-            log(LogLevel::error, std::string("zmq broker: ") + error.what());
+            log(LogLevel::error, "zmq-broker", std::string("zmq broker: ") + error.what());
         }
     }
     std::vector<std::uint64_t> ids;
@@ -344,6 +346,8 @@ void ServerImpl::receive_all() {
             (void)router_.recv(parts.back());
         }
         const std::string routing_id = identity.to_string();
+        received_bytes_ = 0;
+        for (const ::zmq::message_t& part : parts) received_bytes_ += part.size();
         if (parts.size() == 1 && parts[0].size() > options_.max_frame_bytes) {
             refuse_oversized(routing_id, parts[0]);
             continue;
@@ -426,8 +430,14 @@ void ServerImpl::start_session(const std::string& routing_id, const wire::Frame&
     session.last_heard = Clock::now();
     session_of_peer_[routing_id] = id;
     ++sessions_now_;
-    log(LogLevel::debug, "zmq broker: session " + std::to_string(id) + " started for client " +
-                             acemq::detail::in_quotes(session.client_name));
+    const std::string session_number = std::to_string(id);
+    log(LogLevel::info, "zmq-broker",
+        "zmq broker: session " + session_number + " started for client " +
+            acemq::detail::in_quotes(session.client_name) + " from " + session.peer,
+        {{"event", "session-opened"},
+         {"session", session_number},
+         {"peer", session.peer},
+         {"client", session.client_name}});
     send(session,
          wire::encode_welcome(hello.request, broker_->name(), static_cast<std::uint32_t>(options_.heartbeat.count()),
                               options_.max_frame_bytes));
@@ -654,6 +664,17 @@ void ServerImpl::send_to(const std::string& routing_id, msgpack::sbuffer frame) 
 void ServerImpl::refuse_frame(const std::string& routing_id, std::uint64_t request, wire::ErrorCode code,
                               std::string_view text) {
     ++frames_refused_;
+    const auto known = session_of_peer_.find(routing_id);
+    const Session* session = known == session_of_peer_.end() ? nullptr : &sessions_.at(known->second);
+    const std::string peer = session ? session->peer : std::string("a peer without a session");
+    const std::string bytes = std::to_string(received_bytes_);
+    log(LogLevel::warning, "zmq-broker",
+        "zmq broker: refused a frame of " + bytes + " bytes from " + peer + ": " + acemq::detail::shown_text(text),
+        {{"event", "frame-refused"},
+         {"peer", peer},
+         {"client", session ? std::string_view(session->client_name) : std::string_view()},
+         {"reason", text},
+         {"bytes", bytes}});
     send_to(routing_id, wire::encode_error(request, code, text));
 }
 
@@ -663,14 +684,21 @@ void ServerImpl::note_disconnects() {
         for (auto& [id, session] : sessions_) {
             if (session.fd != event->value) continue;
             session.fd = -1;
-            log(LogLevel::warning,
+            const std::string limit = std::to_string(socket_frame_limit(options_.max_frame_bytes));
+            log(LogLevel::warning, "zmq-broker",
                 "zmq broker: the connection of " + session.peer + " (client " +
                     acemq::detail::in_quotes(session.client_name) + ", session " + std::to_string(id) +
                     ") dropped while its session was open: the client went away without a bye, or it sent a frame "
                     "past the " +
-                    std::to_string(socket_frame_limit(options_.max_frame_bytes)) +
+                    limit +
                     " bytes the socket takes (twice --max-frame-bytes), which is dropped unread; the session ends "
-                    "when its heartbeats stop");
+                    "when its heartbeats stop",
+                {{"event", "peer-dropped"},
+                 {"session", std::to_string(id)},
+                 {"peer", session.peer},
+                 {"client", session.client_name},
+                 {"reason", "connection dropped while the session was open"},
+                 {"limitBytes", limit}});
             break;  // one session a connection
         }
     }
@@ -684,7 +712,6 @@ void ServerImpl::refuse_oversized(const std::string& routing_id, ::zmq::message_
     const std::string why = "a frame of " + std::to_string(frame.size()) + " bytes is over this broker's limit of " +
                             std::to_string(options_.max_frame_bytes) +
                             " bytes (acemq-broker --max-frame-bytes, zmq::ServerOptions::max_frame_bytes)";
-    log(LogLevel::warning, "zmq broker: refused what " + peer + " sent: " + why + "; nothing of it was taken");
     const std::span bytes(static_cast<const std::byte*>(frame.data()), frame.size());
     std::optional<std::uint64_t> sequence;
     try {
@@ -696,6 +723,12 @@ void ServerImpl::refuse_oversized(const std::string& routing_id, ::zmq::message_
     // A publish in a session waits for its confirm: it gets a refusal that says the same
     // publish fails the same way every time.
     if (sequence && known != session_of_peer_.end()) {
+        log(LogLevel::warning, "zmq-broker",
+            "zmq broker: refused what " + peer + " sent: " + why + "; nothing of it was taken",
+            {{"event", "frame-refused"},
+             {"peer", peer},
+             {"reason", "over max_frame_bytes"},
+             {"bytes", std::to_string(frame.size())}});
         ++frames_refused_;
         send(sessions_.at(known->second),
              wire::encode_confirm(*sequence, PublishResult{.return_reason = "acemq: " + why,
@@ -715,8 +748,15 @@ void ServerImpl::end_session(std::uint64_t session_id, std::string_view why) {
     session.consumers.clear();
     session.unsettled.clear();
     broker_->close_connection(session.connection);
-    log(LogLevel::info, "zmq broker: session " + std::to_string(session_id) + " of client " +
-                            acemq::detail::in_quotes(session.client_name) + " ended: " + std::string(why));
+    const std::string session_number = std::to_string(session_id);
+    log(LogLevel::info, "zmq-broker",
+        "zmq broker: session " + session_number + " of client " + acemq::detail::in_quotes(session.client_name) +
+            " from " + session.peer + " ended: " + std::string(why),
+        {{"event", "session-closed"},
+         {"session", session_number},
+         {"peer", session.peer},
+         {"client", session.client_name},
+         {"reason", why}});
     session_of_peer_.erase(session.routing_id);
     sessions_.erase(found);
     --sessions_now_;
@@ -736,7 +776,7 @@ void ServerImpl::answer_zap() {
                           allowed_keys_.contains(request[6].to_string());
     if (!admitted) {
         ++clients_refused_;
-        log(LogLevel::warning,
+        log(LogLevel::warning, "zmq-broker",
             "zmq broker: refused a client whose CurveZMQ key is not among the allowed keys"
             " (from " +
                 (well_formed ? request[3].to_string() : std::string("?")) + ")");

@@ -87,6 +87,7 @@ public:
     // "zmq", "acemq", the endpoint; capabilities "confirms", "dead-letters", "ttl", and "curve"
     // when the session is encrypted.
     TransportInfo describe() const override;
+    void measure_connection(std::shared_ptr<Metrics> metrics) override;
     void close() override;
 
     // For the subscription: cancel (stop) or release (close) a consumer, waiting for the broker.
