@@ -1,8 +1,12 @@
 // acemq-broker: one embedded broker (acemq::inproc::broker) served over ZeroMQ until SIGTERM
-// or SIGINT, for processes that share a broker without RabbitMQ. Exit status: 0 after a
-// clean stop, 1 when it cannot start (the library's error says why), 2 for a bad command line.
+// or SIGINT, for processes that share a broker without RabbitMQ. Its command line is read
+// with CLI11; exit status: 0 after a clean stop, 1 when it cannot start (the library's error
+// says why), 2 for a bad command line. Ready (systemd's READY=1 when run by it with
+// Type=notify, and the --ready-file) once every endpoint is bound, the data file is open and
+// the metrics endpoint listens.
 #include <fcntl.h>
 #include <signal.h>
+#include <systemd/sd-daemon.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -11,14 +15,21 @@
 #include <cstring>
 #include <filesystem>
 #include <iostream>
+#include <limits>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include <CLI/CLI.hpp>
+
+#include <acemq/broker_metrics.hpp>
 #include <acemq/config.hpp>
 #include <acemq/error.hpp>
 #include <acemq/inproc.hpp>
+#include <acemq/log.hpp>
+#include <acemq/metrics_endpoint.hpp>
 #include <acemq/zmq.hpp>
 
 namespace {
@@ -26,40 +37,18 @@ namespace {
 constexpr std::string_view program = "acemq-broker";
 constexpr std::string_view default_endpoint = "tcp://127.0.0.1:5680";
 
-constexpr std::string_view help_text = R"(Usage: acemq-broker [OPTION]...
-Hosts one embedded acemq broker and serves it over ZeroMQ to acemq clients
-(URLs zmq+tcp://HOST:PORT and zmq+ipc:///PATH) until SIGTERM or SIGINT.
+constexpr std::string_view description = R"(Hosts one embedded acemq broker and serves it over ZeroMQ to acemq clients
+(URLs zmq+tcp://HOST:PORT and zmq+ipc:///PATH) until SIGTERM or SIGINT.)";
 
-  --listen ENDPOINT       tcp://ADDRESS:PORT or ipc:///PATH to bind; repeatable
-                          (default tcp://127.0.0.1:5680; port 0 picks a free one;
-                          tcp://localhost:PORT binds 127.0.0.1)
-  --name NAME             the broker's name, shown in its errors (default acemq-broker)
-  --data FILE             keep durable queues, exchanges, bindings and persistent
-                          messages in the SQLite file FILE (made when missing, once
-                          every endpoint is bound), so they survive a crash or a
-                          power cut: a persistent publish to a durable queue is
-                          confirmed once synced to disk. Without it, everything is
-                          in memory only
-  --max-data-bytes N      refuse persistent publishes once FILE holds N bytes
-  --heartbeat-ms N        beat to every client at least every N ms (default 1000)
-  --allow-remote          allow tcp endpoints that are not loopback addresses
-  --curve-secret FILE     encrypt with CurveZMQ, this broker's secret key file (.key)
-  --curve-allow FILE      a client public key file (.pub) to admit; repeatable,
-                          at least one with --curve-secret
-  --max-frame-bytes N     refuse frames larger than N bytes (default 67108864)
-  --ready-file FILE       once bound, write the endpoints (one a line) to FILE
-  --generate-keys BASE    write a new key pair to BASE.pub and BASE.key (mode 0600)
-                          and exit; never overwrites
-  --salvage FILE NEWFILE  copy every declaration and message of the damaged data
-                          file FILE that can be read and passes its checksum into
-                          the new data file NEWFILE, say what could not be saved,
-                          and exit (FILE is not changed; no broker may hold it)
-  --help                  show this and exit
-  --version               show the version and exit
+constexpr std::string_view exit_codes = R"(Exit status:
+  0  a clean stop (SIGTERM, SIGINT), or --generate-keys / --salvage saved everything
+  1  the broker cannot start (an endpoint in use, a data file another broker holds, an
+     unreadable key: the message says which and what to do), or --salvage could not save
+     everything
+  2  a bad command line
 
-Exit status: 0 after a clean stop, 1 when the broker cannot start (or --salvage could not
-save everything), 2 for a bad command line.
-)";
+Run by systemd (the unit acemq-broker.service, Type=notify) it reports READY=1 once serving,
+when it writes --ready-file too; docs/operations.md tells how to run it.)";
 
 // A bad command line: main prints it with "see --help" and exits 2.
 struct UsageProblem {
@@ -76,70 +65,117 @@ struct Settings {
     std::optional<std::filesystem::path> ready_file;
     std::optional<std::filesystem::path> generate_keys;
     std::optional<std::pair<std::string, std::string>> salvage;
+    std::optional<acemq::MetricsEndpointOptions> metrics;
+    acemq::LogFormat log_format = acemq::LogFormat::text;
     bool help = false;
     bool version = false;
 };
 
-std::uint64_t positive_number(std::string_view option, std::string_view text) {
-    std::uint64_t value = 0;
-    const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
-    if (error != std::errc{} || end != text.data() + text.size() || value == 0)
-        throw UsageProblem{std::string(option) + " needs a positive whole number, not \"" + std::string(text) + "\""};
-    return value;
+// "HOST:PORT", "[V6]:PORT", ":PORT" or "PORT"; the host defaults to the loopback address.
+acemq::MetricsEndpointOptions metrics_address(const std::string& text) {
+    acemq::MetricsEndpointOptions where;
+    const auto colon = text.rfind(':');
+    std::string host = colon == std::string::npos ? "" : text.substr(0, colon);
+    const std::string port = colon == std::string::npos ? text : text.substr(colon + 1);
+    if (host.size() >= 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+    if (!host.empty()) where.address = host;
+    unsigned value = 0;
+    const auto [end, error] = std::from_chars(port.data(), port.data() + port.size(), value);
+    if (error != std::errc{} || end != port.data() + port.size() || value > std::numeric_limits<std::uint16_t>::max())
+        throw UsageProblem{"--metrics needs HOST:PORT or PORT (0 to 65535), not \"" + text + "\""};
+    where.port = static_cast<std::uint16_t>(value);
+    return where;
+}
+
+// The command line, as CLI11 reads it into `settings`; --help is CLI11's, its text the
+// options below with the description and the exit codes around them.
+void describe(CLI::App& app, Settings& settings) {
+    app.description(std::string(description));
+    app.footer(std::string(exit_codes));
+    app.get_formatter()->column_width(30);
+    app.add_option("--listen", settings.endpoints,
+                   "tcp://ADDRESS:PORT or ipc:///PATH to bind; repeatable (default tcp://127.0.0.1:5680; port 0 "
+                   "picks a free one; tcp://localhost:PORT binds 127.0.0.1)")
+        ->option_text("ENDPOINT")
+        ->allow_extra_args(false);
+    app.add_option("--name", settings.name, "the broker's name, shown in its errors (default acemq-broker)")
+        ->option_text("NAME");
+    app.add_option("--data", settings.broker.data,
+                   "keep durable queues, exchanges, bindings and persistent messages in the SQLite file FILE (made "
+                   "when missing, once every endpoint is bound), so they survive a crash or a power cut: a persistent "
+                   "publish to a durable queue is confirmed once synced to disk. Without it, everything is in memory "
+                   "only")
+        ->option_text("FILE");
+    app.add_option("--max-data-bytes", settings.broker.max_data_bytes,
+                   "refuse persistent publishes once FILE holds N bytes")
+        ->option_text("N")
+        ->check(CLI::PositiveNumber);
+    app.add_option_function<std::int64_t>(
+           "--heartbeat-ms",
+           [&](std::int64_t milliseconds) { settings.options.heartbeat = std::chrono::milliseconds(milliseconds); },
+           "beat to every client at least every N ms (default 1000)")
+        ->option_text("N")
+        ->check(CLI::PositiveNumber);
+    app.add_flag("--allow-remote", settings.options.allow_remote, "allow tcp endpoints that are not loopback addresses")
+        ->disable_flag_override();
+    app.add_option("--curve-secret", settings.curve_secret,
+                   "encrypt with CurveZMQ, this broker's secret key file (.key)")
+        ->option_text("FILE");
+    app.add_option("--curve-allow", settings.curve_allow,
+                   "a client public key file (.pub) to admit; repeatable, at least one with --curve-secret")
+        ->option_text("FILE")
+        ->allow_extra_args(false);
+    app.add_option("--max-frame-bytes", settings.options.max_frame_bytes,
+                   "refuse frames larger than N bytes (default 67108864)")
+        ->option_text("N")
+        ->check(CLI::PositiveNumber);
+    app.add_flag_callback(
+           "--no-management", [&] { settings.options.management = false; },
+           "refuse the management commands (acemq queues, peek, purge, ...): clients may only publish and consume")
+        ->disable_flag_override();
+    app.add_option_function<std::string>(
+           "--metrics", [&](const std::string& text) { settings.metrics = metrics_address(text); },
+           "serve the broker's Prometheus metrics (per queue depth, unacked and consumers; totals; the data file; "
+           "sessions) on http://HOST:PORT/metrics; HOST defaults to 127.0.0.1 (the endpoint is unauthenticated)")
+        ->option_text("HOST:PORT");
+    app.add_option_function<std::string>(
+           "--log-format",
+           [&](const std::string& format) {
+               settings.log_format = format == "json" ? acemq::LogFormat::json : acemq::LogFormat::text;
+           },
+           "text (default): a line of time, level, component and message; json: one JSON object a line, "
+           "{\"time\",\"level\",\"component\",\"message\",...}, for journald and Loki")
+        ->option_text("text|json")
+        ->check(CLI::IsMember({"text", "json"}));
+    app.add_option("--ready-file", settings.ready_file,
+                   "once serving, write the endpoints (one a line) to FILE; removed at a clean stop")
+        ->option_text("FILE");
+    app.add_option("--generate-keys", settings.generate_keys,
+                   "write a new key pair to BASE.pub and BASE.key (mode 0600) and exit; never overwrites")
+        ->option_text("BASE");
+    app.add_option_function<std::vector<std::string>>(
+           "--salvage", [&](const std::vector<std::string>& files) { settings.salvage.emplace(files[0], files[1]); },
+           "copy every declaration and message of the damaged data file FILE that can be read and passes its "
+           "checksum into the new data file NEWFILE, say what could not be saved, and exit (FILE is not changed; "
+           "no broker may hold it)")
+        ->option_text("FILE NEWFILE")
+        ->expected(2);
+    app.set_help_flag("--help", "show this and exit")->disable_flag_override();
+    app.add_flag("--version", settings.version, "show the version and exit")->disable_flag_override();
 }
 
 Settings parse(int argc, char* argv[]) {
     Settings settings;
-    for (int i = 1; i < argc; ++i) {
-        std::string_view argument = argv[i];
-        std::optional<std::string_view> inline_value;
-        if (const auto equals = argument.find('='); argument.starts_with("--") && equals != std::string_view::npos) {
-            inline_value = argument.substr(equals + 1);
-            argument = argument.substr(0, equals);
-        }
-        auto value = [&]() -> std::string {
-            if (inline_value) return std::string(*inline_value);
-            if (i + 1 >= argc) throw UsageProblem{std::string(argument) + " needs a value"};
-            return argv[++i];
-        };
-        auto flag = [&](bool& target) {
-            if (inline_value) throw UsageProblem{std::string(argument) + " takes no value"};
-            target = true;
-        };
-        if (argument == "--listen") {
-            settings.endpoints.push_back(value());
-        } else if (argument == "--name") {
-            settings.name = value();
-        } else if (argument == "--data") {
-            settings.broker.data = value();
-        } else if (argument == "--max-data-bytes") {
-            settings.broker.max_data_bytes = positive_number(argument, value());
-        } else if (argument == "--heartbeat-ms") {
-            const auto milliseconds = positive_number(argument, value());
-            settings.options.heartbeat = std::chrono::milliseconds(static_cast<std::int64_t>(milliseconds));
-        } else if (argument == "--allow-remote") {
-            flag(settings.options.allow_remote);
-        } else if (argument == "--curve-secret") {
-            settings.curve_secret = value();
-        } else if (argument == "--curve-allow") {
-            settings.curve_allow.emplace_back(value());
-        } else if (argument == "--max-frame-bytes") {
-            settings.options.max_frame_bytes = positive_number(argument, value());
-        } else if (argument == "--ready-file") {
-            settings.ready_file = value();
-        } else if (argument == "--generate-keys") {
-            settings.generate_keys = value();
-        } else if (argument == "--salvage") {
-            if (inline_value || i + 2 >= argc) throw UsageProblem{"--salvage needs two files: FILE NEWFILE"};
-            settings.salvage.emplace(argv[i + 1], argv[i + 2]);
-            i += 2;
-        } else if (argument == "--help") {
-            flag(settings.help);
-        } else if (argument == "--version") {
-            flag(settings.version);
-        } else {
-            throw UsageProblem{"unknown argument \"" + std::string(argv[i]) + "\""};
-        }
+    CLI::App app;
+    describe(app, settings);
+    try {
+        app.parse(argc, argv);
+    } catch (const CLI::CallForHelp&) {
+        std::cout << app.help();
+        settings.help = true;
+        return settings;
+    } catch (const CLI::ParseError& error) {
+        throw UsageProblem{error.what()};
     }
     if (settings.curve_secret && settings.curve_allow.empty())
         throw UsageProblem{"--curve-secret needs at least one --curve-allow FILE (a client's .pub) to admit"};
@@ -194,35 +230,68 @@ int generate_keys(const std::filesystem::path& base) {
     return 0;
 }
 
+// The broker's own metrics, asked afresh at every scrape. Management is used by one thread at
+// a time, and the endpoint may serve two scrapes at once.
+class BrokerMetrics {
+public:
+    BrokerMetrics(std::shared_ptr<acemq::inproc::Broker> broker, const acemq::zmq::Server& server)
+        : management_(acemq::inproc::manage(std::move(broker))), server_(server) {}
+    std::string text() {
+        std::lock_guard guard(lock_);
+        return acemq::broker_prometheus_text(management_->info(), management_->queues(), server_.stats().sessions);
+    }
+
+private:
+    std::mutex lock_;
+    std::unique_ptr<acemq::Management> management_;
+    const acemq::zmq::Server& server_;
+};
+
+void say(acemq::LogLevel level, const std::string& line) { acemq::log(level, program, line); }
+
 int run(const Settings& settings, const sigset_t& stop_signals) {
     std::shared_ptr<acemq::inproc::Broker> broker;
     // The broker (and its data file) is made once every endpoint is bound: a port in use
     // then leaves no new data file behind.
     auto server = acemq::zmq::serve([&] { return broker = acemq::inproc::broker(settings.name, settings.broker); },
                                     settings.endpoints, settings.options);
-    std::cerr << program << ": broker \"" << settings.name << "\" serving " << joined(server->endpoints())
-              << (settings.broker.data.empty() ? "; in memory only" : "; durable in " + settings.broker.data)
-              << (settings.options.curve
-                      ? "; CurveZMQ on, " + std::to_string(settings.curve_allow.size()) + " client key file(s) admitted"
-                      : "; CurveZMQ off")
-              << std::endl;
+    std::optional<BrokerMetrics> metrics;
+    std::optional<acemq::MetricsEndpoint> metrics_endpoint;
+    if (settings.metrics) {
+        metrics.emplace(broker, *server);
+        metrics_endpoint.emplace([&metrics] { return metrics->text(); }, *settings.metrics);
+    }
+    say(acemq::LogLevel::info,
+        "broker \"" + settings.name + "\" serving " + joined(server->endpoints()) +
+            (settings.broker.data.empty() ? "; in memory only" : "; durable in " + settings.broker.data) +
+            (settings.options.curve
+                 ? "; CurveZMQ on, " + std::to_string(settings.curve_allow.size()) + " client key file(s) admitted"
+                 : "; CurveZMQ off") +
+            (settings.options.management ? "" : "; management commands refused") +
+            (metrics_endpoint ? "; metrics on " + metrics_endpoint->url() : ""));
 
-    // After the log line, so a script that has seen the ready file finds it logged too.
+    // After the log line, so a script that has seen the ready file finds it logged too; and
+    // systemd hears it at the same moment (sd_notify does nothing without NOTIFY_SOCKET).
     if (settings.ready_file) write_ready_file(*settings.ready_file, server->endpoints());
+    (void)sd_notify(0, ("READY=1\nSTATUS=serving " + joined(server->endpoints())).c_str());
 
     int signal_number = 0;
     if (const int error = sigwait(&stop_signals, &signal_number); error != 0)
         throw acemq::Error(std::string("acemq: cannot wait for SIGTERM and SIGINT: ") + std::strerror(error));
+    (void)sd_notify(0, "STOPPING=1");
     const acemq::zmq::ServerStats stats = server->stats();
+    metrics_endpoint.reset();
+    metrics.reset();
     server.reset();
     broker.reset();  // the last owner: a durable broker closes its data file cleanly here
     if (settings.ready_file) {
         std::error_code ignored;  // a ready file already removed by its reader is no failure
         std::filesystem::remove(*settings.ready_file, ignored);
     }
-    std::cerr << program << ": stopped on SIG" << sigabbrev_np(signal_number) << "; sessions open at stop "
-              << stats.sessions << ", ended " << stats.sessions_ended << ", frames refused " << stats.frames_refused
-              << ", clients refused " << stats.clients_refused << std::endl;
+    say(acemq::LogLevel::info,
+        "stopped on SIG" + std::string(sigabbrev_np(signal_number)) + "; sessions open at stop " +
+            std::to_string(stats.sessions) + ", ended " + std::to_string(stats.sessions_ended) + ", frames refused " +
+            std::to_string(stats.frames_refused) + ", clients refused " + std::to_string(stats.clients_refused));
     return 0;
 }
 
@@ -255,10 +324,8 @@ int main(int argc, char* argv[]) {
         std::cerr << program << ": " << problem.text << "; see --help\n";
         return 2;
     }
-    if (settings.help) {
-        std::cout << help_text;
-        return 0;
-    }
+    if (settings.help) return 0;
+    acemq::set_log_format(settings.log_format);
     if (settings.version) {
         std::cout << program << " " << ACEMQ_VERSION << "\n";
         return 0;
@@ -268,7 +335,7 @@ int main(int argc, char* argv[]) {
         if (settings.salvage) return salvage(settings.salvage->first, settings.salvage->second);
         return run(settings, stop_signals);
     } catch (const std::exception& error) {
-        std::cerr << program << ": " << acemq::without_prefix(error.what()) << "\n";
+        say(acemq::LogLevel::error, std::string(acemq::without_prefix(error.what())));
         return 1;
     }
 }

@@ -169,19 +169,28 @@ std::string micros(std::uint64_t nanos) {
     return text;
 }
 
+// A rate, to one decimal: "1999.8".
+std::string number_text(double value) {
+    char text[32];
+    std::snprintf(text, sizeof text, "%.1f", value);
+    return text;
+}
+
 std::string seconds(load::Nanos duration) {
     char text[32];
     std::snprintf(text, sizeof text, "%g", std::chrono::duration<double>(duration).count());
     return text;
 }
 
-// Once a second on a terminal: the rates of the last second, the end-to-end p99 so far and
-// the queue's depth, rewritten in place. Off the terminal it prints nothing.
+// The rates since the last line, the end-to-end p99 so far and the queue's depth. On a
+// terminal, one line rewritten in place every second; with --progress, a whole line every
+// --progress-every wherever standard error goes (a terminal too), so that a log or a CI job
+// shows how a long run is going; neither, nothing.
 class Progress {
 public:
     Progress(acemq::Bus& bus, const Options& options, const Schedule& schedule, Tally& tally)
         : bus_(bus), options_(options), schedule_(schedule), tally_(tally) {
-        if (isatty(STDERR_FILENO)) thread_ = std::thread([this] { run(); });
+        if (options.progress || isatty(STDERR_FILENO)) thread_ = std::thread([this] { run(); });
     }
     ~Progress() { stop(); }
 
@@ -193,14 +202,18 @@ public:
         wake_.notify_all();
         if (!thread_.joinable()) return;
         thread_.join();
-        std::fputc('\n', stderr);
+        if (!options_.progress) std::fputc('\n', stderr);
     }
 
 private:
     void run() {
+        const auto every = options_.progress
+                               ? std::chrono::duration_cast<std::chrono::milliseconds>(options_.progress_every)
+                               : std::chrono::milliseconds(1000);
+        const double every_seconds = std::chrono::duration<double>(every).count();
         std::uint64_t published = 0, consumed = 0;
         std::unique_lock lock(mutex_);
-        while (!wake_.wait_for(lock, std::chrono::seconds(1), [this] { return stopping_; })) {
+        while (!wake_.wait_for(lock, every, [this] { return stopping_; })) {
             const std::uint64_t now_published = tally_.published, now_consumed = tally_.consumed;
             const double elapsed = static_cast<double>(now_ns() - schedule_.start) / 1e9;
             std::string depth = "?";
@@ -209,10 +222,12 @@ private:
             } catch (const std::exception&) {  // the line shows "?": a depth that cannot be read now is no failure
             }
             const bool warming = now_ns() < schedule_.measured_from;
-            std::fprintf(stderr, "\r%7.1f s %s published %6llu/s consumed %6llu/s e2e p99 %s ms depth %s   ", elapsed,
-                         warming ? "warm-up" : "measure", static_cast<unsigned long long>(now_published - published),
-                         static_cast<unsigned long long>(now_consumed - consumed),
-                         warming ? "-" : millis(tally_.end_to_end.percentile(99)).c_str(), depth.c_str());
+            std::fprintf(stderr, "%s%7.1f s %s published %6.0f/s consumed %6.0f/s e2e p99 %s ms depth %s%s",
+                         options_.progress ? "acemq-load: " : "\r", elapsed, warming ? "warm-up" : "measure",
+                         static_cast<double>(now_published - published) / every_seconds,
+                         static_cast<double>(now_consumed - consumed) / every_seconds,
+                         warming ? "-" : millis(tally_.end_to_end.percentile(99)).c_str(), depth.c_str(),
+                         options_.progress ? "\n" : "   ");
             std::fflush(stderr);
             published = now_published;
             consumed = now_consumed;
@@ -234,6 +249,7 @@ struct Verdict {
     const char* severity;  // "invalid": the figures cannot be trusted; "failed": the bus fell short
     bool passed;
     std::string observation;
+    std::string advice{};  // what to change, for a verdict that did not pass
 };
 
 struct Outcome {
@@ -249,15 +265,25 @@ std::vector<Verdict> judge(const Options& options, Tally& tally, std::uint64_t o
     const std::uint64_t lag_p99 = tally.send_lag.percentile(99);
     const auto bound = static_cast<std::uint64_t>(options.lag_bound.count());
     verdicts.push_back({"generator-kept-up", "invalid", tally.send_lag.count() > 0 && lag_p99 <= bound,
-                        "send lag p99 " + millis(lag_p99) + " ms, bound " + millis(bound) + " ms"});
+                        "send lag p99 " + millis(lag_p99) + " ms, bound " + millis(bound) + " ms",
+                        "the senders could not start each publish on time, so the latencies measured a generator "
+                        "that fell behind: offer fewer messages a second (--rate below " +
+                            number_text(options.rate) + "), send from more publisher threads (--publishers above " +
+                            std::to_string(options.publishers) + ") or with a wider window (--window above " +
+                            std::to_string(options.window) + "), or accept more lag (a looser --lag-bound than " +
+                            millis(bound) + " ms)"});
     std::string refusals = std::to_string(tally.refused) + " of " + std::to_string(offered) + " publishes refused";
     if (tally.refused > 0) refusals += "; the first: " + tally.first_refusal;
-    verdicts.push_back({"no-publish-refused", "failed", tally.refused == 0, refusals});
+    verdicts.push_back({"no-publish-refused", "failed", tally.refused == 0, refusals,
+                        "the broker refused publishes (the first refusal says why): offer fewer messages a second, "
+                        "or give the broker room (a consumer, a larger --max-data-bytes)"});
     const bool by_confirm = options.consumers == 0;
     const std::uint64_t samples = by_confirm ? tally.confirm.count() : tally.end_to_end.count();
     verdicts.push_back({"ran-long-enough", "invalid", samples >= options.min_samples,
                         std::to_string(samples) + (by_confirm ? " confirm" : " end-to-end") +
-                            " samples after the warm-up, at least " + std::to_string(options.min_samples) + " wanted"});
+                            " samples after the warm-up, at least " + std::to_string(options.min_samples) + " wanted",
+                        "too few samples for a p99.9: run longer (--duration above " + seconds(options.duration) +
+                            " s) or at a higher --rate, or ask for fewer (--min-samples)"});
     if (options.consumers > 0) {
         const std::uint64_t handled = tally.consumed + tally.dead_lettered;
         verdicts.push_back(
@@ -266,7 +292,9 @@ std::vector<Verdict> judge(const Options& options, Tally& tally, std::uint64_t o
                  std::to_string(tally.dead_lettered) + " dead-lettered" +
                  (handled < tally.published ? ", " + std::to_string(tally.published - handled) +
                                                   " not handled within the drain of " + seconds(options.drain) + " s"
-                                            : "")});
+                                            : ""),
+             "the consumer did not keep up: more handler threads (--consumers), a larger --prefetch, a longer "
+             "--drain, or fewer messages a second"});
     }
     return verdicts;
 }
@@ -311,7 +339,9 @@ std::string report_json(const Options& options, Tally& tally, const Schedule& sc
         const Verdict& v = outcome.verdicts[i];
         out << (i ? ",\n" : "\n") << "    {\"rule\": \"" << v.rule << "\", \"severity\": \"" << v.severity
             << "\", \"passed\": " << (v.passed ? "true" : "false")
-            << ", \"observation\": " << acemq::json_quoted(v.observation) << "}";
+            << ", \"observation\": " << acemq::json_quoted(v.observation);
+        if (!v.passed) out << ", \"advice\": " << acemq::json_quoted(v.advice);
+        out << "}";
     }
     out << "\n  ],\n  \"valid\": " << (outcome.valid ? "true" : "false")
         << ",\n  \"passed\": " << (outcome.passed ? "true" : "false") << "\n}\n";
@@ -342,9 +372,14 @@ std::string report_text(const Options& options, Tally& tally, const Schedule& sc
                       millis(h->percentile(99.9)).c_str(), millis(h->max()).c_str());
         out << line;
     }
-    for (const Verdict& v : outcome.verdicts)
+    out << "rates: offered " << number_text(options.rate) << " msg/s, published "
+        << number_text(static_cast<double>(tally.published) / outcome.publish_seconds) << " msg/s, consumed "
+        << number_text(static_cast<double>(tally.consumed) / outcome.run_seconds) << " msg/s\n";
+    for (const Verdict& v : outcome.verdicts) {
         out << (v.passed ? "  ok    " : (std::strcmp(v.severity, "invalid") == 0 ? "  INVALID " : "  FAILED  "))
             << v.rule << ": " << v.observation << "\n";
+        if (!v.passed) out << "          what to change: " << v.advice << "\n";
+    }
     out << (!outcome.valid ? "INVALID" : outcome.passed ? "PASSED" : "FAILED") << "\n";
     return out.str();
 }

@@ -9,6 +9,7 @@
 
 #include <acemq/ack.hpp>
 #include <acemq/aggregate_health.hpp>
+#include <acemq/broker_metrics.hpp>
 #include <acemq/bus.hpp>
 #include <acemq/clock.hpp>
 #include <acemq/codec.hpp>
@@ -24,6 +25,7 @@
 #include <acemq/management.hpp>
 #include <acemq/message.hpp>
 #include <acemq/metrics.hpp>
+#include <acemq/metrics_endpoint.hpp>
 #include <acemq/middleware.hpp>
 #include <acemq/msgpack_codec.hpp>
 #include <acemq/naming.hpp>

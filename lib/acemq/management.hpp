@@ -108,6 +108,11 @@ struct BrokerInfo {
     std::uint64_t commits = 0;                       // since this broker started
     std::optional<std::chrono::microseconds> commit_latency_mean{};
     std::optional<std::chrono::microseconds> commit_latency_max{};
+    // Messages published to the broker, handed to consumers (redeliveries too) and acked
+    // since it started; nullopt when the broker does not tell (RabbitMQ's are per queue).
+    std::optional<std::uint64_t> published{};
+    std::optional<std::uint64_t> delivered{};
+    std::optional<std::uint64_t> acked{};
     // The configured limits and anything else the broker tells, as name and value, in the
     // broker's own words: {"max_frame_bytes", "67108864"}, {"max_data_bytes", "0"}, ...
     std::vector<std::pair<std::string, std::string>> details{};

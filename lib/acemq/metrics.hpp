@@ -48,6 +48,35 @@ inline constexpr std::string_view idempotency_duplicates = "acemq.idempotency.du
 // message-id property) and was given a fresh one, which a redelivery of it will not share,
 // so idempotent() cannot recognise that redelivery unless given a key function.
 inline constexpr std::string_view messages_without_id = "acemq.messages.without.id.total";
+// The C++ member's own too (the family names no connection metrics; docs/observability.md):
+// a client connection to a broker (zmq, amqp), labelled `transport`. The state gauge has one
+// series a state (`state` label: connected, reconnecting, blocked, closed), 1 for the
+// current one and 0 for the others; the duration is each outage's length, observed when it
+// ends.
+inline constexpr std::string_view connection_state = "acemq.connection.state";
+inline constexpr std::string_view connection_lost_total = "acemq.connection.lost.total";
+inline constexpr std::string_view connection_recoveries_total = "acemq.connection.recoveries.total";
+inline constexpr std::string_view connection_disconnected_duration = "acemq.connection.disconnected.duration";
+// A broker's own (acemq-broker --metrics, <acemq/broker_metrics.hpp>): per queue (`queue`
+// label), then the broker's totals and its data file.
+inline constexpr std::string_view broker_queue_ready = "acemq.broker.queue.messages.ready";
+inline constexpr std::string_view broker_queue_unacked = "acemq.broker.queue.messages.unacked";
+inline constexpr std::string_view broker_queue_consumers = "acemq.broker.queue.consumers";
+inline constexpr std::string_view broker_queue_bytes = "acemq.broker.queue.bytes";
+inline constexpr std::string_view broker_queue_oldest_age = "acemq.broker.queue.oldest.age.seconds";
+inline constexpr std::string_view broker_published_total = "acemq.broker.published.total";
+inline constexpr std::string_view broker_delivered_total = "acemq.broker.delivered.total";
+inline constexpr std::string_view broker_acked_total = "acemq.broker.acked.total";
+inline constexpr std::string_view broker_commits_total = "acemq.broker.commits.total";
+inline constexpr std::string_view broker_commit_latency_mean = "acemq.broker.commit.latency.mean.seconds";
+inline constexpr std::string_view broker_commit_latency_max = "acemq.broker.commit.latency.max.seconds";
+inline constexpr std::string_view broker_data_bytes = "acemq.broker.data.bytes";
+inline constexpr std::string_view broker_wal_bytes = "acemq.broker.wal.bytes";
+inline constexpr std::string_view broker_free_disk_bytes = "acemq.broker.free.disk.bytes";
+inline constexpr std::string_view broker_quarantined = "acemq.broker.quarantined.messages";
+inline constexpr std::string_view broker_sessions = "acemq.broker.sessions";
+inline constexpr std::string_view broker_uptime = "acemq.broker.uptime.seconds";
+inline constexpr std::string_view broker_info = "acemq.broker.info";  // 1, labelled product, version, name
 }  // namespace metric
 
 namespace tag {
@@ -60,6 +89,7 @@ inline constexpr std::string_view target = "target";
 inline constexpr std::string_view where = "where";  // of a retry: consumer, broker, requeued
 inline constexpr std::string_view message_type = "message.type";
 inline constexpr std::string_view transport = "transport";
+inline constexpr std::string_view state = "state";  // of acemq.connection.state
 }  // namespace tag
 
 // Tag name and value pairs; their order does not matter (collectors sort them).

@@ -32,6 +32,8 @@
 
 namespace acemq {
 
+class Metrics;  // <acemq/metrics.hpp>
+
 // This struct and PublishResult give every field a default, so that a designated
 // initialiser names only the fields it sets.
 struct OutboundMessage {
@@ -192,6 +194,12 @@ public:
 
     // What this transport is; cheap, never asks the broker. Thread-safe.
     virtual TransportInfo describe() const;
+
+    // From now on, reports the connection's state, losses, recoveries and time disconnected
+    // into `metrics` (docs/observability.md, "Connection metrics"); the Bus calls it with its
+    // BusOptions::metrics. The default does nothing: a transport in this process has no
+    // connection to lose. Thread-safe.
+    virtual void measure_connection(std::shared_ptr<Metrics> metrics);
 
     // Releases the connection. Subscriptions still open are closed. Idempotent.
     virtual void close() = 0;

@@ -65,6 +65,8 @@ Health Transport::check_health(std::chrono::milliseconds /*timeout*/) { return H
 
 TransportInfo Transport::describe() const { return TransportInfo{}; }
 
+void Transport::measure_connection(std::shared_ptr<Metrics> /*metrics*/) {}
+
 void register_transport(std::string_view scheme, TransportFactory factory) {
     Registry& known = registry();
     std::lock_guard guard(known.lock);

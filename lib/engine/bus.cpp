@@ -57,6 +57,7 @@ BusCore::BusCore(std::shared_ptr<Transport> transport, BusOptions options)
     any_publish_interceptors_ = !publish_interceptors_->empty();
     any_consume_interceptors_ = !consume_interceptors_->empty();
     any_observers_ = !observers_->empty();
+    if (options_.metrics) transport_->measure_connection(options_.metrics);
 }
 
 std::shared_ptr<const std::vector<PublishInterceptor>> BusCore::publish_interceptors() const {
@@ -102,7 +103,7 @@ void BusCore::notify_all(const std::function<void(Observer&)>& tell) const {
             tell(*observer);
         } catch (const std::exception& error) {
             // An observer must not change what happened to a message; say so and go on.
-            log(LogLevel::warning, std::string("an observer threw and was ignored: ") + error.what());
+            log(LogLevel::warning, "engine", std::string("an observer threw and was ignored: ") + error.what());
         }
     }
 }

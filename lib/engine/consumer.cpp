@@ -265,15 +265,15 @@ void ConsumerCore::process(Delivery& delivery) {
         carried_out = carry_out(delivery, context, settlement, where);
     } catch (const std::exception& error) {
         if (instruments_) instruments_->abandoned();
-        log(LogLevel::error, "could not settle a delivery from " + queue_ + " (message " +
-                                 shown_text(context.envelope.id) + "): " + error.what() +
-                                 "; it goes back to the queue");
+        log(LogLevel::error, "engine",
+            "could not settle a delivery from " + queue_ + " (message " + shown_text(context.envelope.id) +
+                "): " + error.what() + "; it goes back to the queue");
         if (!delivery.settled()) {
             try {
                 settle(delivery, false, true);
             } catch (const std::exception& again) {
                 // The connection is gone; the broker redelivers unsettled messages by itself.
-                log(LogLevel::error, std::string("could not hand it back either: ") + again.what());
+                log(LogLevel::error, "engine", std::string("could not hand it back either: ") + again.what());
             }
         }
         return;
@@ -350,10 +350,11 @@ bool ConsumerCore::set_aside(Delivery& delivery, const ConsumeContext& context, 
     copy.error = reason;
     PublishResult result = republish(delivery.message(), copy, target);
     if (too_large(result)) {
-        log(LogLevel::warning, "message " + shown_text(copy.id) + " from " + queue_ + " is too large to set aside to " +
-                                   target + " as it is (" + result.return_reason +
-                                   "); it goes without its application headers, with its error cut short and, "
-                                   "where they do not fit, its own fields cut (its x-acemq-error says which)");
+        log(LogLevel::warning, "engine",
+            "message " + shown_text(copy.id) + " from " + queue_ + " is too large to set aside to " + target +
+                " as it is (" + result.return_reason +
+                "); it goes without its application headers, with its error cut short and, "
+                "where they do not fit, its own fields cut (its x-acemq-error says which)");
         // The id still travels in x-acemq-id; the message-id property may be what was too long.
         const std::size_t room = bus_->transport().describe().max_properties_bytes;
         result =
@@ -378,15 +379,15 @@ bool ConsumerCore::set_aside(Delivery& delivery, const ConsumeContext& context, 
     // The cause as a publish of it would be told (reached no queue, refused, lost, too large),
     // and the advice to declare the target only when it is missing. Not taken, so there is one.
     const PublishError failure = detail::publish_failure(result, {shown_text(copy.id), "", target, true}).value();
-    log(LogLevel::warning, "message " + shown_text(copy.id) + " from " + queue_ + " could not be set aside to " +
-                               target + " (" + failure.what() + "): it goes back to " + queue_ +
-                               " and this worker waits " + std::to_string(pause.count()) +
-                               " ms before its next delivery" +
-                               (failure.reason() == PublishError::Reason::unroutable
-                                    ? "; declare " + target +
-                                          " (or let the consumer declare it) so that it can leave "
-                                          "the queue"
-                                    : ""));
+    log(LogLevel::warning, "engine",
+        "message " + shown_text(copy.id) + " from " + queue_ + " could not be set aside to " + target + " (" +
+            failure.what() + "): it goes back to " + queue_ + " and this worker waits " +
+            std::to_string(pause.count()) + " ms before its next delivery" +
+            (failure.reason() == PublishError::Reason::unroutable
+                 ? "; declare " + target +
+                       " (or let the consumer declare it) so that it can leave "
+                       "the queue"
+                 : ""));
     if (instruments_) instruments_->set_aside_failed(target == parked_queue(queue_));
     bus_->notify_set_aside_failed(queue_, target);
     settle(delivery, false, true);
@@ -418,8 +419,9 @@ bool ConsumerCore::carry_out(Delivery& delivery, const ConsumeContext& context, 
             return settle(delivery, true);
         }
         if (too_large(to_rung)) return park_unpublishable(delivery, context, to_rung);
-        log(LogLevel::warning, "retry rung " + rung + " is missing (the publish reached no queue); message " +
-                                   shown_text(next.id) + " waits in the consumer instead");
+        log(LogLevel::warning, "engine",
+            "retry rung " + rung + " is missing (the publish reached no queue); message " + shown_text(next.id) +
+                " waits in the consumer instead");
         if (instruments_) instruments_->rung_missing(rung);
         bus_->notify_rung_missing(queue_, rung);
     }
@@ -552,10 +554,10 @@ void ConsumerCore::release(bool finished, std::chrono::milliseconds timeout) {
             worker.detach();  // stuck in a handler: it keeps the core alive and settles nothing
     }
     if (!finished)
-        log(LogLevel::warning, "consumer of " + queue_ + " closed with handlers still running after " +
-                                   std::to_string(timeout.count()) +
-                                   " ms; their messages were left unsettled "
-                                   "and go back to the queue");
+        log(LogLevel::warning, "engine",
+            "consumer of " + queue_ + " closed with handlers still running after " + std::to_string(timeout.count()) +
+                " ms; their messages were left unsettled "
+                "and go back to the queue");
 }
 
 }  // namespace detail

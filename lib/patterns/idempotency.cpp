@@ -32,10 +32,10 @@ void quietly(Step step, std::string_view failed, std::string_view when, std::str
         step();
     } catch (...) {
         try {
-            log(LogLevel::warning, "acemq: could not " + std::string(failed) + " the idempotency key " +
-                                       detail::in_quotes(key) + " of message " + detail::shown_text(message_id) +
-                                       std::string(when) + ": " + describe(Failure::of(std::current_exception())) +
-                                       "; " + std::string(consequence));
+            log(LogLevel::warning, "idempotency",
+                "acemq: could not " + std::string(failed) + " the idempotency key " + detail::in_quotes(key) +
+                    " of message " + detail::shown_text(message_id) + std::string(when) + ": " +
+                    describe(Failure::of(std::current_exception())) + "; " + std::string(consequence));
         } catch (const std::bad_alloc&) {
             // Out of memory while building the line: drop the line, keep the decision.
         }
@@ -100,7 +100,7 @@ bool IdempotentNotes::first(std::unordered_set<std::string>& seen, const std::st
 void IdempotentNotes::message_without_id(const std::string& queue, const std::string& message_id) noexcept {
     try {
         if (!log_enabled(LogLevel::warning) || !first(queues_, queue)) return;
-        log(LogLevel::warning,
+        log(LogLevel::warning, "idempotency",
             "acemq: message " + shown_text(message_id) + " from " + shown_text(queue) +
                 " came with no id (no x-acemq-id header, no message-id property) and was given a fresh one, which "
                 "a redelivery of it will not share: idempotent() cannot recognise its redeliveries and runs the "
@@ -125,7 +125,7 @@ void IdempotentNotes::live_claim(IdempotencyStore& store, const std::string& key
             left ? "ends in " + std::to_string(std::chrono::ceil<std::chrono::seconds>(*left).count()) + " s (at " +
                        rfc3339(std::chrono::system_clock::now() + *left, SecondFraction::none) + ")"
                  : "runs out (the store's claim timeout or ttl)";
-        log(LogLevel::info,
+        log(LogLevel::info, "idempotency",
             "acemq: message " + shown_text(message_id) + " from " + shown_text(queue) +
                 " met a live claim on its idempotency key " + in_quotes(key) +
                 ": another delivery of it is being handled, or one ended without a decision (its consumer died, or "

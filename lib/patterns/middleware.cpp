@@ -32,7 +32,7 @@ void emit(const LogSink& sink, LogLevel level, const std::string& line) noexcept
         if (sink)
             sink(level, line);
         else
-            log(level, line);
+            log(level, "engine", line);
     } catch (...) {
         // A log line must never change what happens to a message; a failing sink loses
         // the line and nothing else.

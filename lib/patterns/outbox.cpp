@@ -97,7 +97,7 @@ void OutboxRelay::start() {
             try {
                 sweep();
             } catch (...) {  // logged, and the next sweep tries again: every record is still in the outbox
-                log(LogLevel::warning,
+                log(LogLevel::warning, "outbox",
                     "a sweep of the outbox failed; every record is still in it: " + describe(std::current_exception()));
             }
         }
@@ -127,9 +127,10 @@ std::size_t OutboxRelay::sweep() {
         try {
             state_->store.release(rest);
         } catch (...) {  // the leases run out on their own; the failure that stopped the sweep matters more
-            log(LogLevel::warning, "could not release " + std::to_string(rest.size()) +
-                                       " outbox records after a failed sweep; they wait for their lease to end: " +
-                                       describe(std::current_exception()));
+            log(LogLevel::warning, "outbox",
+                "could not release " + std::to_string(rest.size()) +
+                    " outbox records after a failed sweep; they wait for their lease to end: " +
+                    describe(std::current_exception()));
         }
     };
     for (; done < waiting.size(); ++done) {
@@ -144,8 +145,9 @@ std::size_t OutboxRelay::sweep() {
             try {
                 state_->store.record_failure(record.id, error);
             } catch (...) {  // the publish failure is what the caller must hear; this one is logged
-                log(LogLevel::error, "could not record the failed publish of outbox record " + record.id + ": " +
-                                         describe(std::current_exception()));
+                log(LogLevel::error, "outbox",
+                    "could not record the failed publish of outbox record " + record.id + ": " +
+                        describe(std::current_exception()));
             }
             give_back_rest();
             throw;
@@ -214,7 +216,8 @@ void OutboxRelay::tell(const RelayedEvent& event) const {
     try {
         state_->options.observer->relayed(event);
     } catch (...) {  // an observer must not change what the relay does
-        log(LogLevel::error, "an outbox observer threw, which it must not: " + describe(std::current_exception()));
+        log(LogLevel::error, "outbox",
+            "an outbox observer threw, which it must not: " + describe(std::current_exception()));
     }
 }
 

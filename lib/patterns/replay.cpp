@@ -54,8 +54,9 @@ public:
             delivery.requeue();
         } catch (const std::exception& error) {
             // The connection is gone; the broker returns unsettled messages by itself then.
-            log(LogLevel::warning, "acemq: replay could not put a message back on " + std::string(queue) + " (" +
-                                       error.what() + "); the broker returns it when the connection closes");
+            log(LogLevel::warning, "replay",
+                "acemq: replay could not put a message back on " + std::string(queue) + " (" + error.what() +
+                    "); the broker returns it when the connection closes");
         }
     }
 

@@ -55,7 +55,7 @@ Transaction::~Transaction() {
     } catch (const std::exception& error) {
         // A destructor cannot throw; the database rolls an abandoned transaction back when
         // the connection closes, so say what happened and go on.
-        log(LogLevel::error, std::string("could not roll back a transaction: ") + error.what());
+        log(LogLevel::error, "sql", std::string("could not roll back a transaction: ") + error.what());
     }
 }
 

@@ -142,7 +142,7 @@ Connection::Connection(const std::string& conninfo) {
         [](void*, const char* message) {
             std::string line = std::string("acemq: PostgreSQL notice: ") + message;
             while (!line.empty() && line.back() == '\n') line.pop_back();
-            log(LogLevel::debug, line);
+            log(LogLevel::debug, "postgres", line);
         },
         nullptr);
 }

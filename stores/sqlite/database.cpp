@@ -148,7 +148,7 @@ Connection::~Connection() {
     // Closing a connection inside a transaction rolls it back anyway; saying so explicitly
     // keeps the journal tidy. A failure here cannot be thrown from a destructor.
     if (sqlite3_exec(db_.get(), "ROLLBACK", nullptr, nullptr, nullptr) != SQLITE_OK)
-        log(LogLevel::warning,
+        log(LogLevel::warning, "sqlite",
             std::string("acemq: rollback on closing an SQLite connection failed: ") + sqlite3_errmsg(db_.get()));
 }
 

@@ -4,11 +4,27 @@
 // wire::ProtocolError. Anything else escapes, and is the finding.
 #pragma once
 
+#include "zmq/management_wire.hpp"
 #include "zmq/protocol.hpp"
 
 #include <span>
 
 namespace fuzz {
+
+// Each way the client reads a management call's reply (`read`), a refusal of one not
+// stopping the next from being tried.
+template <class... Read>
+void read_each_way(const acemq::zmq::wire::Frame& frame, Read... read) {
+    (
+        [&] {
+            try {
+                (void)read(frame);
+            } catch (const acemq::zmq::wire::ProtocolError&) {
+                // this way refused it; the next is tried
+            }
+        }(),
+        ...);
+}
 
 // Parses the frame and reads every field its command has; throws what the readers throw.
 inline void read_zmq_frame(std::span<const std::byte> bytes) {
@@ -40,13 +56,19 @@ inline void read_zmq_frame(std::span<const std::byte> bytes) {
             (void)frame.unsigned_at(1, "value");
         else if (frame.field(1).type == msgpack::type::BOOLEAN)
             (void)frame.bool_at(1, "value");
-        else
+        else if (frame.field(1).type != msgpack::type::ARRAY)
             (void)wire::read_pulled(frame);
+        else
+            read_each_way(frame, wire::read_pulled, wire::read_info_reply, wire::read_exchanges_reply,
+                          wire::read_queues_reply, wire::read_bindings_reply, wire::read_sessions_reply,
+                          wire::read_browse_reply, wire::read_backup_reply);
         return;
     case Command::failure: (void)wire::read_failure(frame); return;
     case Command::confirm: (void)wire::read_confirm(frame); return;
     case Command::deliver: (void)wire::read_deliver(frame); return;
     case Command::error: (void)wire::read_error(frame); return;
+    case Command::manage: (void)wire::read_manage(frame); return;
+    case Command::refusal: (void)wire::read_refusal(frame); return;
     }
 }
 

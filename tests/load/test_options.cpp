@@ -69,3 +69,17 @@ TEST_CASE("--help explains every option", "[load][options]") {
         REQUIRE((help.find(std::string("\n  ") + option + " ") != std::string::npos ||
                  help.find(std::string("\n  ") + option + "\n") != std::string::npos));
 }
+
+TEST_CASE("--progress asks for whole lines every --progress-every", "[load][options]") {
+    using namespace std::chrono_literals;
+    REQUIRE_FALSE(parse({}).progress);
+    REQUIRE(parse({}).progress_every == 5s);
+    const load::Options o = parse({"--progress", "--progress-every", "2s"});
+    REQUIRE(o.progress);
+    REQUIRE(o.progress_every == 2s);
+    REQUIRE_THROWS_WITH(parse({"--progress-every", "10ms"}), Catch::Contains("at least 100ms"));
+    REQUIRE_THROWS_WITH(parse({"--progress=yes"}), Catch::Contains("--progress takes no value"));
+    const std::string help = load::help_text();
+    REQUIRE(help.find("\n  --progress\n") != std::string::npos);
+    REQUIRE(help.find("\n  --progress-every DURATION\n") != std::string::npos);
+}

@@ -8,6 +8,7 @@
 #include <boost/json.hpp>
 #include <catch2/catch.hpp>
 #include <cstdio>
+#include <sstream>
 #include <string>
 
 namespace json = boost::json;
@@ -115,4 +116,56 @@ TEST_CASE("a bad command line exits 3 and names the option", "[load][smoke]") {
     const Ran help = run("--help");
     REQUIRE(help.status == 0);
     REQUIRE(help.out.find("--failure-rate FRACTION") != std::string::npos);
+}
+
+TEST_CASE("an INVALID run says which bound failed and what to change; the text report shows the achieved rates",
+          "[load][smoke]") {
+    // 50,000 messages due within 5 ms from one sender: no machine keeps that schedule, so the
+    // generator falls behind whatever its speed.
+    const std::string command = std::string(ACEMQ_LOAD_PROGRAM) +
+                                " --url inproc://load-smoke-invalid --rate 10000000 --size 16 --duration 5ms "
+                                "--warmup 0s --consumers 0 --window 1 --min-samples 0 --progress "
+                                "--progress-every 100ms 2>&1";
+    FILE* pipe = popen(command.c_str(), "r");
+    REQUIRE(pipe != nullptr);
+    std::string out;
+    std::array<char, 4096> buffer{};
+    for (std::size_t n; (n = std::fread(buffer.data(), 1, buffer.size(), pipe)) > 0;) out.append(buffer.data(), n);
+    const int status = pclose(pipe);
+    INFO(out);
+    REQUIRE(WIFEXITED(status));
+    REQUIRE(WEXITSTATUS(status) == 2);
+    REQUIRE(out.find("  INVALID generator-kept-up: send lag p99 ") != std::string::npos);
+    const auto advice = out.find("what to change: ");
+    REQUIRE(advice != std::string::npos);
+    const std::string what = out.substr(advice, out.find('\n', advice) - advice);
+    REQUIRE(what.find("--rate below 10000000.0") != std::string::npos);
+    REQUIRE(what.find("--publishers above 1") != std::string::npos);
+    REQUIRE(what.find("--window above 1") != std::string::npos);
+    REQUIRE(what.find("a looser --lag-bound than 1.000 ms") != std::string::npos);
+    REQUIRE(out.find("rates: offered 10000000.0 msg/s, published ") != std::string::npos);
+    REQUIRE(out.find("\nINVALID\n") != std::string::npos);
+}
+
+TEST_CASE("--progress writes whole progress lines though standard error is not a terminal", "[load][smoke]") {
+    const std::string command = std::string(ACEMQ_LOAD_PROGRAM) +
+                                " --url inproc://load-smoke-progress --rate 200 --duration 1s --warmup 0s "
+                                "--min-samples 0 --progress --progress-every 100ms 2>&1 >/dev/null";
+    FILE* pipe = popen(command.c_str(), "r");
+    REQUIRE(pipe != nullptr);
+    std::string err;
+    std::array<char, 4096> buffer{};
+    for (std::size_t n; (n = std::fread(buffer.data(), 1, buffer.size(), pipe)) > 0;) err.append(buffer.data(), n);
+    const int status = pclose(pipe);
+    INFO(err);
+    REQUIRE(WIFEXITED(status));
+    REQUIRE(err.find('\r') == std::string::npos);
+    std::size_t lines = 0;
+    std::istringstream text(err);
+    for (std::string line; std::getline(text, line);)
+        if (line.starts_with("acemq-load: ") && line.find(" published ") != std::string::npos &&
+            line.find(" e2e p99 ") != std::string::npos)
+            ++lines;
+    // The run lasts over a second and a line falls due every 100 ms: at least one came.
+    REQUIRE(lines >= 1);
 }

@@ -1,23 +1,34 @@
 // The acemq-broker program (tools/acemq-broker.cpp), run as a user runs it: its command line,
 // its exit status, what it prints, --generate-keys, --ready-file and a clean stop on SIGTERM
-// and SIGINT. ACEMQ_BROKER_PROGRAM is its path (tests/zmq/meson.build sets it).
+// and SIGINT; its JSON log lines, readiness told to systemd (a NOTIFY_SOCKET of the test's),
+// and its Prometheus endpoint. ACEMQ_BROKER_PROGRAM is its path (tests/zmq/meson.build sets it).
 #include <catch2/catch.hpp>
 
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <optional>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include <httplib.h>
+
+#include <acemq/bus.hpp>
 #include <acemq/config.hpp>
+#include <acemq/json_codec.hpp>
 #include <acemq/zmq.hpp>
 
 #include "../support/temp_dir.hpp"
@@ -273,4 +284,113 @@ TEST_CASE("with CurveZMQ keys acemq-broker says Curve is on and never prints a k
         CHECK(exposed.wait_exit() == 1);
         CHECK_THAT(exposed.err(), Catch::Contains("chmod 600"));
     }
+}
+
+TEST_CASE("--help lists the exit codes and the operator's options") {
+    TempDir dir;
+    Broker help(dir, {"--help"});
+    CHECK(help.wait_exit() == 0);
+    CHECK_THAT(help.out(), Catch::Contains("Exit status:") && Catch::Contains("0  a clean stop") &&
+                               Catch::Contains("2  a bad command line") && Catch::Contains("--no-management") &&
+                               Catch::Contains("--log-format") && Catch::Contains("--metrics"));
+    Broker bad(dir, {"--log-format", "xml"});
+    CHECK(bad.wait_exit() == 2);
+    CHECK_THAT(bad.err(), Catch::Contains("--log-format") && Catch::Contains("see --help"));
+}
+
+TEST_CASE("with --log-format json every line acemq-broker writes is a JSON object with time, level and component") {
+    TempDir dir;
+    const fs::path ready = dir.path() / "ready";
+    Broker broker(dir, {"--listen", "tcp://127.0.0.1:0", "--ready-file", ready.string(), "--log-format", "json",
+                        "--no-management"});
+    const std::string endpoint = broker.wait_ready(ready).at(0);
+    {
+        auto transport = acemq::zmq::open("zmq+" + endpoint, {.session = {.name = "json-client"}});
+        transport->close();
+    }
+    broker.signal(SIGTERM);
+    CHECK(broker.wait_exit() == 0);
+    std::istringstream lines(broker.err());
+    std::vector<std::string> components, messages;
+    for (std::string line; std::getline(lines, line);) {
+        INFO(line);
+        const acemq::Value parsed = acemq::JsonCodec().decode(std::as_bytes(std::span(line)), "application/json");
+        REQUIRE(parsed.find("time") != nullptr);
+        CHECK(parsed.find("time")->as_string().ends_with("Z"));
+        REQUIRE(parsed.find("level") != nullptr);
+        components.push_back(parsed.find("component")->as_string());
+        messages.push_back(parsed.find("message")->as_string());
+    }
+    REQUIRE(messages.size() >= 4);  // serving, the session opened and closed, stopped
+    CHECK(components.front() == "acemq-broker");
+    CHECK_THAT(messages.front(), Catch::Contains(endpoint) && Catch::Contains("management commands refused"));
+    CHECK(std::count(components.begin(), components.end(), "zmq-broker") >= 2);
+    CHECK_THAT(messages.back(), Catch::Contains("stopped on SIGTERM"));
+}
+
+TEST_CASE("acemq-broker tells systemd READY=1 once its endpoint accepts, when the ready file appears") {
+    TempDir dir;
+    const fs::path socket_path = dir.path() / "notify.sock";
+    const int notify = ::socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    REQUIRE(notify >= 0);
+    sockaddr_un address{};
+    address.sun_family = AF_UNIX;
+    std::strncpy(address.sun_path, socket_path.c_str(), sizeof address.sun_path - 1);
+    REQUIRE(::bind(notify, reinterpret_cast<const sockaddr*>(&address), sizeof address) == 0);
+    const fs::path ready = dir.path() / "ready";
+    ::setenv("NOTIFY_SOCKET", socket_path.c_str(), 1);
+    Broker broker(dir, {"--listen", "tcp://127.0.0.1:0", "--ready-file", ready.string()});
+    ::unsetenv("NOTIFY_SOCKET");
+
+    std::string told;
+    pollfd waiting{notify, POLLIN, 0};
+    REQUIRE(::poll(&waiting, 1, static_cast<int>(std::chrono::milliseconds(ready_bound).count())) == 1);
+    char datagram[4096];
+    const ssize_t size = ::recv(notify, datagram, sizeof datagram, 0);
+    REQUIRE(size > 0);
+    told.assign(datagram, static_cast<std::size_t>(size));
+    CHECK_THAT(told, Catch::Contains("READY=1"));
+    // Told ready, it is ready: the ready file is there and the endpoint takes a client.
+    REQUIRE(fs::exists(ready));
+    const std::string endpoint = broker.wait_ready(ready).at(0);
+    CHECK_THAT(told, Catch::Contains(endpoint));
+    auto transport = acemq::zmq::open("zmq+" + endpoint, {.session = {.connect_timeout = 5s}});
+    transport->close();
+
+    broker.signal(SIGTERM);
+    REQUIRE(::poll(&waiting, 1, static_cast<int>(std::chrono::milliseconds(exit_bound).count())) == 1);
+    const ssize_t stopping = ::recv(notify, datagram, sizeof datagram, 0);
+    CHECK(std::string(datagram, static_cast<std::size_t>(std::max<ssize_t>(stopping, 0))) == "STOPPING=1");
+    CHECK(broker.wait_exit() == 0);
+    ::close(notify);
+}
+
+TEST_CASE("acemq-broker --metrics serves each queue's depth, unacked and consumers, and the broker's totals") {
+    TempDir dir;
+    const fs::path ready = dir.path() / "ready";
+    Broker broker(dir, {"--listen", "tcp://127.0.0.1:0", "--ready-file", ready.string(), "--metrics", "127.0.0.1:0",
+                        "--data", (dir.path() / "broker.db").string()});
+    const std::string endpoint = broker.wait_ready(ready).at(0);
+    const std::string log = broker.err();
+    const auto at = log.find("metrics on http://127.0.0.1:");
+    REQUIRE(at != std::string::npos);
+    const int port = std::atoi(log.c_str() + at + std::string_view("metrics on http://127.0.0.1:").size());
+    REQUIRE(port > 0);
+
+    acemq::Bus bus = acemq::connect("zmq+" + endpoint);
+    bus.declare(acemq::Topology{}.queue("orders.new"));
+    const acemq::Publisher publisher = bus.publisher_to_queue("orders.new");
+    for (int i = 0; i < 3; ++i) publisher.send(std::string("order"));
+    httplib::Client client("127.0.0.1", port);
+    const auto scraped = client.Get("/metrics");
+    REQUIRE(scraped);
+    CHECK(scraped->status == 200);
+    CHECK_THAT(scraped->body, Catch::Contains("acemq_broker_queue_messages_ready{queue=\"orders.new\"} 3") &&
+                                  Catch::Contains("acemq_broker_queue_consumers{queue=\"orders.new\"} 0") &&
+                                  Catch::Contains("acemq_broker_published_total 3") &&
+                                  Catch::Contains("acemq_broker_sessions 1") &&
+                                  Catch::Contains("# TYPE acemq_broker_data_bytes gauge"));
+    bus.close();
+    broker.signal(SIGTERM);
+    CHECK(broker.wait_exit() == 0);
 }

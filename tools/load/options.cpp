@@ -1,5 +1,7 @@
 #include "options.hpp"
 
+#include <CLI/CLI.hpp>
+
 #include <charconv>
 #include <cmath>
 #include <functional>
@@ -111,6 +113,17 @@ const std::vector<Spec>& specs() {
          [](Options& o, const std::string& v) {
              o.min_samples = whole<std::uint64_t>("--min-samples", v, 0, std::numeric_limits<std::int64_t>::max());
          }},
+        {"--progress", nullptr,
+         "Writes a progress line (rates, end-to-end p99, queue depth) to standard error every --progress-every, "
+         "as whole lines, also when it is not a terminal (a log, a CI job); on a terminal one line is updated every "
+         "second without it.",
+         [](Options& o, const std::string&) { o.progress = true; }},
+        {"--progress-every", "DURATION", "How often --progress writes its line; default 5s.",
+         [](Options& o, const std::string& v) {
+             o.progress_every = parse_duration("--progress-every", v);
+             if (o.progress_every < std::chrono::milliseconds(100))
+                 throw UsageProblem("acemq-load: --progress-every must be at least 100ms");
+         }},
         {"--json", "FILE", "Also writes the report as JSON to FILE, or to standard output for -.",
          [](Options& o, const std::string& v) { o.json = v; }},
         {"--keep-queue", nullptr, "Leaves the queue and its .dlq in place at the end, to look at what is left.",
@@ -140,18 +153,38 @@ Nanos parse_duration(const std::string& option, const std::string& text) {
 
 Options parse_options(int argc, char** argv) {
     Options options;
-    for (int i = 1; i < argc; ++i) {
-        const std::string arg = argv[i];
-        const Spec* spec = nullptr;
-        for (const Spec& candidate : specs())
-            if (arg == candidate.name) spec = &candidate;
-        if (!spec) throw UsageProblem("acemq-load: unknown option \"" + arg + "\"; --help lists them");
-        if (!spec->value) {
-            spec->set(options, "");
+    // CLI11 reads the words (a value after the option or after "="; given twice, the last
+    // counts); the table above says what each means, and help_text() lays it out.
+    CLI::App app{"acemq-load", "acemq-load"};
+    app.set_help_flag();
+    for (const Spec& spec : specs()) {
+        if (!spec.value) {
+            app.add_flag_callback(spec.name, [&options, &spec] { spec.set(options, ""); })->disable_flag_override();
             continue;
         }
-        if (i + 1 >= argc) throw UsageProblem("acemq-load: " + arg + " wants a value (" + spec->value + ")");
-        spec->set(options, argv[++i]);
+        app.add_option_function<std::string>(spec.name,
+                                             [&options, &spec](const std::string& v) { spec.set(options, v); })
+            ->option_text(spec.value)
+            ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+    }
+    try {
+        app.parse(argc, argv);
+    } catch (const CLI::ExtrasError&) {
+        const std::vector<std::string> extras = app.remaining();
+        throw UsageProblem("acemq-load: unknown option \"" + (extras.empty() ? std::string() : extras.front()) +
+                           "\"; --help lists them");
+    } catch (const CLI::ArgumentMismatch& error) {
+        // "--rate: 1 required MSG/S missing", or a flag given a value.
+        const std::string what = error.what();
+        const std::string name = what.substr(0, what.find(':'));
+        for (const Spec& spec : specs())
+            if (name == spec.name)
+                throw UsageProblem(
+                    "acemq-load: " + name +
+                    (spec.value ? " wants a value (" + std::string(spec.value) + ")" : " takes no value"));
+        throw UsageProblem("acemq-load: " + what + "; --help lists the options");
+    } catch (const CLI::ParseError& error) {
+        throw UsageProblem("acemq-load: " + std::string(error.what()) + "; --help lists the options");
     }
     if (options.duration <= Nanos::zero()) throw UsageProblem("acemq-load: --duration must be above 0");
     if (static_cast<std::size_t>(options.publishers) * options.window > 4096)

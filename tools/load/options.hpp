@@ -35,6 +35,8 @@ struct Options {
     std::uint64_t min_samples = 10000;
     std::optional<std::string> json{};  // a file, or "-" for standard output
     bool keep_queue = false;
+    bool progress = false;  // whole progress lines every progress_every, terminal or not
+    Nanos progress_every = std::chrono::seconds(5);
     bool help = false;
 };
 

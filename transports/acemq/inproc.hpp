@@ -215,6 +215,54 @@ public:
     // be settled, and go nowhere.
     void delete_queue(ConnectionId connection, std::string_view queue);
 
+    // What an operator asks (<acemq/management.hpp>; manage() wraps these). None takes a
+    // connection or minds whose exclusive queue it is. Each takes the broker's lock once, so
+    // an answer is one moment of the broker; each refuses a call from inside a DeliverFn.
+    // A queue or exchange that does not exist is ManagementError not_found.
+
+    // Every exchange but the default one "", by name.
+    std::vector<ExchangeSummary> exchanges();
+    // Every queue, by name: its declaration, its ready messages, the deliveries handed out
+    // and not settled (pulls included), its subscriptions, the bytes of the bodies of both,
+    // and how long its head has waited there on the broker's Clock (a dead-lettered message
+    // waits from when it came; a requeued one keeps its time). On a durable broker a message
+    // whose commit is still under way is not ready yet.
+    std::vector<QueueSummary> queues();
+    // Every binding, by exchange, queue and routing key; the default exchange's implicit
+    // ones are not listed.
+    std::vector<BindingDeclaration> bindings();
+    // The open connections, in the order they opened: ConnectionOptions::peer ("in-process"
+    // when ""), client_name, the system clock's time at open, their subscriptions, and the
+    // deliveries they hold unsettled (pulled ones too).
+    std::vector<SessionSummary> sessions();
+    // Copies of the ready messages at positions [from, from + count) in the order they will
+    // be delivered, each as a consumer would receive it now. Nothing is taken, marked
+    // (redelivered stays as it was) or written to the data file.
+    std::vector<BrowsedMessage> browse(std::string_view queue, BrowseOptions options = {});
+    // Drops the queue's ready messages and returns how many; on a durable broker once their
+    // deletion is committed. Deliveries handed out stay with their consumers, and a requeue
+    // brings one back.
+    std::uint64_t purge(std::string_view queue);
+    // As delete_queue above, for any connection's queue; ManagementError in_use for a queue
+    // with subscriptions unless options.even_if_consumed.
+    void delete_queue(std::string_view queue, DeleteOptions options);
+    // The exchange and its bindings, also in the data file; InvalidArgument for "".
+    void delete_exchange(std::string_view exchange);
+    // Product "acemq in-process broker", ACEMQ_VERSION, the name, the time since it was made,
+    // its data file: sizes of the file and its -wal, free space on its file system, opens in
+    // the file's life (this one included), messages in quarantine, the commits since it
+    // opened the file and how long they took (from BEGIN to a successful COMMIT, sync
+    // included); details: max_data_bytes, sqlite_vfs when set, commit_failure while commits
+    // fail.
+    BrokerInfo info();
+    // Copies the data file to the new file `path` while the broker runs, through SQLite's
+    // backup API on the broker's own connection, on the writer's thread a few pages between
+    // its transactions (publishers wait at most for one step, docs/durability.md §2.9). The
+    // copy holds every change committed when it finished, and opens as a data file
+    // (broker(..., {.data = path})). ManagementError unsupported for a broker in memory
+    // only, failed when `path` exists or cannot be written (a copy begun is removed).
+    BackupResult backup(const std::string& path);
+
 private:
     class Impl;
     class ConsumerSubscription;

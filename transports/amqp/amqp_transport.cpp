@@ -167,6 +167,8 @@ Health AmqpTransport::check_health(std::chrono::milliseconds timeout) {
     return report;
 }
 
+void AmqpTransport::measure_connection(std::shared_ptr<Metrics> metrics) { impl_->events().measure(metrics); }
+
 TransportInfo AmqpTransport::describe() const {
     const Address& address = impl_->address();
     TransportInfo info{.name = "amqp",

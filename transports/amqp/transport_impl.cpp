@@ -8,7 +8,7 @@ namespace acemq::amqp {
 
 AmqpTransport::Impl::Impl(Address address, Options options, session::Settings session)
     : address_(std::move(address)), options_(std::move(options)), session_(std::move(session)),
-      events_("amqp transport to " + address_.printable(), session_.on_event),
+      events_("amqp", "amqp transport to " + address_.printable(), session_.on_event),
       window_(session_.max_outstanding_publishes, session_.confirm_timeout),
       backoff_(session_.first_recovery_delay, session_.max_recovery_delay) {}
 

@@ -61,6 +61,7 @@ public:
     void close() override;
     Health check_health(std::chrono::milliseconds timeout) override;
     TransportInfo describe() const override;
+    void measure_connection(std::shared_ptr<Metrics> metrics) override;
     ConnectionState state() const;
 
 private:
@@ -134,6 +135,7 @@ public:
     // close() was called: unlike a lost connection, nothing will bring it back.
     bool shut() { return commands_.is_shut(); }
     std::vector<std::string> stopped_queues() const;
+    session::Events& events() { return events_; }
     const Address& address() const noexcept { return address_; }
     // The connection's frame_max as last negotiated; 0 before the first connection.
     std::size_t frame_max() const noexcept { return frame_max_.load(); }

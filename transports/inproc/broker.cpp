@@ -85,6 +85,18 @@ bool Broker::queue_exists(ConnectionId connection, std::string_view queue) {
     return impl_->queue_exists(connection, queue);
 }
 void Broker::delete_queue(ConnectionId connection, std::string_view queue) { impl_->delete_queue(connection, queue); }
+std::vector<ExchangeSummary> Broker::exchanges() { return impl_->exchanges(); }
+std::vector<QueueSummary> Broker::queues() { return impl_->queues(); }
+std::vector<BindingDeclaration> Broker::bindings() { return impl_->bindings(); }
+std::vector<SessionSummary> Broker::sessions() { return impl_->sessions(); }
+std::vector<BrowsedMessage> Broker::browse(std::string_view queue, BrowseOptions options) {
+    return impl_->browse(queue, options);
+}
+std::uint64_t Broker::purge(std::string_view queue) { return impl_->purge(queue); }
+void Broker::delete_queue(std::string_view queue, DeleteOptions options) { impl_->delete_queue(queue, options); }
+void Broker::delete_exchange(std::string_view exchange) { impl_->delete_exchange(exchange); }
+BrokerInfo Broker::info() { return impl_->info(); }
+BackupResult Broker::backup(const std::string& path) { return impl_->backup(path); }
 
 // ---------------------------------------------------------------------------------------
 
@@ -108,7 +120,11 @@ Broker::ConnectionId Broker::Impl::open_connection(ConnectionOptions options) {
     Guard guard(*this, "open a connection");
     const ConnectionId connection = next_id_++;
     const std::uint64_t pulls = next_id_++;
-    connections_.emplace(connection, Connection{.pulls = pulls, .acks_wait = options.acks_wait});
+    connections_.emplace(connection, Connection{.pulls = pulls,
+                                                .acks_wait = options.acks_wait,
+                                                .peer = std::move(options.peer),
+                                                .client_name = std::move(options.client_name),
+                                                .opened = std::chrono::system_clock::now()});
     consumers_.emplace(pulls, std::make_unique<Consumer>(pulls, connection));
     return connection;
 }

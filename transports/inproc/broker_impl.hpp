@@ -7,6 +7,7 @@
 //   routing.cpp   publishing, routing and dead-lettering
 //   dispatch.cpp  consuming, pulling, handing out and settling deliveries
 //   expiry.cpp    TTL: expiring a queue's head and keeping its timer armed
+//   management.cpp what an operator asks: listings, browse, purge, deleting by name, info
 //   durable.cpp   a durable broker: recovery from its data file, what it records in its
 //                 journal, messages made visible by a commit, the clean close
 //
@@ -16,6 +17,8 @@
 #pragma once
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -48,6 +51,18 @@ public:
     const std::shared_ptr<Clock>& clock() const noexcept { return clock_; }
     const std::string& data() const noexcept { return data_; }
     std::uint64_t quarantined_messages() const noexcept { return quarantined_; }
+    // What the broker has done since it started (BrokerInfo::published, delivered, acked):
+    // messages published to it (routed or not), handed to consumers and pulls (redeliveries
+    // too), and acked.
+    struct Traffic {
+        std::uint64_t published = 0;
+        std::uint64_t delivered = 0;
+        std::uint64_t acked = 0;
+    };
+    Traffic traffic() const noexcept {
+        return {published_.load(std::memory_order_relaxed), delivered_.load(std::memory_order_relaxed),
+                acked_.load(std::memory_order_relaxed)};
+    }
 
     std::optional<std::string> commit_failure();
     ConnectionId open_connection(ConnectionOptions options);
@@ -60,6 +75,18 @@ public:
     std::uint64_t queue_depth(ConnectionId connection, std::string_view queue_name);
     bool queue_exists(ConnectionId connection, std::string_view queue_name);
     void delete_queue(ConnectionId connection, std::string_view queue_name);
+
+    // management.cpp
+    std::vector<ExchangeSummary> exchanges();
+    std::vector<QueueSummary> queues();
+    std::vector<BindingDeclaration> bindings();
+    std::vector<SessionSummary> sessions();
+    std::vector<BrowsedMessage> browse(std::string_view queue_name, BrowseOptions options);
+    std::uint64_t purge(std::string_view queue_name);
+    void delete_queue(std::string_view queue_name, DeleteOptions options);
+    void delete_exchange(std::string_view exchange_name);
+    BrokerInfo info();
+    BackupResult backup(const std::string& path);
 
     PublishResult publish(OutboundMessage message);
     void publish(OutboundMessage message, ConfirmFn confirmed);
@@ -84,6 +111,9 @@ private:
     struct Connection {
         std::uint64_t pulls;  // the consumer id of its pulls
         bool acks_wait;
+        std::string peer;
+        std::string client_name;
+        std::chrono::system_clock::time_point opened;
     };
     // What publish decided: its result, and the journal change it waits for (0: none).
     struct Published {
@@ -97,6 +127,10 @@ private:
     const std::shared_ptr<detail::Queue>& existing_queue(ConnectionId connection, std::string_view name,
                                                          std::string_view action);
     void remove_queue(std::shared_ptr<detail::Queue> queue);
+    // remove_queue, and on a durable broker waits (once `guard` lets go) for its deletion.
+    void delete_queue_locked(Guard& guard, std::shared_ptr<detail::Queue> queue);
+    // The queue named `name`, whoever owns it; ManagementError not_found.
+    const std::shared_ptr<detail::Queue>& managed_queue(std::string_view name, std::string_view action);
 
     // routing.cpp
     // The broker's copy of a published message, freed on a publishing thread (released_).
@@ -141,7 +175,13 @@ private:
     const std::string name_;
     const std::shared_ptr<Clock> clock_;
     const std::string data_;
+    const std::string sqlite_vfs_;
+    const std::uint64_t max_data_bytes_;
+    const std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
     std::uint64_t quarantined_ = 0;  // set at open, not changed after
+    std::uint64_t opens_ = 0;        // the data file's, this one included; set at open
+    // Changed under the lock, read without it (traffic()).
+    std::atomic<std::uint64_t> published_{0}, delivered_{0}, acked_{0};
 
     // Guards everything below.
     std::mutex mutex_;

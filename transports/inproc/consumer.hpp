@@ -60,6 +60,14 @@ public:
 
     // Records `stored`, taken from `from`, as handed out; returns its delivery tag.
     std::uint64_t hand_out(std::shared_ptr<Queue> from, StoredMessage&& stored);
+    // How many deliveries it holds unsettled.
+    std::size_t outstanding() const noexcept { return outstanding_; }
+    // Calls `visit` with each delivery it holds unsettled, in the order they were handed out.
+    template <class Visit>
+    void each_unsettled(Visit&& visit) const {
+        for (std::size_t i = 0; i < handed_out_.size(); ++i)
+            if (!handed_out_[i].settled) visit(handed_out_[i].delivery);
+    }
     // Runs the DeliverFn on this thread, marked as inside one (reentry.hpp). False when it
     // threw: it must not (it only queues), so the caller stops this consumer.
     bool deliver(Delivery&& delivery) noexcept;

@@ -13,6 +13,7 @@
 
 #include <acemq/inproc.hpp>
 #include <acemq/log.hpp>
+#include "inproc/online_backup.hpp"
 #include "inproc/quoted.hpp"
 #include "inproc/row_checksum.hpp"
 #include "msgpack/message_pack.hpp"
@@ -111,6 +112,7 @@ constexpr const char* restore_advice =
 enum Prepared : int {
     put_exchange_sql,
     delete_exchange_sql,
+    delete_exchange_bindings_sql,
     put_queue_sql,
     delete_queue_sql,
     delete_queue_bindings_sql,
@@ -128,6 +130,7 @@ enum Prepared : int {
 constexpr const char* prepared_sql[prepared_count] = {
     "INSERT OR REPLACE INTO exchanges(name, kind, auto_delete, arguments, checksum) VALUES(?1, ?2, ?3, ?4, ?5)",
     "DELETE FROM exchanges WHERE name = ?1",
+    "DELETE FROM bindings WHERE exchange = ?1",
     "INSERT OR REPLACE INTO queues(id, name, type, auto_delete, arguments, checksum) VALUES(?1, ?2, ?3, ?4, ?5, ?6)",
     "DELETE FROM queues WHERE id = ?1",
     "DELETE FROM bindings WHERE queue = ?1",
@@ -687,8 +690,10 @@ void DataFile::put_exchange(const ExchangeDeclaration& exchange) {
 }
 
 void DataFile::delete_exchange(const std::string& name) {
-    Run run(statement(delete_exchange_sql).get());
-    if (!run.text(1, name).step()) fail("delete exchange " + detail::in_quotes(name));
+    for (int which : {delete_exchange_bindings_sql, delete_exchange_sql}) {
+        Run run(statement(which).get());
+        if (!run.text(1, name).step()) fail("delete exchange " + detail::in_quotes(name));
+    }
 }
 
 void DataFile::put_queue(std::uint64_t id, const QueueDeclaration& queue) {
@@ -787,9 +792,10 @@ void DataFile::give_space_back_from_now_on() {
     constexpr std::int64_t incremental = 2;
     if (integer_of(db_, "PRAGMA auto_vacuum") == incremental) return;
     if (sqlite3_exec(db_, "PRAGMA auto_vacuum = INCREMENTAL; VACUUM", nullptr, nullptr, nullptr) != SQLITE_OK)
-        log(LogLevel::warning, "acemq: the broker's data file " + detail::in_quotes(path_) +
-                                   " could not be rewritten to give space back when messages are acked (SQLite: " +
-                                   sqlite3_errmsg(db_) + "); it works as before, and keeps its size");
+        log(LogLevel::warning, "durable-broker",
+            "acemq: the broker's data file " + detail::in_quotes(path_) +
+                " could not be rewritten to give space back when messages are acked (SQLite: " + sqlite3_errmsg(db_) +
+                "); it works as before, and keeps its size");
 }
 
 void DataFile::give_space_back() noexcept {
@@ -804,6 +810,16 @@ void DataFile::give_space_back() noexcept {
         return;
     }
     checkpoint();
+}
+
+std::unique_ptr<OnlineBackup> DataFile::backup_to(const std::string& path) {
+    return std::make_unique<OnlineBackup>(db_, path);
+}
+
+std::optional<std::uint64_t> free_disk_bytes(const std::string& path) {
+    const Space space = space_around(path);
+    if (!space.known) return std::nullopt;
+    return space.free_bytes;
 }
 
 void DataFile::checkpoint() noexcept {

@@ -16,6 +16,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
@@ -28,6 +29,8 @@ struct sqlite3;
 struct sqlite3_stmt;
 
 namespace acemq::inproc::detail {
+
+class OnlineBackup;
 
 // A change that could not be written: the transaction was rolled back. `disk_full` when
 // SQLite said the disk (or the file's page limit) is full.
@@ -122,7 +125,7 @@ public:
     void rollback() noexcept;
 
     void put_exchange(const ExchangeDeclaration& exchange);
-    void delete_exchange(const std::string& name);
+    void delete_exchange(const std::string& name);  // with its bindings
     void put_queue(std::uint64_t id, const QueueDeclaration& queue);
     void delete_queue(std::uint64_t id);  // with its bindings and messages
     void put_binding(const StoredBinding& binding);
@@ -141,6 +144,9 @@ public:
     void record_open();
     // Moves a damaged message from the messages to the quarantine, as it is on the disk.
     void quarantine(const DamagedRow& row, std::int64_t now_ms);
+
+    // Starts an online copy of the file into the new file `path` (OnlineBackup).
+    std::unique_ptr<OnlineBackup> backup_to(const std::string& path);
 
     // Copies the WAL into the file and empties it; for a clean close.
     void checkpoint() noexcept;
@@ -169,6 +175,10 @@ private:
     bool synchronous_full_ = true;  // the connection's PRAGMA synchronous: FULL, else NORMAL
     std::vector<Statement> statements_;
 };
+
+// The free bytes of the file system holding `path`; nullopt when it cannot be told (a path
+// another SQLite VFS gives meaning to, say).
+std::optional<std::uint64_t> free_disk_bytes(const std::string& path);
 
 // The properties of a message (all but its body) as the data file stores them.
 std::vector<std::byte> pack_properties(const InboundMessage& message);

@@ -72,6 +72,7 @@ std::optional<Delivery> Broker::Impl::pull(ConnectionId connection, std::string_
     sync_timer(*queue);
     std::shared_ptr<const InboundMessage> shared = stored.message;
     const std::uint64_t tag = pulls.hand_out(queue, std::move(stored));
+    delivered_.fetch_add(1, std::memory_order_relaxed);
     return Delivery(std::move(shared), *this, tag);
 }
 
@@ -104,6 +105,7 @@ void Broker::Impl::dispatch(Queue& queue) {
         StoredMessage stored = queue.take_head();
         std::shared_ptr<const InboundMessage> shared = stored.message;
         const std::uint64_t tag = chosen->hand_out(chosen->queue(), std::move(stored));
+        delivered_.fetch_add(1, std::memory_order_relaxed);
         // A DeliverFn that throws is stopped, and this may be some other thread's publish:
         // the error stays here, and the delivery comes back when its subscription closes.
         if (!chosen->deliver(Delivery(std::move(shared), *this, tag))) stop_consumer(*chosen);
@@ -122,6 +124,7 @@ void Broker::Impl::settle(std::uint64_t tag, Settlement settlement) {
                          "which handed it back to its queue. Settle deliveries before closing what they came from");
     Consumer& consumer = *found->second;
     Queue& queue = *settled->queue;
+    if (settlement == Settlement::ack) acked_.fetch_add(1, std::memory_order_relaxed);
     if (settlement == Settlement::ack && settled->stored.row != 0 && queue.stored_id() != 0 && !queue.deleted()) {
         const std::uint64_t deleted = record(detail::journal::DeleteMessage{settled->stored.row});
         if (const auto connection = connections_.find(consumer.connection());

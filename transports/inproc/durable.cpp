@@ -16,7 +16,7 @@ namespace journal = detail::journal;
 
 Broker::Impl::Impl(Broker& owner, std::string name, const BrokerOptions& options)
     : owner_(owner), name_(std::move(name)), clock_(options.clock ? options.clock : system_clock()),
-      data_(options.data) {
+      data_(options.data), sqlite_vfs_(options.sqlite_vfs), max_data_bytes_(options.max_data_bytes) {
     if (data_.empty()) return;
     auto file = std::make_unique<detail::DataFile>(data_, options.sqlite_vfs, options.max_data_bytes);
     detail::DataFileContents contents = file->read();
@@ -34,6 +34,7 @@ Broker::Impl::Impl(Broker& owner, std::string name, const BrokerOptions& options
         throw DataFileError(failure.what());
     }
     quarantined_ = contents.quarantined + contents.damaged.size();
+    opens_ = contents.opens + 1;
     if (!contents.damaged.empty()) log_quarantined(contents.damaged);
     recover(std::move(contents));
     journal_ = std::make_unique<detail::Journal>(std::move(file),
@@ -45,11 +46,11 @@ void Broker::Impl::log_quarantined(const std::vector<detail::DamagedRow>& damage
     for (std::size_t i = 0; i < damaged.size() && i < 10; ++i)
         ids += (i == 0 ? "" : ", ") + std::to_string(damaged[i].id);
     if (damaged.size() > 10) ids += ", ...";
-    log(LogLevel::error, "acemq: " + std::to_string(damaged.size()) + " stored message(s) of the broker's data file " +
-                             detail::in_quotes(data_) + " were damaged on the disk (" + damaged.front().reason +
-                             "; message ids " + ids +
-                             "): moved to the file's quarantine table as found, not delivered; every other message "
-                             "is delivered as before. Check the disk, and restore them from a copy if they matter");
+    log(LogLevel::error, "durable-broker",
+        "acemq: " + std::to_string(damaged.size()) + " stored message(s) of the broker's data file " +
+            detail::in_quotes(data_) + " were damaged on the disk (" + damaged.front().reason + "; message ids " + ids +
+            "): moved to the file's quarantine table as found, not delivered; every other message "
+            "is delivered as before. Check the disk, and restore them from a copy if they matter");
 }
 
 void Broker::Impl::recover(detail::DataFileContents&& contents) {
@@ -79,8 +80,7 @@ void Broker::Impl::recover(detail::DataFileContents&& contents) {
         if (!contents.closed_cleanly) row.message.redelivered = true;
         StoredMessage stored{
             .message = std::make_shared<InboundMessage>(std::move(row.message)), .persistent = true, .row = row.id};
-        if (queue->second->policy().ttl)
-            stored.enqueued = row.enqueued_ms ? from_wall_ms(*row.enqueued_ms) : clock_->now();
+        stored.enqueued = row.enqueued_ms ? from_wall_ms(*row.enqueued_ms) : clock_->now();
         queue->second->append(std::move(stored));
     }
 }
@@ -122,7 +122,7 @@ bool Broker::Impl::writes(const Queue& queue, const StoredMessage& stored) const
 }
 
 std::uint64_t Broker::Impl::hold(Queue& queue, StoredMessage&& stored, Queue::Awaits awaits) {
-    if (queue.policy().ttl) stored.enqueued = clock_->now();
+    stored.enqueued = clock_->now();
     stored.row = next_row_++;
     const std::uint64_t commit = record(journal::InsertMessage{.id = stored.row,
                                                                .queue = queue.stored_id(),

@@ -17,6 +17,14 @@ bool Exchange::bind(Queue& queue, const std::string& routing_key, const FieldTab
     return true;
 }
 
+void Exchange::list_bindings(std::vector<BindingDeclaration>& into) const {
+    for (const Binding& binding : bindings_)
+        into.push_back(BindingDeclaration{.queue = binding.queue->name(),
+                                          .exchange = declaration_.name,
+                                          .routing_key = binding.routing_key,
+                                          .arguments = binding.arguments});
+}
+
 std::size_t Exchange::unbind(const Queue& queue) {
     const std::size_t removed =
         std::erase_if(bindings_, [&](const Binding& binding) { return binding.queue == &queue; });

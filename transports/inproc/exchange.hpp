@@ -35,6 +35,8 @@ public:
     // Removes every binding to `queue`; how many there were.
     std::size_t unbind(const Queue& queue);
     bool has_bindings() const noexcept { return !bindings_.empty(); }
+    // Appends its bindings as they were declared, in the order they were made.
+    void list_bindings(std::vector<BindingDeclaration>& into) const;
 
     // Appends every queue `key` routes to that publish `mark` has not reached yet
     // (Queue::first_route), so each queue once.

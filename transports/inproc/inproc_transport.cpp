@@ -19,7 +19,7 @@ constexpr std::string_view scheme_prefix = "inproc://";
 InprocTransport::InprocTransport(std::shared_ptr<Broker> broker, ConnectionOptions options)
     : broker_(std::move(broker)), connection_(broker_->open_connection(options)) {}
 
-std::shared_ptr<Transport> open(std::string_view url, ConnectionOptions options) {
+std::shared_ptr<Broker> broker_at(std::string_view url) {
     auto refuse = [&](std::string_view why) {
         return InvalidArgument("acemq: cannot open \"" + redacted_url(url) +
                                "\" as an inproc transport: " + std::string(why));
@@ -32,17 +32,15 @@ std::shared_ptr<Transport> open(std::string_view url, ConnectionOptions options)
     const std::size_t query = rest.find('?');
     const std::string_view name = rest.substr(0, query);
     if (name.empty()) throw refuse("it names no broker; write inproc://NAME");
-    BrokerOptions broker_options;
-    bool durable = false;
-    if (query != std::string_view::npos) {
-        const std::string_view parameter = rest.substr(query + 1);
-        if (!parameter.starts_with("data=") || parameter.size() == 5)
-            throw refuse("the only parameter it takes is data=FILE, the SQLite file of a durable broker");
-        broker_options.data = std::string(parameter.substr(5));
-        durable = true;
-    }
-    return std::make_shared<InprocTransport>(durable ? inproc::broker(name, broker_options) : inproc::broker(name),
-                                             options);
+    if (query == std::string_view::npos) return inproc::broker(name);
+    const std::string_view parameter = rest.substr(query + 1);
+    if (!parameter.starts_with("data=") || parameter.size() == 5)
+        throw refuse("the only parameter it takes is data=FILE, the SQLite file of a durable broker");
+    return inproc::broker(name, BrokerOptions{.data = std::string(parameter.substr(5))});
+}
+
+std::shared_ptr<Transport> open(std::string_view url, ConnectionOptions options) {
+    return std::make_shared<InprocTransport>(broker_at(url), std::move(options));
 }
 
 InprocTransport::~InprocTransport() {

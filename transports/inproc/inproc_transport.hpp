@@ -26,6 +26,11 @@ namespace acemq::inproc {
 // a ping with the same. Error when asked from inside one of the broker's DeliverFns.
 std::optional<std::string> refusing_commits(Broker& broker);
 
+// The broker an inproc URL names, as open() connects to it: "inproc://NAME" the live broker
+// NAME or a new one in memory, "inproc://NAME?data=FILE" the durable one on FILE (see
+// broker()). InvalidArgument for another URL.
+std::shared_ptr<Broker> broker_at(std::string_view url);
+
 class InprocTransport final : public Transport {
 public:
     explicit InprocTransport(std::shared_ptr<Broker> broker, ConnectionOptions options = {});

@@ -4,6 +4,7 @@
 #include <chrono>
 
 #include <acemq/log.hpp>
+#include "inproc/quoted.hpp"
 
 namespace acemq::inproc::detail {
 
@@ -66,6 +67,40 @@ std::optional<std::string> Journal::failure() {
     return failure_;
 }
 
+Journal::CommitStats Journal::commit_stats() {
+    std::lock_guard guard(mutex_);
+    return stats_;
+}
+
+BackupResult Journal::backup(const std::string& path) {
+    if (writing)
+        throw UsageError(
+            "acemq: cannot back up the durable inproc broker's data file on its writer thread, which makes the "
+            "copy; a ConfirmFn must hand its result on and return");
+    Backup request{.path = path};
+    std::unique_lock lock(mutex_);
+    if (stopping_)
+        throw ManagementError(ManagementError::Reason::failed, "acemq: cannot back up the broker's data file to " +
+                                                                   in_quotes(path) + ": the broker is closing");
+    backups_.push_back(&request);
+    wake_.notify_one();
+    finished_.wait(lock, [&] { return request.done; });
+    if (request.error) std::rethrow_exception(request.error);
+    return std::move(request.result);
+}
+
+bool Journal::copy_step(Backup& backup) {
+    try {
+        if (!backup.copy) backup.copy = file_->backup_to(backup.path);
+        if (!backup.copy->step()) return false;
+        backup.result = backup.copy->finish();
+    } catch (...) {
+        backup.error = std::current_exception();
+    }
+    backup.copy.reset();
+    return true;
+}
+
 void Journal::confirm_after(std::uint64_t sequence, PublishResult result, ConfirmFn confirmed) {
     std::lock_guard guard(mutex_);
     confirms_.push_back(Confirm{sequence, std::move(result), std::move(confirmed)});
@@ -86,10 +121,24 @@ void Journal::run() {
     bool failing = false;
     bool written_since_tidy = false;
     std::unique_lock lock(mutex_);
+    const auto work = [&] { return !pending_.empty() || stopping_ || !backups_.empty(); };
     for (;;) {
+        // A backup goes a step at a time, each between two transactions, so that a publish
+        // waits for one step of it at most.
+        if (!backups_.empty() && !stopping_) {
+            Backup& backup = *backups_.front();
+            lock.unlock();
+            const bool done = copy_step(backup);
+            lock.lock();
+            if (done) {
+                backups_.erase(backups_.begin());
+                backup.done = true;
+                finished_.notify_all();
+            }
+            if (pending_.empty()) continue;
+        }
         if (pending_.empty()) {
             if (stopping_ && kept.empty()) break;
-            const auto work = [&] { return !pending_.empty() || stopping_; };
             if (kept.empty() && written_since_tidy && !wake_.wait_for(lock, give_space_back_after, work)) {
                 lock.unlock();
                 file_->give_space_back();
@@ -98,10 +147,10 @@ void Journal::run() {
                 continue;
             }
             if (kept.empty())
-                wake_.wait(lock, [&] { return !pending_.empty() || stopping_; });
+                wake_.wait(lock, work);
             else if (!stopping_)
-                wake_.wait_for(lock, retry_every, [&] { return !pending_.empty() || stopping_; });
-            if (pending_.empty() && kept.empty()) continue;
+                wake_.wait_for(lock, retry_every, work);
+            if (pending_.empty() && (kept.empty() || (!backups_.empty() && !stopping_))) continue;
         }
         std::vector<Entry> batch = std::move(kept);
         kept.clear();
@@ -111,16 +160,19 @@ void Journal::run() {
         const std::uint64_t through = batch.back().sequence;
         lock.unlock();
 
+        const auto began = std::chrono::steady_clock::now();
         const std::optional<std::string> failure = write(batch);
+        const auto took = std::chrono::steady_clock::now() - began;
         if (failure)
             for (Entry& entry : batch)
                 if (!published(entry.change)) kept.push_back(std::move(entry));
         // Once per streak: an operator needs to hear that commits fail, and that they work again.
         if (failure && !failing)
-            log(LogLevel::error, *failure + "; persistent publishes are refused until a commit succeeds, " +
-                                     std::to_string(kept.size()) + " other changes are kept and tried again");
+            log(LogLevel::error, "durable-broker",
+                *failure + "; persistent publishes are refused until a commit succeeds, " +
+                    std::to_string(kept.size()) + " other changes are kept and tried again");
         else if (!failure && failing)
-            log(LogLevel::warning,
+            log(LogLevel::warning, "durable-broker",
                 "acemq: the durable inproc broker's commits succeed again; what was kept is written");
         failing = failure.has_value();
         written_since_tidy = written_since_tidy || !failure;
@@ -130,6 +182,11 @@ void Journal::run() {
         lock.lock();
         failure_ = failure;
         finished_through_ = through;
+        if (!failure) {
+            ++stats_.commits;
+            stats_.total += took;
+            stats_.longest = std::max<std::chrono::nanoseconds>(stats_.longest, took);
+        }
         std::erase_if(confirms_, [&](Confirm& confirm) {
             if (confirm.sequence > through) return false;
             due.push_back(std::move(confirm));
@@ -144,12 +201,22 @@ void Journal::run() {
         }
         lock.lock();
         if (failure && stopping_ && pending_.empty()) {
-            log(LogLevel::error,
+            log(LogLevel::error, "durable-broker",
                 *failure + "; " + std::to_string(kept.size()) + " changes were not written before the broker closed");
             unwritten_ = true;
             break;
         }
     }
+    for (Backup* backup : backups_) {
+        backup->copy.reset();
+        backup->error = std::make_exception_ptr(ManagementError(
+            ManagementError::Reason::failed, "acemq: cannot back up the broker's data file to " +
+                                                 in_quotes(backup->path) +
+                                                 ": the broker closed before the copy was finished; nothing was kept"));
+        backup->done = true;
+    }
+    backups_.clear();
+    finished_.notify_all();
 }
 
 std::optional<std::string> Journal::write(const std::vector<Entry>& batch) {
@@ -194,7 +261,8 @@ void Journal::close(const std::vector<std::uint64_t>& redelivered) {
         file_->checkpoint();
     } catch (const StorageFailure& failure) {
         file_->rollback();
-        log(LogLevel::error, std::string(failure.what()) + "; the next open treats every message as redelivered");
+        log(LogLevel::error, "durable-broker",
+            std::string(failure.what()) + "; the next open treats every message as redelivered");
     }
 }
 

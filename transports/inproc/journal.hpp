@@ -9,14 +9,19 @@
 // (acks, dead-lettering, topology) is kept and written with the next transaction, tried
 // again with each new change and every second.
 //
+// It also makes an online backup of the file (OnlineBackup), a step between transactions.
+//
 // Threads: record() and confirm_after() are called with the broker's lock held, which is
-// what orders them; wait() and close() without it. The writer calls Committed without any
+// what orders them; wait(), backup() and close() without it (the writer takes the broker's
+// lock after each transaction). commit_stats() either way. The writer calls Committed without any
 // lock of its own, and Committed takes the broker's lock.
 // Internal to the inproc broker.
 #pragma once
 
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <exception>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -28,6 +33,7 @@
 
 #include <acemq/inproc.hpp>
 #include "inproc/data_file.hpp"
+#include "inproc/online_backup.hpp"
 
 namespace acemq::inproc::detail {
 
@@ -93,6 +99,21 @@ public:
     // refused until one succeeds. nullopt while commits succeed.
     std::optional<std::string> failure();
 
+    // The transactions committed since the writer started, and the time each took from BEGIN
+    // to its COMMIT's return (its sync included); failed ones are not counted.
+    struct CommitStats {
+        std::uint64_t commits = 0;
+        std::chrono::nanoseconds total{0};
+        std::chrono::nanoseconds longest{0};
+    };
+    CommitStats commit_stats();
+
+    // Copies the file to the new file `path` on the writer's thread, a step between
+    // transactions, and returns once the copy is finished: it holds every change committed
+    // by then. Backups asked for together are made one after the other. ManagementError
+    // failed (the broker closing meanwhile, too); UsageError on the writer's thread.
+    BackupResult backup(const std::string& path);
+
     // Commits what is waiting, stops the writer, then marks `redelivered` messages so and
     // records a clean close, checkpointing the WAL into the file. Idempotent; never throws
     // (a failure goes to the library's log: the broker is going away).
@@ -111,8 +132,18 @@ private:
         PublishResult result;
         ConfirmFn confirmed;
     };
+    // A backup asked for: the caller's, which waits for `done`; `copy` is the writer's alone.
+    struct Backup {
+        std::string path;
+        std::unique_ptr<OnlineBackup> copy{};
+        BackupResult result{};
+        std::exception_ptr error{};
+        bool done = false;
+    };
 
     void run();
+    // One step of `backup`; true when it is done (finished or failed).
+    bool copy_step(Backup& backup);
     // Writes `batch` in one transaction; the error text when it failed.
     std::optional<std::string> write(const std::vector<Entry>& batch);
 
@@ -130,6 +161,8 @@ private:
     bool closed_ = false;
     bool unwritten_ = false;  // the writer stopped with changes it could not write
     std::optional<std::string> failure_;
+    CommitStats stats_;
+    std::vector<Backup*> backups_;  // oldest first; the writer copies the first
     std::thread writer_;
 };
 

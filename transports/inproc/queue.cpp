@@ -22,6 +22,13 @@ void Queue::collect_redelivered_rows(std::vector<std::uint64_t>& into) const {
             into.push_back(stored.row);
 }
 
+std::vector<StoredMessage> Queue::take_ready() {
+    std::vector<StoredMessage> taken;
+    taken.reserve(ready_.size());
+    while (!ready_.empty()) taken.push_back(ready_.pop_front());
+    return taken;
+}
+
 bool Queue::hold(StoredMessage&& message, std::uint64_t commit, Awaits awaits) {
     const bool first = waiting_.empty();
     waiting_.push_back(

@@ -52,6 +52,10 @@ public:
     // Its ready messages, oldest first.
     bool empty() const noexcept { return ready_.empty(); }
     std::size_t depth() const noexcept { return ready_.size(); }
+    // Ready message `position` (0: the head), left in place.
+    const StoredMessage& ready_at(std::size_t position) const noexcept { return ready_[position]; }
+    // Takes every ready message, head first; those waiting for a commit stay.
+    std::vector<StoredMessage> take_ready();
     // Ready at once, unless messages wait for a commit: then behind them, as one that comes
     // when they do.
     void append(StoredMessage&& message);
@@ -79,6 +83,7 @@ public:
     // True when that was the last consumer of an auto-delete queue: then it must go.
     bool remove_consumer(Consumer& consumer);
     bool has_consumers() const noexcept { return !consumers_.empty(); }
+    std::size_t consumer_count() const noexcept { return consumers_.size(); }
     // The next consumer in turn with room for a delivery, which then counts as served;
     // nullptr when none has room.
     Consumer* next_with_room();

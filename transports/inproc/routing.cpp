@@ -107,6 +107,7 @@ void Broker::Impl::publish_batch(std::vector<OutboundMessage> messages, BatchCon
 }
 
 Broker::Impl::Published Broker::Impl::publish_locked(OutboundMessage&& message) {
+    published_.fetch_add(1, std::memory_order_relaxed);
     const bool persistent = message.persistent;
     if (message.exchange.empty()) {  // the default exchange: the hot path, one lookup
         const auto found = queues_.find(message.routing_key);
@@ -154,7 +155,7 @@ void Broker::Impl::route(const Exchange& exchange, std::string_view key, std::ve
 void Broker::Impl::enqueue(Queue& queue, StoredMessage&& stored) {
     if (queue.deleted()) return;
     const bool expires = queue.policy().ttl.has_value();
-    if (expires) stored.enqueued = clock_->now();
+    stored.enqueued = clock_->now();
     queue.append(std::move(stored));
     if (queue.has_consumers()) dispatch(queue);
     // After dispatch: a message with TTL 0 still goes to a consumer that has room.

@@ -24,7 +24,7 @@ struct StoredMessage {
     }
 
     std::shared_ptr<InboundMessage> message;
-    Clock::time_point enqueued{};  // set only in a queue with a TTL, which runs from here
+    Clock::time_point enqueued{};  // when it entered its queue: a TTL runs from here
     bool persistent = false;       // as published: a durable broker keeps it in a durable queue
     std::uint64_t row = 0;         // its id in the data file; 0 when it is in memory only
 };

@@ -107,8 +107,12 @@ void Broker::Impl::delete_queue(ConnectionId connection, std::string_view queue_
     const auto found = queues_.find(queue_name);
     if (found == queues_.end()) return;
     require_access(*found->second, connection, "delete");
-    const bool stored = found->second->stored_id() != 0;
-    remove_queue(std::shared_ptr<Queue>(found->second));
+    delete_queue_locked(guard, found->second);
+}
+
+void Broker::Impl::delete_queue_locked(Guard& guard, std::shared_ptr<Queue> queue) {
+    const bool stored = queue->stored_id() != 0;
+    remove_queue(std::move(queue));
     if (stored) guard.wait_for_commit(journal_->last_recorded());
 }
 

@@ -7,9 +7,11 @@
 #include <chrono>
 #include <cstddef>
 #include <functional>
+#include <memory>
 #include <string>
 #include <string_view>
 
+#include <acemq/metrics.hpp>
 #include <acemq/session.hpp>
 
 namespace acemq::session {
@@ -58,17 +60,23 @@ private:
     milliseconds next_;
 };
 
-// Tells on_event, and the log (`who` names the transport and its broker), what happened
-// to the session. An observer that throws is logged, never lets the session down.
+// Tells on_event, the log (under `component`, "zmq" or "amqp"; `who` names the transport
+// and its broker) and, once measure() was called, the connection metrics what happened to the
+// session. An observer that throws is logged, never lets the session down. Thread-safe.
 class Events {
 public:
-    Events(std::string who, std::function<void(const ConnectionEvent&)> on_event)
-        : who_(std::move(who)), on_event_(std::move(on_event)) {}
+    Events(std::string component, std::string who, std::function<void(const ConnectionEvent&)> on_event);
     void emit(ConnectionEvent::Kind kind, std::string detail, int attempt = 0) const;
+    // Reports the session's state, losses, recoveries and outages into `metrics` from now on,
+    // labelled transport=`component` (Transport::measure_connection).
+    void measure(const std::shared_ptr<Metrics>& metrics);
 
 private:
+    struct Measured;  // the state the session is in, and the instruments once bound
+    std::string component_;
     std::string who_;
     std::function<void(const ConnectionEvent&)> on_event_;
+    std::shared_ptr<Measured> measured_;
 };
 
 }  // namespace acemq::session

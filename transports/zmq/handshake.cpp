@@ -33,18 +33,21 @@ void ZmqTransport::open_socket() {
 
 void ZmqTransport::watch_handshake() {
     while (const auto event = monitor_->next()) {
-        if (event->kind == ZMQ_EVENT_HANDSHAKE_FAILED_AUTH)
+        if (event->kind == ZMQ_EVENT_HANDSHAKE_FAILED_AUTH) {
+            key_refused_ = true;
             refused_because_ = "acemq: " + where() + " refused this client's CurveZMQ key (ZAP status " +
                                std::to_string(event->value) +
                                "): give the broker's operator this client's .pub file to add to its allowed keys";
-        else
+        } else {
             refused_because_ = "acemq: the security handshake with " + where() +
                                " failed: do both sides use CurveZMQ, and is the broker's public key the right one?";
+        }
     }
 }
 
 bool ZmqTransport::start_session(Clock::time_point deadline, bool first) {
     refused_because_.clear();
+    key_refused_ = false;
     open_socket();
     hello_number_ = next_number();
     send_frame(*socket_, wire::encode_hello(hello_number_, session_.name,
@@ -73,13 +76,16 @@ bool ZmqTransport::start_session(Clock::time_point deadline, bool first) {
                 if (frame.command() == Command::error) {
                     const wire::ErrorFrame error = wire::read_error(frame);
                     if (error.code == wire::ErrorCode::unsupported_version) {
-                        refused_because_ = "acemq: " + where() + " does not speak this client's protocol version: " +
-                                           std::string(without_prefix(error.text));
+                        refused_because_ = "acemq: " + where() + " does not speak this client's protocol version " +
+                                           std::to_string(wire::version) + ": " +
+                                           std::string(without_prefix(error.text)) +
+                                           "; upgrade the broker, or use a client of the broker's version";
                         return false;
                     }
                 }
             } catch (const wire::ProtocolError& error) {
-                log(LogLevel::warning, "zmq transport: an unreadable frame from " + where() + ": " + error.what());
+                log(LogLevel::warning, "zmq",
+                    "zmq transport: an unreadable frame from " + where() + ": " + error.what());
             }
         }
     }

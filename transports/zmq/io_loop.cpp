@@ -39,6 +39,7 @@ void ZmqTransport::run() {
         }
         if (first) {
             std::lock_guard lock(open_mutex_);
+            open_key_refused_ = key_refused_;
             open_failure_ = refused_because_.empty() ? "acemq: no answer from " + where() + " within " +
                                                            std::to_string(session_.connect_timeout.count()) +
                                                            " ms: is an acemq-broker listening on " + endpoint_ + "?"
@@ -162,7 +163,7 @@ void ZmqTransport::handle(std::span<const std::byte> bytes) {
     try {
         dispatch(wire::Frame::parse(bytes), bytes);
     } catch (const wire::ProtocolError& error) {
-        log(LogLevel::warning, "zmq transport: an unreadable frame from " + where() + ": " + error.what());
+        log(LogLevel::warning, "zmq", "zmq transport: an unreadable frame from " + where() + ": " + error.what());
     }
 }
 
@@ -186,14 +187,15 @@ void ZmqTransport::dispatch(const wire::Frame& frame, std::span<const std::byte>
     }
     case Command::deliver: deliver(wire::read_deliver(frame)); return;
     case Command::reply:
-    case Command::failure: answer(frame, bytes); return;
+    case Command::failure:
+    case Command::refusal: answer(frame, bytes); return;
     case Command::error: {
         const wire::ErrorFrame error = wire::read_error(frame);
         if (error.code == wire::ErrorCode::no_session) {
             lose_session(where() + " no longer knows this session (it restarted, or it timed the session out)");
             return;
         }
-        log(LogLevel::warning, "zmq transport: " + where() + " refused a frame: " + error.text);
+        log(LogLevel::warning, "zmq", "zmq transport: " + where() + " refused a frame: " + error.text);
         const auto found = awaiting_.find(error.request);
         if (error.request == 0 || found == awaiting_.end()) return;
         found->second.reply->fail(session::FailureKind::error, as_named_here(error.text));
@@ -201,8 +203,9 @@ void ZmqTransport::dispatch(const wire::Frame& frame, std::span<const std::byte>
         return;
     }
     default:
-        log(LogLevel::warning, "zmq transport: " + where() + " sent " + std::string(to_string(frame.command())) +
-                                   ", which a client does not take");
+        log(LogLevel::warning, "zmq",
+            "zmq transport: " + where() + " sent " + std::string(to_string(frame.command())) +
+                ", which a client does not take");
     }
 }
 
@@ -230,8 +233,9 @@ void ZmqTransport::deliver(wire::Deliver deliver) {
         consumer.deliver(Delivery(std::move(deliver.message), *this, tag));
     } catch (const std::exception& error) {
         consumer.stopped = true;
-        log(LogLevel::error, "zmq transport: a DeliverFn for \"" + consumer.queue +
-                                 "\" threw, so it gets no more deliveries: " + error.what());
+        log(LogLevel::error, "zmq",
+            "zmq transport: a DeliverFn for \"" + consumer.queue +
+                "\" threw, so it gets no more deliveries: " + error.what());
     }
 }
 
@@ -243,9 +247,16 @@ void ZmqTransport::answer(const wire::Frame& frame, std::span<const std::byte> b
     if (frame.command() == Command::failure) {
         const wire::Failure failure = wire::read_failure(frame);
         if (outgoing.kind == Outgoing::Kind::consume && !outgoing.reply->abandoned() && outgoing.reply.use_count() == 1)
-            log(LogLevel::error, "zmq transport: consuming \"" + outgoing.consumer->queue +
-                                     "\" again after a reconnect failed: " + failure.text);
+            log(LogLevel::error, "zmq",
+                "zmq transport: consuming \"" + outgoing.consumer->queue +
+                    "\" again after a reconnect failed: " + failure.text);
         outgoing.reply->fail(failure.kind, as_named_here(failure.text));
+        return;
+    }
+    if (frame.command() == Command::refusal) {
+        wire::Refusal refusal = wire::read_refusal(frame);
+        refusal.text = as_named_here(std::move(refusal.text));
+        outgoing.reply->set(Reply{.frame = {}, .generation = generation_.load(), .refusal = std::move(refusal)});
         return;
     }
     if (outgoing.kind == Outgoing::Kind::consume) {

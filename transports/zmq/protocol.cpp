@@ -19,21 +19,6 @@ using message_pack::read_table;
 using message_pack::read_text;
 using message_pack::read_unsigned;
 
-[[noreturn]] void malformed(std::string_view what) {
-    throw ProtocolError("acemq: malformed zmq protocol frame: " + std::string(what));
-}
-
-// Runs one of the protocol's readers, saying what message_pack could not read as the
-// protocol's own refusal, so a peer's bad frame is always a ProtocolError.
-template <class Read>
-auto protocol_read(Read&& read) -> decltype(read()) {
-    try {
-        return read();
-    } catch (const message_pack::Malformed& error) {
-        malformed(error.what());
-    }
-}
-
 template <class Enum>
 Enum read_enum(const Frame& frame, std::size_t index, std::string_view name, Enum last) {
     const std::uint64_t value = frame.unsigned_at(index, name);
@@ -43,6 +28,10 @@ Enum read_enum(const Frame& frame, std::size_t index, std::string_view name, Enu
 }
 
 }  // namespace
+
+void malformed(std::string_view what) {
+    throw ProtocolError("acemq: malformed zmq protocol frame: " + std::string(what));
+}
 
 std::string_view to_string(Command command) noexcept {
     switch (command) {
@@ -61,20 +50,37 @@ std::string_view to_string(Command command) noexcept {
     case Command::ping: return "ping";
     case Command::heartbeat: return "heartbeat";
     case Command::bye: return "bye";
+    case Command::manage: return "manage";
     case Command::welcome: return "welcome";
     case Command::reply: return "reply";
     case Command::failure: return "failure";
     case Command::confirm: return "confirm";
     case Command::deliver: return "deliver";
     case Command::error: return "error";
+    case Command::refusal: return "refusal";
     }
     return "unknown";
 }
 
 namespace {
 
-// The fields each command carries at least (a later version may append more).
-std::optional<std::size_t> fields_of(std::uint64_t command) {
+// The version that brought `command` in: a frame of an older version does not have it.
+std::uint32_t introduced_in(Command command) noexcept {
+    return command == Command::manage || command == Command::refusal ? 2 : 1;
+}
+
+}  // namespace
+
+std::uint32_t version_of(Command command) noexcept {
+    return command == Command::hello ? version : introduced_in(command);
+}
+
+namespace {
+
+// The fields each command carries at least (a later version may append more); nullopt for a
+// number that is no command in `frame_version`.
+std::optional<std::size_t> fields_of(std::uint64_t command, std::uint64_t frame_version) {
+    if (command > 0xff || introduced_in(static_cast<Command>(command)) > frame_version) return std::nullopt;
     switch (static_cast<Command>(command)) {
     case Command::hello: return 3;
     case Command::declare: return 4;
@@ -91,12 +97,14 @@ std::optional<std::size_t> fields_of(std::uint64_t command) {
     case Command::ping: return 1;
     case Command::heartbeat:
     case Command::bye: return 0;
+    case Command::manage: return 3;
     case Command::welcome: return 4;
     case Command::reply: return 2;
     case Command::failure: return 3;
     case Command::confirm: return 5;
     case Command::deliver: return 2 + message_fields;
     case Command::error: return 3;
+    case Command::refusal: return 3;
     }
     return std::nullopt;
 }
@@ -115,13 +123,17 @@ Frame Frame::parse(std::span<const std::byte> bytes) {
         if (top.via.array.size < 2) malformed("it has no version and command");
         const msgpack::object* head = top.via.array.ptr;
         const std::uint64_t frame_version = read_unsigned(head[0], "version");
-        if (frame_version != version)
+        if (frame_version < 1 || frame_version > wire::version)
             throw ProtocolError(std::string(version_refused) + std::to_string(frame_version) +
-                                " is not spoken here (this side speaks version " + std::to_string(version) + ")");
+                                " is not spoken here (this side speaks versions 1 to " + std::to_string(wire::version) +
+                                ")");
         const std::uint64_t command = read_unsigned(head[1], "command");
-        const auto needed = command <= 0xff ? fields_of(command) : std::nullopt;
-        if (!needed) malformed("command " + std::to_string(command) + " is unknown");
+        const auto needed = fields_of(command, frame_version);
+        if (!needed)
+            malformed("command " + std::to_string(command) + " is unknown in protocol version " +
+                      std::to_string(frame_version));
         frame.command_ = static_cast<Command>(command);
+        frame.version_ = static_cast<std::uint32_t>(frame_version);
         frame.fields_ = msgpack::object_array{top.via.array.size - 2, top.via.array.ptr + 2};
         if (frame.fields_.size < *needed)
             malformed(std::string(to_string(frame.command_)) + " needs " + std::to_string(*needed) + " fields, has " +
@@ -172,7 +184,7 @@ bool Frame::is_nil(std::size_t index) const { return field(index).type == msgpac
 Writer::Writer(Command command, std::uint32_t fields, std::size_t expected_bytes)
     : buffer_(expected_bytes), packer_(buffer_) {
     packer_.pack_array(fields + 2);
-    packer_.pack(version);
+    packer_.pack(version_of(command));
     packer_.pack(static_cast<std::uint8_t>(command));
 }
 Writer& Writer::text(std::string_view value) {
@@ -209,23 +221,29 @@ msgpack::sbuffer encode_declare(std::uint64_t request, std::span<const ExchangeD
     out.value(request);
     auto& packer = out.out();
     packer.pack_array(static_cast<std::uint32_t>(exchanges.size()));
-    for (const ExchangeDeclaration& exchange : exchanges) {
-        packer.pack_array(5);
-        out.text(exchange.name).value(static_cast<std::uint8_t>(exchange.kind));
-        out.value(exchange.durable).value(exchange.auto_delete).table(exchange.arguments);
-    }
+    for (const ExchangeDeclaration& exchange : exchanges) pack_exchange(out, exchange);
     packer.pack_array(static_cast<std::uint32_t>(queues.size()));
-    for (const QueueDeclaration& queue : queues) {
-        packer.pack_array(6);
-        out.text(queue.name).value(static_cast<std::uint8_t>(queue.type)).value(queue.durable);
-        out.value(queue.exclusive).value(queue.auto_delete).table(queue.arguments);
-    }
+    for (const QueueDeclaration& queue : queues) pack_queue(out, queue);
     packer.pack_array(static_cast<std::uint32_t>(bindings.size()));
-    for (const BindingDeclaration& binding : bindings) {
-        packer.pack_array(4);
-        out.text(binding.queue).text(binding.exchange).text(binding.routing_key).table(binding.arguments);
-    }
+    for (const BindingDeclaration& binding : bindings) pack_binding(out, binding);
     return std::move(out.buffer());
+}
+
+void pack_exchange(Writer& out, const ExchangeDeclaration& exchange, std::uint32_t appended) {
+    out.out().pack_array(5 + appended);
+    out.text(exchange.name).value(static_cast<std::uint8_t>(exchange.kind));
+    out.value(exchange.durable).value(exchange.auto_delete).table(exchange.arguments);
+}
+
+void pack_queue(Writer& out, const QueueDeclaration& queue, std::uint32_t appended) {
+    out.out().pack_array(6 + appended);
+    out.text(queue.name).value(static_cast<std::uint8_t>(queue.type)).value(queue.durable);
+    out.value(queue.exclusive).value(queue.auto_delete).table(queue.arguments);
+}
+
+void pack_binding(Writer& out, const BindingDeclaration& binding) {
+    out.out().pack_array(4);
+    out.text(binding.queue).text(binding.exchange).text(binding.routing_key).table(binding.arguments);
 }
 
 msgpack::sbuffer encode_publish(std::uint64_t sequence, const OutboundMessage& message) {
@@ -342,51 +360,56 @@ Hello read_hello(const Frame& frame) {
     return {frame.unsigned_at(0, "request"), frame.string_at(1, "client_name"), static_cast<std::uint32_t>(heartbeat)};
 }
 
-namespace {
-
-// read_declare's reading, whose message_pack refusals read_declare says as the protocol's.
-Declare declare_of(const Frame& frame) {
-    Declare declare{.request = frame.unsigned_at(0, "request"), .exchanges = {}, .queues = {}, .bindings = {}};
-    const auto& exchanges = read_array(frame.field(1), "exchanges", 0);
-    for (std::uint32_t i = 0; i < exchanges.size; ++i) {
-        const auto& fields = read_array(exchanges.ptr[i], "exchange", 5);
+ExchangeDeclaration read_exchange(const msgpack::object& element) {
+    return protocol_read([&] {
+        const auto& fields = read_array(element, "exchange", 5);
         const std::uint64_t kind = read_unsigned(fields.ptr[1], "exchange kind");
         if (kind > static_cast<std::uint64_t>(ExchangeKind::headers))
             malformed("exchange kind " + std::to_string(kind) + " is unknown");
-        declare.exchanges.push_back({.name = std::string(read_text(fields.ptr[0], "exchange name")),
-                                     .kind = static_cast<ExchangeKind>(kind),
-                                     .durable = read_bool(fields.ptr[2], "durable"),
-                                     .auto_delete = read_bool(fields.ptr[3], "auto_delete"),
-                                     .arguments = read_table(fields.ptr[4], "arguments")});
-    }
-    const auto& queues = read_array(frame.field(2), "queues", 0);
-    for (std::uint32_t i = 0; i < queues.size; ++i) {
-        const auto& fields = read_array(queues.ptr[i], "queue", 6);
+        return ExchangeDeclaration{.name = std::string(read_text(fields.ptr[0], "exchange name")),
+                                   .kind = static_cast<ExchangeKind>(kind),
+                                   .durable = read_bool(fields.ptr[2], "durable"),
+                                   .auto_delete = read_bool(fields.ptr[3], "auto_delete"),
+                                   .arguments = read_table(fields.ptr[4], "arguments")};
+    });
+}
+
+QueueDeclaration read_queue(const msgpack::object& element) {
+    return protocol_read([&] {
+        const auto& fields = read_array(element, "queue", 6);
         const std::uint64_t type = read_unsigned(fields.ptr[1], "queue type");
         if (type > static_cast<std::uint64_t>(QueueType::stream))
             malformed("queue type " + std::to_string(type) + " is unknown");
-        declare.queues.push_back({.name = std::string(read_text(fields.ptr[0], "queue name")),
-                                  .type = static_cast<QueueType>(type),
-                                  .durable = read_bool(fields.ptr[2], "durable"),
-                                  .exclusive = read_bool(fields.ptr[3], "exclusive"),
-                                  .auto_delete = read_bool(fields.ptr[4], "auto_delete"),
-                                  .arguments = read_table(fields.ptr[5], "arguments")});
-    }
-    const auto& bindings = read_array(frame.field(3), "bindings", 0);
-    for (std::uint32_t i = 0; i < bindings.size; ++i) {
-        const auto& fields = read_array(bindings.ptr[i], "binding", 4);
-        declare.bindings.push_back({.queue = std::string(read_text(fields.ptr[0], "binding queue")),
-                                    .exchange = std::string(read_text(fields.ptr[1], "binding exchange")),
-                                    .routing_key = std::string(read_text(fields.ptr[2], "binding routing_key")),
-                                    .arguments = read_table(fields.ptr[3], "arguments")});
-    }
-    return declare;
+        return QueueDeclaration{.name = std::string(read_text(fields.ptr[0], "queue name")),
+                                .type = static_cast<QueueType>(type),
+                                .durable = read_bool(fields.ptr[2], "durable"),
+                                .exclusive = read_bool(fields.ptr[3], "exclusive"),
+                                .auto_delete = read_bool(fields.ptr[4], "auto_delete"),
+                                .arguments = read_table(fields.ptr[5], "arguments")};
+    });
 }
 
-}  // namespace
+BindingDeclaration read_binding(const msgpack::object& element) {
+    return protocol_read([&] {
+        const auto& fields = read_array(element, "binding", 4);
+        return BindingDeclaration{.queue = std::string(read_text(fields.ptr[0], "binding queue")),
+                                  .exchange = std::string(read_text(fields.ptr[1], "binding exchange")),
+                                  .routing_key = std::string(read_text(fields.ptr[2], "binding routing_key")),
+                                  .arguments = read_table(fields.ptr[3], "arguments")};
+    });
+}
 
 Declare read_declare(const Frame& frame) {
-    return protocol_read([&] { return declare_of(frame); });
+    return protocol_read([&] {
+        Declare declare{.request = frame.unsigned_at(0, "request"), .exchanges = {}, .queues = {}, .bindings = {}};
+        const auto& exchanges = read_array(frame.field(1), "exchanges", 0);
+        for (std::uint32_t i = 0; i < exchanges.size; ++i) declare.exchanges.push_back(read_exchange(exchanges.ptr[i]));
+        const auto& queues = read_array(frame.field(2), "queues", 0);
+        for (std::uint32_t i = 0; i < queues.size; ++i) declare.queues.push_back(read_queue(queues.ptr[i]));
+        const auto& bindings = read_array(frame.field(3), "bindings", 0);
+        for (std::uint32_t i = 0; i < bindings.size; ++i) declare.bindings.push_back(read_binding(bindings.ptr[i]));
+        return declare;
+    });
 }
 
 Publish read_publish(const Frame& frame) {

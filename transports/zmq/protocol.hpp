@@ -1,4 +1,4 @@
-// The acemq ZeroMQ wire protocol, version 1 (docs/zmq-protocol.md says it in words; this
+// The acemq ZeroMQ wire protocol, version 2 (docs/zmq-protocol.md says it in words; this
 // file and protocol.cpp are its one implementation, shared by the broker and the client).
 // Every ZeroMQ message between a client's DEALER and the broker's ROUTER is one frame (the
 // ROUTER adds the peer's routing id in front): a msgpack array whose first element is the
@@ -18,11 +18,15 @@
 
 #include <msgpack.hpp>
 
+#include "msgpack/message_pack.hpp"
 #include "session/answer.hpp"
 
 namespace acemq::zmq::wire {
 
-inline constexpr std::uint32_t version = 1;
+// The newest version this side speaks; it reads every version from 1 up to it. A frame
+// carries the oldest version that has its command (version_of), except a hello, which
+// carries this: the version the client speaks (docs/zmq-protocol.md §9).
+inline constexpr std::uint32_t version = 2;
 
 enum class Command : std::uint8_t {
     // client → broker
@@ -41,6 +45,7 @@ enum class Command : std::uint8_t {
     ping = 13,
     heartbeat = 14,  // both ways
     bye = 15,
+    manage = 16,  // version 2: a management call (management_wire.hpp)
     // broker → client
     welcome = 32,
     reply = 33,
@@ -48,9 +53,13 @@ enum class Command : std::uint8_t {
     confirm = 35,
     deliver = 36,
     error = 37,
+    refusal = 38,  // version 2: a management call refused, by ManagementError::Reason
 };
 
 std::string_view to_string(Command command) noexcept;
+// The version a frame of `command` carries: 1 for the commands of version 1, 2 for those
+// version 2 added, and `version` for hello.
+std::uint32_t version_of(Command command) noexcept;
 
 // How a request failed on the broker, so the client throws the same class the embedded
 // broker would have thrown in-process: error, topology, invalid_argument or usage (never
@@ -68,16 +77,32 @@ public:
     using Error::Error;
 };
 
+// Throws the ProtocolError "acemq: malformed zmq protocol frame: WHAT".
+[[noreturn]] void malformed(std::string_view what);
+
+// Runs `read`, a reading through message_pack, saying what message_pack could not read as
+// the protocol's own refusal, so a peer's bad frame is always a ProtocolError.
+template <class Read>
+auto protocol_read(Read&& read) -> decltype(read()) {
+    try {
+        return read();
+    } catch (const message_pack::Malformed& error) {
+        malformed(error.what());
+    }
+}
+
 // One frame, unpacked: the command and its fields (after version and command). Refers into
 // the frame's bytes, which must outlive it.
 class Frame {
 public:
-    // Throws ProtocolError for anything that is not a version-1 frame of a known command with
-    // at least its fields: empty, not msgpack, not an array, trailing bytes, nested past the
-    // limit, longer than it says, another version (unsupported_version()), another command.
+    // Throws ProtocolError for anything that is not a frame of a version this side speaks, of
+    // a command that version has, with at least its fields: empty, not msgpack, not an array,
+    // trailing bytes, nested past the limit, longer than it says, another version
+    // (is_unsupported_version), another command.
     static Frame parse(std::span<const std::byte> bytes);
 
     Command command() const noexcept { return command_; }
+    std::uint32_t version() const noexcept { return version_; }
     std::size_t size() const noexcept { return fields_.size; }
     const msgpack::object& field(std::size_t index) const;  // ProtocolError past the end
 
@@ -93,6 +118,7 @@ private:
     Frame() = default;
     msgpack::object_handle handle_;
     Command command_{};
+    std::uint32_t version_ = 0;
     msgpack::object_array fields_{};
 };
 
@@ -138,6 +164,15 @@ msgpack::sbuffer encode_settle(std::uint64_t delivery_tag, std::optional<bool> n
 msgpack::sbuffer encode_queue_request(Command command, std::uint64_t request, std::string_view queue);
 msgpack::sbuffer encode_ping(std::uint64_t request);
 msgpack::sbuffer encode_bare(Command command);  // heartbeat, bye
+
+// The elements of declare's lists (§3.1), which the management answers reuse with fields
+// `appended` after them (management_wire.hpp). Readers check for at least their own fields.
+void pack_exchange(Writer& out, const ExchangeDeclaration& exchange, std::uint32_t appended = 0);
+void pack_queue(Writer& out, const QueueDeclaration& queue, std::uint32_t appended = 0);
+void pack_binding(Writer& out, const BindingDeclaration& binding);
+ExchangeDeclaration read_exchange(const msgpack::object& element);
+QueueDeclaration read_queue(const msgpack::object& element);
+BindingDeclaration read_binding(const msgpack::object& element);
 
 // The answers.
 msgpack::sbuffer encode_welcome(std::uint64_t request, std::string_view broker_name, std::uint32_t heartbeat_millis,

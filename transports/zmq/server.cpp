@@ -4,7 +4,10 @@
 // the ConfirmFns of its publishes queue their confirms.
 #include <acemq/zmq.hpp>
 
+#include <arpa/inet.h>
 #include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -23,6 +26,7 @@
 #include "session/work_queue.hpp"
 #include "zmq/endpoint.hpp"
 #include "zmq/keys.hpp"
+#include "zmq/management_calls.hpp"
 #include "zmq/protocol.hpp"
 #include "zmq/socket_io.hpp"
 
@@ -88,6 +92,39 @@ std::string peer_of(::zmq::message_t& message) {
     return "a peer";
 }
 
+// Where the client on connection `fd` connects from, for Management::sessions(): "IP:PORT" for
+// TCP ("[IP]:PORT" for IPv6), the broker's ipc:// endpoint it came in on, else libzmq's
+// Peer-Address of `message`; "" when nothing tells.
+std::string address_of(::zmq::message_t& message, int fd) {
+    sockaddr_storage address{};
+    socklen_t length = sizeof address;
+    if (fd >= 0 && ::getpeername(fd, reinterpret_cast<sockaddr*>(&address), &length) == 0) {
+        char text[INET6_ADDRSTRLEN] = {};
+        if (address.ss_family == AF_INET) {
+            const auto& in = reinterpret_cast<const sockaddr_in&>(address);
+            if (::inet_ntop(AF_INET, &in.sin_addr, text, sizeof text))
+                return std::string(text) + ":" + std::to_string(ntohs(in.sin_port));
+        }
+        if (address.ss_family == AF_INET6) {
+            const auto& in6 = reinterpret_cast<const sockaddr_in6&>(address);
+            if (::inet_ntop(AF_INET6, &in6.sin6_addr, text, sizeof text))
+                return "[" + std::string(text) + "]:" + std::to_string(ntohs(in6.sin6_port));
+        }
+        // A unix socket's peer has no name of its own; the endpoint it connected to does.
+        length = sizeof address;
+        if (address.ss_family == AF_UNIX && ::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length) == 0) {
+            const auto& un = reinterpret_cast<const sockaddr_un&>(address);
+            if (length > offsetof(sockaddr_un, sun_path) && un.sun_path[0] != '\0')
+                return "ipc://" + std::string(un.sun_path);
+        }
+    }
+    try {
+        return message.gets("Peer-Address");
+    } catch (const ::zmq::error_t&) {
+        return "";
+    }
+}
+
 // The class of the exception being handled, as the wire carries it: a broker call does not
 // fail for want of a connection, and the client keeps that kind for its own session.
 wire::FailureKind failure_kind_of_current() {
@@ -135,6 +172,9 @@ private:
     void wake_for(bool first_waiting);
 
     std::shared_ptr<inproc::Broker> broker_;
+    std::unique_ptr<Management> management_;  // null when ServerOptions::management is off
+    // What info() tells of this server besides the broker's own: endpoints, limits, security.
+    std::vector<std::pair<std::string, std::string>> details_;
     ServerOptions options_;
     std::unordered_set<std::string> allowed_keys_;  // binary, 32 bytes each
     ::zmq::context_t context_;
@@ -158,6 +198,8 @@ private:
 
     std::atomic<bool> stopping_{false};
     std::atomic<std::uint64_t> sessions_now_{0}, sessions_ended_{0}, frames_refused_{0}, clients_refused_{0};
+    // The size of the message being handled, for the log line of a refusal.
+    std::size_t received_bytes_ = 0;
     std::thread::id io_thread_id_;
     std::thread thread_;
 };
@@ -213,6 +255,15 @@ ServerImpl::ServerImpl(const BrokerOpener& open_broker, std::vector<std::string>
     }
     if (open_broker) broker_ = open_broker();
     if (!broker_) throw InvalidArgument("acemq: zmq::serve needs a broker; pass acemq::inproc::broker(NAME)");
+    if (options_.management) management_ = inproc::manage(broker_);
+    std::string listening;
+    for (const std::string& endpoint : bound_) listening += (listening.empty() ? "" : " ") + endpoint;
+    details_ = {{"endpoints", listening},
+                {"max_frame_bytes", std::to_string(options_.max_frame_bytes)},
+                {"heartbeat_ms", std::to_string(options_.heartbeat.count())},
+                {"missed_heartbeats", std::to_string(options_.missed_heartbeats)},
+                {"curve", options_.curve ? "on" : "off"},
+                {"management", "on"}};
     thread_ = std::thread([this] { run(); });
 }
 
@@ -273,7 +324,7 @@ void ServerImpl::run() {
             end_unreachable();
         } catch (const std::exception& error) {
             // One failing step must not stop the broker serving everyone else.
-            log(LogLevel::error, std::string("zmq broker: ") + error.what());
+            log(LogLevel::error, "zmq-broker", std::string("zmq broker: ") + error.what());
         }
     }
     std::vector<std::uint64_t> ids;
@@ -295,6 +346,8 @@ void ServerImpl::receive_all() {
             (void)router_.recv(parts.back());
         }
         const std::string routing_id = identity.to_string();
+        received_bytes_ = 0;
+        for (const ::zmq::message_t& part : parts) received_bytes_ += part.size();
         if (parts.size() == 1 && parts[0].size() > options_.max_frame_bytes) {
             refuse_oversized(routing_id, parts[0]);
             continue;
@@ -370,14 +423,21 @@ void ServerImpl::start_session(const std::string& routing_id, const wire::Frame&
     }
     // A client's ack crosses the network unanswered, as in AMQP: waiting for its commit here
     // would only stall every other session.
-    session.connection = broker_->open_connection({.acks_wait = false});
+    session.connection = broker_->open_connection(
+        {.acks_wait = false, .peer = address_of(message, session.fd), .client_name = session.client_name});
     session.client_heartbeat =
         hello.heartbeat_millis > 0 ? std::chrono::milliseconds(hello.heartbeat_millis) : options_.heartbeat;
     session.last_heard = Clock::now();
     session_of_peer_[routing_id] = id;
     ++sessions_now_;
-    log(LogLevel::debug, "zmq broker: session " + std::to_string(id) + " started for client " +
-                             acemq::detail::in_quotes(session.client_name));
+    const std::string session_number = std::to_string(id);
+    log(LogLevel::info, "zmq-broker",
+        "zmq broker: session " + session_number + " started for client " +
+            acemq::detail::in_quotes(session.client_name) + " from " + session.peer,
+        {{"event", "session-opened"},
+         {"session", session_number},
+         {"peer", session.peer},
+         {"client", session.client_name}});
     send(session,
          wire::encode_welcome(hello.request, broker_->name(), static_cast<std::uint32_t>(options_.heartbeat.count()),
                               options_.max_frame_bytes));
@@ -511,6 +571,20 @@ void ServerImpl::handle_in_session(Session& session, const wire::Frame& frame) {
                [&] { return wire::encode_reply_ping(request, inproc::refusing_commits(*broker_).value_or("")); });
         return;
     }
+    case Command::manage: {
+        if (!management_) {
+            send(session,
+                 wire::encode_refusal(wire::read_request(frame), ManagementError::Reason::disabled,
+                                      "acemq: the zmq broker " + acemq::detail::in_quotes(broker_->name()) +
+                                          " refuses management calls: it runs with management off (acemq-broker "
+                                          "--no-management); restart it without that flag to manage it"));
+            return;
+        }
+        const wire::ManageRequest request = wire::read_manage(frame);
+        answer(request.request,
+               [&] { return answer_management(*management_, request, options_.max_frame_bytes, details_); });
+        return;
+    }
     case Command::heartbeat: return;
     case Command::bye: end_session(session.id, "it said goodbye"); return;
     case Command::hello: return;  // handled before a session is looked up
@@ -520,6 +594,7 @@ void ServerImpl::handle_in_session(Session& session, const wire::Frame& frame) {
     case Command::confirm:
     case Command::deliver:
     case Command::error:
+    case Command::refusal:
         refuse_frame(
             session.routing_id, 0, wire::ErrorCode::unknown_command,
             "acemq: " + std::string(to_string(frame.command())) + " is a command the broker sends, not one it takes");
@@ -589,6 +664,17 @@ void ServerImpl::send_to(const std::string& routing_id, msgpack::sbuffer frame) 
 void ServerImpl::refuse_frame(const std::string& routing_id, std::uint64_t request, wire::ErrorCode code,
                               std::string_view text) {
     ++frames_refused_;
+    const auto known = session_of_peer_.find(routing_id);
+    const Session* session = known == session_of_peer_.end() ? nullptr : &sessions_.at(known->second);
+    const std::string peer = session ? session->peer : std::string("a peer without a session");
+    const std::string bytes = std::to_string(received_bytes_);
+    log(LogLevel::warning, "zmq-broker",
+        "zmq broker: refused a frame of " + bytes + " bytes from " + peer + ": " + acemq::detail::shown_text(text),
+        {{"event", "frame-refused"},
+         {"peer", peer},
+         {"client", session ? std::string_view(session->client_name) : std::string_view()},
+         {"reason", text},
+         {"bytes", bytes}});
     send_to(routing_id, wire::encode_error(request, code, text));
 }
 
@@ -598,14 +684,21 @@ void ServerImpl::note_disconnects() {
         for (auto& [id, session] : sessions_) {
             if (session.fd != event->value) continue;
             session.fd = -1;
-            log(LogLevel::warning,
+            const std::string limit = std::to_string(socket_frame_limit(options_.max_frame_bytes));
+            log(LogLevel::warning, "zmq-broker",
                 "zmq broker: the connection of " + session.peer + " (client " +
                     acemq::detail::in_quotes(session.client_name) + ", session " + std::to_string(id) +
                     ") dropped while its session was open: the client went away without a bye, or it sent a frame "
                     "past the " +
-                    std::to_string(socket_frame_limit(options_.max_frame_bytes)) +
+                    limit +
                     " bytes the socket takes (twice --max-frame-bytes), which is dropped unread; the session ends "
-                    "when its heartbeats stop");
+                    "when its heartbeats stop",
+                {{"event", "peer-dropped"},
+                 {"session", std::to_string(id)},
+                 {"peer", session.peer},
+                 {"client", session.client_name},
+                 {"reason", "connection dropped while the session was open"},
+                 {"limitBytes", limit}});
             break;  // one session a connection
         }
     }
@@ -619,7 +712,6 @@ void ServerImpl::refuse_oversized(const std::string& routing_id, ::zmq::message_
     const std::string why = "a frame of " + std::to_string(frame.size()) + " bytes is over this broker's limit of " +
                             std::to_string(options_.max_frame_bytes) +
                             " bytes (acemq-broker --max-frame-bytes, zmq::ServerOptions::max_frame_bytes)";
-    log(LogLevel::warning, "zmq broker: refused what " + peer + " sent: " + why + "; nothing of it was taken");
     const std::span bytes(static_cast<const std::byte*>(frame.data()), frame.size());
     std::optional<std::uint64_t> sequence;
     try {
@@ -631,6 +723,12 @@ void ServerImpl::refuse_oversized(const std::string& routing_id, ::zmq::message_
     // A publish in a session waits for its confirm: it gets a refusal that says the same
     // publish fails the same way every time.
     if (sequence && known != session_of_peer_.end()) {
+        log(LogLevel::warning, "zmq-broker",
+            "zmq broker: refused what " + peer + " sent: " + why + "; nothing of it was taken",
+            {{"event", "frame-refused"},
+             {"peer", peer},
+             {"reason", "over max_frame_bytes"},
+             {"bytes", std::to_string(frame.size())}});
         ++frames_refused_;
         send(sessions_.at(known->second),
              wire::encode_confirm(*sequence, PublishResult{.return_reason = "acemq: " + why,
@@ -650,8 +748,15 @@ void ServerImpl::end_session(std::uint64_t session_id, std::string_view why) {
     session.consumers.clear();
     session.unsettled.clear();
     broker_->close_connection(session.connection);
-    log(LogLevel::info, "zmq broker: session " + std::to_string(session_id) + " of client " +
-                            acemq::detail::in_quotes(session.client_name) + " ended: " + std::string(why));
+    const std::string session_number = std::to_string(session_id);
+    log(LogLevel::info, "zmq-broker",
+        "zmq broker: session " + session_number + " of client " + acemq::detail::in_quotes(session.client_name) +
+            " from " + session.peer + " ended: " + std::string(why),
+        {{"event", "session-closed"},
+         {"session", session_number},
+         {"peer", session.peer},
+         {"client", session.client_name},
+         {"reason", why}});
     session_of_peer_.erase(session.routing_id);
     sessions_.erase(found);
     --sessions_now_;
@@ -671,7 +776,7 @@ void ServerImpl::answer_zap() {
                           allowed_keys_.contains(request[6].to_string());
     if (!admitted) {
         ++clients_refused_;
-        log(LogLevel::warning,
+        log(LogLevel::warning, "zmq-broker",
             "zmq broker: refused a client whose CurveZMQ key is not among the allowed keys"
             " (from " +
                 (well_formed ? request[3].to_string() : std::string("?")) + ")");

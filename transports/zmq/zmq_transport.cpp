@@ -51,7 +51,7 @@ ZmqTransport::ZmqTransport(std::string url, std::string endpoint, Options option
                                 .first_recovery_delay = std::chrono::milliseconds(100),
                                 .max_recovery_delay = std::chrono::seconds(5)},
                                "zmq::Options")),
-      events_("zmq transport to " + redacted_url(url_), session_.on_event),
+      events_("zmq", "zmq transport to " + redacted_url(url_), session_.on_event),
       window_(session_.max_outstanding_publishes, session_.confirm_timeout),
       backoff_(session_.first_recovery_delay, session_.max_recovery_delay) {
     if (session_.heartbeat <= std::chrono::milliseconds(0) || options_.missed_heartbeats < 1)
@@ -67,8 +67,10 @@ ZmqTransport::ZmqTransport(std::string url, std::string endpoint, Options option
     open_cv_.wait(lock, [&] { return opened_ || open_failure_.has_value(); });
     if (open_failure_) {
         const std::string failure = *open_failure_;
+        const bool key_refused = open_key_refused_;
         lock.unlock();
         thread_.join();
+        if (key_refused) throw KeyRefused(failure);
         throw ConnectionError(failure);
     }
 }
@@ -239,6 +241,8 @@ Health ZmqTransport::check_health(std::chrono::milliseconds timeout) {
         return {.status = Health::Status::down, .detail = where() + ": " + trouble, .round_trip = round_trip};
     return {.round_trip = round_trip};
 }
+
+void ZmqTransport::measure_connection(std::shared_ptr<Metrics> metrics) { events_.measure(metrics); }
 
 TransportInfo ZmqTransport::describe() const {
     TransportInfo info{.name = "zmq",

@@ -10,6 +10,7 @@
 //   io_loop.cpp         the I/O thread's loop, what it sends and what the broker sends
 //   handshake.cpp       a new socket and its hello / welcome
 //   recovery.cpp        losing a session, and declaring and consuming again in the next
+//   zmq_management.cpp  management calls (zmq::manage), on a transport of their own
 #pragma once
 
 #include <atomic>
@@ -36,10 +37,18 @@
 #include "session/publish_window.hpp"
 #include "session/settings.hpp"
 #include "session/work_queue.hpp"
+#include "zmq/management_wire.hpp"
 #include "zmq/protocol.hpp"
 #include "zmq/socket_io.hpp"
 
 namespace acemq::zmq {
+
+// The broker refused this client's CurveZMQ key when the transport opened: a ConnectionError
+// to open()'s callers, told apart by manage(), which makes it ManagementError access_refused.
+class KeyRefused : public ConnectionError {
+public:
+    using ConnectionError::ConnectionError;
+};
 
 // A consumer as this client keeps it, across sessions: consumed again after a loss.
 struct LocalConsumer {
@@ -78,10 +87,16 @@ public:
     // "zmq", "acemq", the endpoint; capabilities "confirms", "dead-letters", "ttl", and "curve"
     // when the session is encrypted.
     TransportInfo describe() const override;
+    void measure_connection(std::shared_ptr<Metrics> metrics) override;
     void close() override;
 
     // For the subscription: cancel (stop) or release (close) a consumer, waiting for the broker.
     void end_consumer(const std::shared_ptr<LocalConsumer>& consumer, bool release);
+
+    // A management call (docs/zmq-protocol.md §11), its request number given here, waited for
+    // up to call_timeout: the reply frame's bytes. Throws ManagementError for the broker's
+    // refusal, else what every request throws (ConnectionError when it is not answered).
+    std::vector<std::byte> manage(wire::ManageRequest call);
 
 private:
     // A request's answer: the reply frame's bytes (the caller reads them on its own thread),
@@ -89,6 +104,7 @@ private:
     struct Reply {
         std::vector<std::byte> frame;
         std::uint64_t generation = 0;
+        std::optional<wire::Refusal> refusal{};  // a management call's, its text naming the broker here
     };
     using ReplyAnswer = session::Answer<Reply>;
     using ConfirmAnswer = session::Answer<PublishResult>;  // set, never failed: a publish fails as a result
@@ -181,6 +197,7 @@ private:
     std::mutex open_mutex_;     // guards opened_ and open_failure_
     std::condition_variable open_cv_;
     std::optional<std::string> open_failure_;
+    bool open_key_refused_ = false;  // open_failure_ is the broker refusing this client's key
     bool opened_ = false;
 
     // I/O thread only.
@@ -196,6 +213,7 @@ private:
     Clock::time_point last_heard_{}, last_sent_{};
     std::uint64_t hello_number_ = 0;
     std::string refused_because_;  // the handshake was refused (Curve key not admitted)
+    bool key_refused_ = false;     // ... by the broker's ZAP handler, which refused the key itself
 };
 
 }  // namespace acemq::zmq

@@ -134,6 +134,21 @@ struct Values {
         for (std::size_t n = loop.below(6); n > 0; --n) table.insert_or_assign(text(), value(depth));
         return table;
     }
+    acemq::ExchangeDeclaration exchange() {
+        return {.name = text(),
+                .kind = static_cast<acemq::ExchangeKind>(loop.below(4)),
+                .durable = loop.below(2) == 1,
+                .auto_delete = loop.below(2) == 1,
+                .arguments = table(2)};
+    }
+    acemq::QueueDeclaration queue() {
+        return {.name = text(),
+                .type = static_cast<acemq::QueueType>(loop.below(3)),
+                .durable = loop.below(2) == 1,
+                .exclusive = loop.below(2) == 1,
+                .auto_delete = loop.below(2) == 1,
+                .arguments = table(2)};
+    }
     acemq::InboundMessage inbound() {
         acemq::InboundMessage message;
         message.body = body();
@@ -189,19 +204,8 @@ std::vector<Bytes> round_trips(Values& values) {
         std::vector<acemq::ExchangeDeclaration> exchanges;
         std::vector<acemq::QueueDeclaration> queues;
         std::vector<acemq::BindingDeclaration> bindings;
-        for (std::size_t n = values.loop.below(3); n > 0; --n)
-            exchanges.push_back({.name = values.text(),
-                                 .kind = static_cast<acemq::ExchangeKind>(values.loop.below(4)),
-                                 .durable = values.loop.below(2) == 1,
-                                 .auto_delete = values.loop.below(2) == 1,
-                                 .arguments = values.table(2)});
-        for (std::size_t n = values.loop.below(3); n > 0; --n)
-            queues.push_back({.name = values.text(),
-                              .type = static_cast<acemq::QueueType>(values.loop.below(3)),
-                              .durable = values.loop.below(2) == 1,
-                              .exclusive = values.loop.below(2) == 1,
-                              .auto_delete = values.loop.below(2) == 1,
-                              .arguments = values.table(2)});
+        for (std::size_t n = values.loop.below(3); n > 0; --n) exchanges.push_back(values.exchange());
+        for (std::size_t n = values.loop.below(3); n > 0; --n) queues.push_back(values.queue());
         for (std::size_t n = values.loop.below(3); n > 0; --n)
             bindings.push_back({.queue = values.text(),
                                 .exchange = values.text(),
@@ -386,6 +390,160 @@ std::vector<Bytes> round_trips(Values& values) {
         CHECK(error.text == text);
         keep(p);
     }
+    for (std::uint8_t call = 0; call <= static_cast<std::uint8_t>(wire::Call::backup); ++call) {
+        const wire::ManageRequest request{.request = values.number(),
+                                          .call = static_cast<wire::Call>(call),
+                                          .name = values.text(),
+                                          .browse = {.from = values.number(), .count = values.number()},
+                                          .remove = {.even_if_consumed = values.loop.below(2) == 1}};
+        const Parsed p = parsed(wire::encode_manage(request));
+        const wire::ManageRequest read = wire::read_manage(p.frame);
+        CHECK(read.request == request.request);
+        CHECK(read.call == request.call);
+        const bool named = request.call >= wire::Call::browse;
+        CHECK(read.name == (named ? request.name : ""));
+        if (request.call == wire::Call::browse) {
+            CHECK(read.browse.from == request.browse.from);
+            CHECK(read.browse.count == request.browse.count);
+        }
+        if (request.call == wire::Call::delete_queue)
+            CHECK(read.remove.even_if_consumed == request.remove.even_if_consumed);
+        keep(p);
+    }
+    {
+        const std::uint64_t request = values.number();
+        const auto reason = static_cast<acemq::ManagementError::Reason>(values.loop.below(6));
+        const std::string text = values.text();
+        const Parsed p = parsed(wire::encode_refusal(request, reason, text));
+        const wire::Refusal refusal = wire::read_refusal(p.frame);
+        CHECK(refusal.request == request);
+        CHECK(refusal.reason == reason);
+        CHECK(refusal.text == text);
+        keep(p);
+    }
+    const auto maybe = [&]<class Duration>(Duration) -> std::optional<Duration> {
+        if (values.loop.below(2) == 0) return std::nullopt;
+        return Duration(static_cast<std::int64_t>(values.number() >> 1));
+    };
+    {
+        acemq::BrokerInfo info{
+            .product = values.text(),
+            .version = values.text(),
+            .name = values.text(),
+            .uptime = std::chrono::seconds(static_cast<std::int64_t>(values.number() >> 1)),
+            .data_file = values.text(),
+            .data_bytes = values.number(),
+            .wal_bytes = values.number(),
+            .free_disk_bytes = values.loop.below(2) == 0 ? std::nullopt : std::optional(values.number()),
+            .opens = values.number(),
+            .quarantined = values.number(),
+            .commits = values.number(),
+            .commit_latency_mean = maybe(std::chrono::microseconds()),
+            .commit_latency_max = maybe(std::chrono::microseconds()),
+            .details = {}};
+        for (std::size_t n = values.loop.below(4); n > 0; --n) info.details.emplace_back(values.text(), values.text());
+        const Parsed p = parsed(wire::encode_info_reply(7, info));
+        const acemq::BrokerInfo read = wire::read_info_reply(p.frame);
+        CHECK(std::tie(read.product, read.version, read.name, read.uptime, read.data_file, read.data_bytes,
+                       read.wal_bytes, read.free_disk_bytes, read.opens, read.quarantined, read.commits,
+                       read.commit_latency_mean, read.commit_latency_max, read.details) ==
+              std::tie(info.product, info.version, info.name, info.uptime, info.data_file, info.data_bytes,
+                       info.wal_bytes, info.free_disk_bytes, info.opens, info.quarantined, info.commits,
+                       info.commit_latency_mean, info.commit_latency_max, info.details));
+        keep(p);
+    }
+    {
+        std::vector<acemq::ExchangeSummary> exchanges;
+        std::vector<acemq::QueueSummary> queues;
+        std::vector<acemq::SessionSummary> sessions;
+        for (std::size_t n = values.loop.below(3); n > 0; --n) {
+            acemq::ExchangeDeclaration exchange = values.exchange();
+            exchanges.push_back({.name = std::move(exchange.name),
+                                 .kind = exchange.kind,
+                                 .durable = exchange.durable,
+                                 .auto_delete = exchange.auto_delete,
+                                 .arguments = std::move(exchange.arguments)});
+        }
+        for (std::size_t n = values.loop.below(3); n > 0; --n) {
+            acemq::QueueDeclaration queue = values.queue();
+            queues.push_back({.name = std::move(queue.name),
+                              .type = queue.type,
+                              .durable = queue.durable,
+                              .exclusive = queue.exclusive,
+                              .auto_delete = queue.auto_delete,
+                              .ready = values.number(),
+                              .unacked = values.number(),
+                              .consumers = values.number(),
+                              .bytes = values.number(),
+                              .oldest_age = maybe(std::chrono::milliseconds()),
+                              .arguments = std::move(queue.arguments)});
+        }
+        for (std::size_t n = values.loop.below(3); n > 0; --n)
+            sessions.push_back(
+                {.peer = values.text(),
+                 .name = values.text(),
+                 .since = std::chrono::system_clock::time_point(std::chrono::milliseconds(values.number() >> 2)),
+                 .consumers = values.number(),
+                 .unacked = values.number()});
+        const Parsed exchanges_reply = parsed(wire::encode_exchanges_reply(1, exchanges));
+        const auto exchanges_read = wire::read_exchanges_reply(exchanges_reply.frame);
+        REQUIRE(exchanges_read.size() == exchanges.size());
+        for (std::size_t i = 0; i < exchanges.size(); ++i)
+            CHECK(std::tie(exchanges_read[i].name, exchanges_read[i].kind, exchanges_read[i].durable,
+                           exchanges_read[i].auto_delete, exchanges_read[i].arguments) ==
+                  std::tie(exchanges[i].name, exchanges[i].kind, exchanges[i].durable, exchanges[i].auto_delete,
+                           exchanges[i].arguments));
+        const Parsed queues_reply = parsed(wire::encode_queues_reply(2, queues));
+        const auto queues_read = wire::read_queues_reply(queues_reply.frame);
+        REQUIRE(queues_read.size() == queues.size());
+        for (std::size_t i = 0; i < queues.size(); ++i) {
+            const acemq::QueueSummary &a = queues_read[i], &b = queues[i];
+            CHECK(std::tie(a.name, a.type, a.durable, a.exclusive, a.auto_delete, a.ready, a.unacked, a.consumers,
+                           a.bytes, a.oldest_age,
+                           a.arguments) == std::tie(b.name, b.type, b.durable, b.exclusive, b.auto_delete, b.ready,
+                                                    b.unacked, b.consumers, b.bytes, b.oldest_age, b.arguments));
+        }
+        const Parsed sessions_reply = parsed(wire::encode_sessions_reply(3, sessions));
+        const auto sessions_read = wire::read_sessions_reply(sessions_reply.frame);
+        REQUIRE(sessions_read.size() == sessions.size());
+        for (std::size_t i = 0; i < sessions.size(); ++i)
+            CHECK(std::tie(sessions_read[i].peer, sessions_read[i].name, sessions_read[i].since,
+                           sessions_read[i].consumers,
+                           sessions_read[i].unacked) == std::tie(sessions[i].peer, sessions[i].name, sessions[i].since,
+                                                                 sessions[i].consumers, sessions[i].unacked));
+        std::vector<acemq::BindingDeclaration> bindings{{.queue = values.text(),
+                                                         .exchange = values.text(),
+                                                         .routing_key = values.text(),
+                                                         .arguments = values.table(2)}};
+        const Parsed bindings_reply = parsed(wire::encode_bindings_reply(4, bindings));
+        CHECK(wire::read_bindings_reply(bindings_reply.frame) == bindings);
+        const acemq::BackupResult backup{.path = values.text(), .bytes = values.number(), .messages = values.number()};
+        const Parsed backup_reply = parsed(wire::encode_backup_reply(5, backup));
+        const acemq::BackupResult backup_read = wire::read_backup_reply(backup_reply.frame);
+        CHECK(std::tie(backup_read.path, backup_read.bytes, backup_read.messages) ==
+              std::tie(backup.path, backup.bytes, backup.messages));
+        for (const Parsed* p : {&exchanges_reply, &queues_reply, &sessions_reply, &bindings_reply, &backup_reply})
+            keep(*p);
+    }
+    {
+        std::vector<acemq::BrowsedMessage> messages;
+        for (std::size_t n = values.loop.below(3); n > 0; --n)
+            messages.push_back(
+                {.position = values.number(), .message = values.inbound(), .persistent = values.loop.below(2) == 1});
+        wire::BrowseReply reply(values.number(), std::numeric_limits<std::size_t>::max());
+        for (const acemq::BrowsedMessage& message : messages) REQUIRE(reply.add(message));
+        const bool more = values.loop.below(2) == 1;
+        const Parsed p = parsed(reply.finish(more));
+        const wire::Browsed read = wire::read_browse_reply(p.frame);
+        CHECK(read.more == more);
+        REQUIRE(read.messages.size() == messages.size());
+        for (std::size_t i = 0; i < messages.size(); ++i) {
+            CHECK(read.messages[i].position == messages[i].position);
+            CHECK(read.messages[i].persistent == messages[i].persistent);
+            same_message(read.messages[i].message, messages[i].message);
+        }
+        keep(p);
+    }
     return frames;
 }
 
@@ -522,17 +680,20 @@ TEST_CASE("zmq frames: nesting past 72 levels is refused") {
 }
 
 TEST_CASE("zmq frames: another version is refused as such, whatever follows") {
-    for (const Bytes& frame : {bytes_of({0x93, 0x02, 0x0d, 0x07}), bytes_of({0x93, 0xcc, 0x02, 0x0d, 0x07}),
-                               bytes_of({0x92, 0x00, 0x0d}), bytes_of({0x93, 0x02, 0xcc, 0xc8, 0x01}),
+    for (const Bytes& frame : {bytes_of({0x93, 0x03, 0x0d, 0x07}), bytes_of({0x93, 0xcc, 0x03, 0x0d, 0x07}),
+                               bytes_of({0x92, 0x00, 0x0d}), bytes_of({0x93, 0x03, 0xcc, 0xc8, 0x01}),
                                bytes_of({0x92, 0xcf, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x0d})}) {
         INFO(testing_support::hex(frame));
         const std::string text =
             testing_support::what_of<wire::ProtocolError>([&] { (void)wire::Frame::parse(frame); });
         CHECK(text.starts_with("acemq: zmq protocol version "));
-        CHECK_THAT(text, Catch::Contains("this side speaks version 1"));
+        CHECK_THAT(text, Catch::Contains("this side speaks versions 1 to 2"));
         CHECK(wire::is_unsupported_version(wire::ProtocolError(text)));
     }
-    CHECK_THAT(frame_refusal_of(bytes_of({0x93, 0x02, 0x0d, 0x07})), Catch::Contains("version 2 is not spoken here"));
+    CHECK_THAT(frame_refusal_of(bytes_of({0x93, 0x03, 0x0d, 0x07})), Catch::Contains("version 3 is not spoken here"));
+    // Version 1's commands are read in a frame of either version (docs/zmq-protocol.md §9).
+    CHECK(wire::Frame::parse(bytes_of({0x93, 0x02, 0x0d, 0x07})).command() == Command::ping);
+    CHECK(wire::Frame::parse(bytes_of({0x93, 0x02, 0x0d, 0x07})).version() == 2);
     // A version that is not an unsigned integer is malformed, not another version.
     const std::string negative = frame_refusal_of(bytes_of({0x93, 0xff, 0x0d, 0x07}));
     CHECK_THAT(negative, Catch::Contains("field version should be an unsigned integer, is integer"));
@@ -540,7 +701,13 @@ TEST_CASE("zmq frames: another version is refused as such, whatever follows") {
 }
 
 TEST_CASE("zmq frames: unknown commands, missing fields, wrong types and trailing bytes are named") {
-    CHECK_THAT(frame_refusal_of(bytes_of({0x93, 0x01, 0x10, 0x07})), Catch::Contains("command 16 is unknown"));
+    // manage (16) and refusal (38) are commands of version 2 only.
+    CHECK_THAT(frame_refusal_of(bytes_of({0x95, 0x01, 0x10, 0x07, 0xa4, 'i', 'n', 'f', 'o', 0x90})),
+               Catch::Contains("command 16 is unknown in protocol version 1"));
+    CHECK_THAT(frame_refusal_of(bytes_of({0x95, 0x01, 0x26, 0x07, 0x00, 0xa0})),
+               Catch::Contains("command 38 is unknown in protocol version 1"));
+    CHECK_NOTHROW(fuzz::read_zmq_frame(bytes_of({0x95, 0x02, 0x10, 0x07, 0xa4, 'i', 'n', 'f', 'o', 0x90})));
+    CHECK_THAT(frame_refusal_of(bytes_of({0x93, 0x02, 0x11, 0x07})), Catch::Contains("command 17 is unknown"));
     CHECK_THAT(frame_refusal_of(bytes_of({0x93, 0x01, 0x00, 0x07})), Catch::Contains("command 0 is unknown"));
     CHECK_THAT(frame_refusal_of(bytes_of({0x93, 0x01, 0xcd, 0x01, 0x0d, 0x07})),
                Catch::Contains("command 269 is unknown"));

@@ -1,0 +1,51 @@
+// An online copy of a durable broker's data file into a new file, through SQLite's backup API
+// on the broker's own connection (the broker holds its file exclusively, so no other
+// connection could read it). Made a step of a few pages at a time by the thread that uses the
+// file, the journal's writer, between its transactions: SQLite carries each change that
+// connection commits meanwhile into the pages already copied, so the finished copy holds
+// every change committed by the time it finished.
+//
+// Internal to the inproc broker. Not thread-safe: only the thread using the source connection
+// calls it, and destroys it.
+#pragma once
+
+#include <cstddef>
+#include <string>
+
+#include <acemq/management.hpp>
+
+struct sqlite3;
+struct sqlite3_backup;
+
+namespace acemq::inproc::detail {
+
+class OnlineBackup {
+public:
+    // Pages a step copies: 256 pages of 4 KiB are 1 MiB, some milliseconds of the writer's.
+    static constexpr int pages_per_step = 256;
+
+    // Makes the new file `path` and prepares the copy of `source` into it. ManagementError
+    // failed when `path` exists or cannot be made.
+    OnlineBackup(sqlite3* source, std::string path);
+    // A copy that did not finish is removed.
+    ~OnlineBackup();
+    OnlineBackup(const OnlineBackup&) = delete;
+    OnlineBackup& operator=(const OnlineBackup&) = delete;
+
+    // Copies the next pages; true once every page is copied (then finish()). ManagementError
+    // failed when SQLite cannot read the source or write the copy.
+    bool step();
+    // Completes the copy: its path, size, and the messages it holds.
+    BackupResult finish();
+
+private:
+    [[noreturn]] void fail(const std::string& what);
+    void close() noexcept;
+
+    std::string path_;
+    sqlite3* destination_ = nullptr;
+    sqlite3_backup* backup_ = nullptr;
+    bool finished_ = false;
+};
+
+}  // namespace acemq::inproc::detail
