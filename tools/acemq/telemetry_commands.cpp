@@ -88,10 +88,21 @@ void endpoint_health(const Context& context, const std::string& given) {
           detail != nullptr && detail->kind() == Value::Kind::string ? detail->as_string() : "");
 }
 
+// A broker that cannot be reached is down: that is the answer a health check gives, not a
+// failure to ask it.
+Health asked_health(const Context& context) {
+    try {
+        const std::shared_ptr<Transport> transport = open_connection(context);
+        Health health = transport->check_health(context.timeout);
+        transport->close();
+        return health;
+    } catch (const ConnectionError& unreachable) {
+        return Health{.status = Health::Status::down, .detail = std::string(without_prefix(unreachable.what()))};
+    }
+}
+
 void broker_health(const Context& context) {
-    const std::shared_ptr<Transport> transport = open_connection(context);
-    const Health health = transport->check_health(context.timeout);
-    transport->close();
+    const Health health = asked_health(context);
     const std::string report = to_json(health, std::chrono::system_clock::now());
     if (context.json) {
         const Value parsed =
