@@ -99,6 +99,18 @@ void plan_round(const Target& target, const std::filesystem::path& dir, bool iso
     CHECK(refused.err.find("nothing applied") != std::string::npos);
     CHECK(run_on(target, {"topology", "diff", file}).status == 0);  // the refused apply changed nothing
 
+    // A queue the file expects its owner to have declared, and nobody has: missing.
+    const std::string expecting =
+        written(dir / "expecting.json", "{\"existingQueues\": [\"" + prefix + "owned\"], \"existingExchanges\": [\"" +
+                                            prefix + "orders\"], \"bindings\": [{\"queue\": \"" + prefix +
+                                            "owned\", \"exchange\": \"" + prefix + "orders\"}]}");
+    const Run missing = run_on(target, {"topology", "diff", expecting});
+    INFO(told(missing));
+    CHECK(missing.status == 1);
+    CHECK(missing.out.find("! queue " + prefix + "owned (expected, declared by its owner)") != std::string::npos);
+    CHECK(missing.out.find("! exchange") == std::string::npos);  // the exchange is there
+    CHECK(run_on(target, {"topology", "apply", expecting}).status == 1);
+
     // print: the broker's declarations as a file, which holds the deploy's and reads back.
     const Run print = run_on(target, {"topology", "print"});
     INFO(told(print));
