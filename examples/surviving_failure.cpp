@@ -1,14 +1,18 @@
 // The family's tutorial 2, all together: a handler that fails is retried on a ladder,
 // dead-lettered with the reason once its attempts run out, and replayed home when the
 // trouble is over. Runs on the embedded broker; give --url amqp://... for RabbitMQ.
+// --leave-dead-letters stops before the replay, for an operator to look at them with the
+// `acemq` command (README, "Operating it").
 //
-//   build/examples/surviving_failure [--url URL]
+//   build/examples/surviving_failure [--url URL] [--leave-dead-letters]
 #include <acemq/acemq.hpp>
 
 #include "command_line.hpp"
 
+#include <algorithm>
 #include <cstdio>
 #include <string>
+#include <string_view>
 
 using namespace std::chrono_literals;
 
@@ -30,7 +34,7 @@ struct Unavailable : std::runtime_error {
 
 namespace {
 
-int run(const std::string& url) {
+int run(const std::string& url, bool leave_dead_letters) {
     acemq::Bus bus = acemq::connect(url, {.origin = "shipping@tutorial"});
     bus.declare(acemq::Topology{}.queue("orders.new", {.dead_letter = true}));
     acemq::testing::Harness harness{bus};
@@ -62,6 +66,7 @@ int run(const std::string& url) {
     const auto order = acemq::decode<OrderPlaced>(*acemq::default_codec(), copy.body, copy.content_type);
     std::printf("dead: %s after %d attempts — %s\n", order.order_id.c_str(), envelope.attempt, envelope.error.c_str());
     dead->requeue();
+    if (leave_dead_letters) return 0;
 
     // The warehouse is back: replay the dead letters and let a healthy consumer take them.
     acemq::Consumer shipping = bus.consume<OrderPlaced>("orders.new", [](const acemq::Message<OrderPlaced>& message) {
@@ -82,5 +87,8 @@ int run(const std::string& url) {
 
 int main(int argc, char** argv) {
     const std::string url = example::option(argc, argv, "--url").value_or("inproc://surviving-failure");
-    return example::run("surviving_failure", [&] { return run(url); });
+    const bool leave_dead_letters = std::any_of(argv + 1, argv + argc, [](const char* argument) {
+        return std::string_view(argument) == "--leave-dead-letters";
+    });
+    return example::run("surviving_failure", [&] { return run(url, leave_dead_letters); });
 }

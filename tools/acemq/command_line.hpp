@@ -24,6 +24,9 @@ enum class Exit : int {
 // The options given before the subcommand, read once the command line is parsed.
 struct Context {
     std::string url;  // --url, else ACEMQ_URL
+    // --management-url, else ACEMQ_MANAGEMENT_URL: RabbitMQ's management HTTP API, when it is
+    // not http://HOST:15672 of the amqp URL (ManagementOptions::http_url).
+    std::string management_url;
     bool json = false;
     std::chrono::milliseconds timeout{10'000};
 };
