@@ -39,19 +39,6 @@ OutboundMessage persistent(std::string queue, std::string_view body) {
     return OutboundMessage{.routing_key = std::move(queue), .body = bytes(body), .persistent = true};
 }
 
-// Every message of `queue`, pulled and handed back (closing the connection requeues them).
-std::vector<InboundMessage> contents(inproc::Broker& broker, std::string_view queue) {
-    const auto connection = broker.open_connection();
-    std::vector<InboundMessage> messages;
-    std::vector<Delivery> held;
-    while (auto delivery = broker.pull(connection, queue)) {
-        messages.push_back(delivery->message());
-        held.push_back(std::move(*delivery));
-    }
-    broker.close_connection(connection);
-    return messages;
-}
-
 std::vector<std::string> bodies(const std::vector<InboundMessage>& messages) {
     std::vector<std::string> out;
     for (const InboundMessage& message : messages) out.push_back(text(message.body));
@@ -94,7 +81,7 @@ TEST_CASE("a restart brings back durable queues and persistent messages, in orde
     const auto connection = broker->open_connection();
     CHECK(broker->queue_exists(connection, "orders"));
     CHECK_FALSE(broker->queue_exists(connection, "scratch"));
-    CHECK(bodies(contents(*broker, "orders")) ==
+    CHECK(bodies(pull_all(*broker, "orders")) ==
           std::vector<std::string>{"order 1", "order 2", "order 3", "order 4", "order 5"});
 }
 
@@ -115,7 +102,7 @@ TEST_CASE("after a clean close only what was handed out comes back redelivered, 
         // Still unsettled when the broker's last owner lets go: a clean close marks it.
     }
     auto broker = data.open();
-    const std::vector<InboundMessage> back = contents(*broker, "jobs");
+    const std::vector<InboundMessage> back = pull_all(*broker, "jobs");
     REQUIRE(bodies(back) == std::vector<std::string>{"handed out", "never touched"});
     CHECK(back[0].redelivered);
     CHECK_FALSE(back[1].redelivered);
@@ -142,7 +129,7 @@ TEST_CASE("exchanges, bindings and properties come back as they were declared an
                     .confirmed);
     }
     auto broker = data.open();
-    const std::vector<InboundMessage> back = contents(*broker, "audit");
+    const std::vector<InboundMessage> back = pull_all(*broker, "audit");
     REQUIRE(back.size() == 1);
     CHECK(back[0].exchange == "events");
     CHECK(back[0].routing_key == "order.paid");
@@ -178,7 +165,7 @@ TEST_CASE("a message on a TTL rung keeps its age across a restart and dead-lette
     CHECK(broker->queue_depth(broker->open_connection(), "rung") == 0);
     broker.reset();
     broker = data.open();
-    const std::vector<InboundMessage> home = contents(*broker, "home");
+    const std::vector<InboundMessage> home = pull_all(*broker, "home");
     REQUIRE(home.size() == 1);
     CHECK(text(home[0].body) == "retry me");
     CHECK(home[0].headers.contains("x-death"));
@@ -200,7 +187,7 @@ TEST_CASE("a rejected message dead-letters into a durable queue and stays there,
         delivery->reject();
     }
     auto broker = data.open();
-    CHECK(bodies(contents(*broker, "orders.dlq")) == std::vector<std::string>{"poison"});
+    CHECK(bodies(pull_all(*broker, "orders.dlq")) == std::vector<std::string>{"poison"});
     CHECK(broker->queue_depth(broker->open_connection(), "orders") == 0);
 }
 
@@ -351,7 +338,7 @@ TEST_CASE("a stored body changed on the disk is quarantined, never delivered, an
     });
     auto broker = data.open();
     set_log_sink(previous);
-    CHECK(bodies(contents(*broker, "payments")) ==
+    CHECK(bodies(pull_all(*broker, "payments")) ==
           std::vector<std::string>{"PAYLOAD-000-abcdefghij", "PAYLOAD-001-abcdefghij", "PAYLOAD-002-abcdefghij",
                                    "PAYLOAD-003-abcdefghij", "PAYLOAD-004-abcdefghij", "PAYLOAD-006-abcdefghij",
                                    "PAYLOAD-007-abcdefghij", "PAYLOAD-008-abcdefghij", "PAYLOAD-009-abcdefghij"});
@@ -370,7 +357,7 @@ TEST_CASE("a stored body changed on the disk is quarantined, never delivered, an
     set_log_sink(previous);
     CHECK(logged.empty());
     CHECK(broker->quarantined_messages() == 1);
-    CHECK(contents(*broker, "payments").size() == 9);
+    CHECK(pull_all(*broker, "payments").size() == 9);
     broker.reset();
 
     // The damaged row is kept as it was found, with the reason, for the operator.
@@ -406,7 +393,7 @@ TEST_CASE("a data file of schema version 1 opens, keeps its messages, and gains 
 
     {
         auto broker = data.open();
-        CHECK(bodies(contents(*broker, "orders")) == std::vector<std::string>{"order 1", "order 2", "order 3"});
+        CHECK(bodies(pull_all(*broker, "orders")) == std::vector<std::string>{"order 1", "order 2", "order 3"});
         REQUIRE(broker->publish(persistent("orders", "order 4")).confirmed);
     }
     REQUIRE(sqlite3_open_v2(data.file.c_str(), &db, SQLITE_OPEN_READONLY, nullptr) == SQLITE_OK);
@@ -444,7 +431,7 @@ TEST_CASE("the data file gives back the space of acked messages once the broker 
     broker->close_connection(connection);
     broker.reset();
     broker = data.open();
-    CHECK(bodies(contents(*broker, "big")) == std::vector<std::string>{"small, stays"});
+    CHECK(bodies(pull_all(*broker, "big")) == std::vector<std::string>{"small, stays"});
 }
 
 TEST_CASE("a data file made without auto_vacuum is rewritten once at open so that it gives space back") {
@@ -471,7 +458,7 @@ TEST_CASE("a data file made without auto_vacuum is rewritten once at open so tha
     REQUIRE(auto_vacuum() == 0);
     {
         auto broker = data.open();
-        CHECK(bodies(contents(*broker, "q")) == std::vector<std::string>{"kept"});
+        CHECK(bodies(pull_all(*broker, "q")) == std::vector<std::string>{"kept"});
     }
     CHECK(auto_vacuum() == 2);  // incremental
 }

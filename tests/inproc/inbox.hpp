@@ -10,6 +10,8 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include <acemq/clock.hpp>
 #include <acemq/inproc.hpp>
@@ -85,6 +87,20 @@ inline OutboundMessage message(std::string exchange, std::string routing_key, st
     out.message_id = std::string(body);
     out.mandatory = mandatory;
     return out;
+}
+
+// Every message of `queue` in delivery order, pulled and handed back (closing the connection
+// requeues them, so the queue is as it was, but each comes back marked redelivered).
+inline std::vector<InboundMessage> pull_all(inproc::Broker& broker, std::string_view queue) {
+    const auto connection = broker.open_connection();
+    std::vector<InboundMessage> messages;
+    std::vector<Delivery> held;
+    while (auto delivery = broker.pull(connection, queue)) {
+        messages.push_back(delivery->message());
+        held.push_back(std::move(*delivery));
+    }
+    broker.close_connection(connection);
+    return messages;
 }
 
 // ConsumeSpec has a member without a default, so designated initializers draw a warning.

@@ -49,19 +49,6 @@ std::vector<std::string> browsed_bodies(const std::vector<BrowsedMessage>& brows
     return bodies;
 }
 
-// Every message of `queue` in delivery order, pulled and handed back (closing requeues them).
-std::vector<InboundMessage> pull_all(inproc::Broker& broker, std::string_view queue) {
-    const auto connection = broker.open_connection();
-    std::vector<InboundMessage> messages;
-    std::vector<Delivery> held;
-    while (auto delivery = broker.pull(connection, queue)) {
-        messages.push_back(delivery->message());
-        held.push_back(std::move(*delivery));
-    }
-    broker.close_connection(connection);
-    return messages;
-}
-
 const QueueSummary& summary_of(const std::vector<QueueSummary>& queues, std::string_view name) {
     const auto found =
         std::find_if(queues.begin(), queues.end(), [&](const QueueSummary& q) { return q.name == name; });
@@ -272,12 +259,17 @@ TEST_CASE("delete_exchange removes the exchange and its bindings, also from the 
         CHECK_FALSE(broker->publish(message("orders", "new")).confirmed);
         CHECK(names_of(management->queues()) == std::vector<std::string>{"orders.new"});
     }
-    // Declared again after a restart, the exchange comes back without its old binding.
-    auto broker = inproc::broker(unique_name("exchange"), inproc::BrokerOptions{.data = file});
-    auto management = inproc::manage(broker);
-    CHECK(management->exchanges().empty());
-    broker->declare_exchange(ExchangeDeclaration{.name = "orders", .kind = ExchangeKind::direct, .arguments = {}});
-    CHECK(management->bindings().empty());
+    // Declared again, the exchange comes back without its old binding, also after a restart,
+    // which reads the bindings from the file.
+    const std::string again = unique_name("exchange");
+    {
+        auto broker = inproc::broker(again, inproc::BrokerOptions{.data = file});
+        auto management = inproc::manage(broker);
+        CHECK(management->exchanges().empty());
+        broker->declare_exchange(ExchangeDeclaration{.name = "orders", .kind = ExchangeKind::direct, .arguments = {}});
+        CHECK(management->bindings().empty());
+    }
+    CHECK(inproc::manage(inproc::broker(again, inproc::BrokerOptions{.data = file}))->bindings().empty());
 }
 
 TEST_CASE("sessions show each connection's peer, client name, consumers and unacked deliveries") {
@@ -390,12 +382,16 @@ TEST_CASE("a backup of a live durable broker opens with every message confirmed 
 
     std::atomic<int> confirmed{3000};
     std::atomic<bool> stop{false};
-    std::thread publisher([&] {
+    std::jthread publisher([&] {
         for (int i = 3000; !stop.load(); ++i) {
             if (!broker->publish(persistent_to("jobs", std::to_string(i) + " " + padding)).confirmed) return;
             confirmed.store(i + 1);
         }
     });
+    const struct Stop {
+        std::atomic<bool>& stop;
+        ~Stop() { stop.store(true); }
+    } stop_publishing{stop};  // declared after the thread, so it is told before it is joined
     REQUIRE(testing_support::eventually([&] { return confirmed.load() >= 3050; }));
     const int before = confirmed.load();
     const BackupResult result = inproc::manage(broker)->backup(copy);

@@ -85,15 +85,16 @@ BackupResult Journal::backup(const std::string& path) {
     backups_.push_back(&request);
     wake_.notify_one();
     finished_.wait(lock, [&] { return request.done; });
+    lock.unlock();
     if (request.error) std::rethrow_exception(request.error);
-    return std::move(request.result);
+    return OnlineBackup::complete(path);
 }
 
 bool Journal::copy_step(Backup& backup) {
     try {
         if (!backup.copy) backup.copy = file_->backup_to(backup.path);
         if (!backup.copy->step()) return false;
-        backup.result = backup.copy->finish();
+        backup.copy->finish();
     } catch (...) {
         backup.error = std::current_exception();
     }

@@ -109,9 +109,10 @@ public:
     CommitStats commit_stats();
 
     // Copies the file to the new file `path` on the writer's thread, a step between
-    // transactions, and returns once the copy is finished: it holds every change committed
-    // by then. Backups asked for together are made one after the other. ManagementError
-    // failed (the broker closing meanwhile, too); UsageError on the writer's thread.
+    // transactions, and returns once the copy is finished (it holds every change committed
+    // by then), counted and synced on the calling thread (OnlineBackup::complete). Backups
+    // asked for together are made one after the other. ManagementError failed (the broker
+    // closing meanwhile, too); UsageError on the writer's thread.
     BackupResult backup(const std::string& path);
 
     // Commits what is waiting, stops the writer, then marks `redelivered` messages so and
@@ -136,7 +137,6 @@ private:
     struct Backup {
         std::string path;
         std::unique_ptr<OnlineBackup> copy{};
-        BackupResult result{};
         std::exception_ptr error{};
         bool done = false;
     };
