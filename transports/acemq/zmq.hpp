@@ -149,7 +149,11 @@ std::shared_ptr<Transport> open(std::string_view url, Options options = {});
 
 // Management (<acemq/management.hpp>) of the broker at `url`, over a session of its own opened
 // with `options` (CurveZMQ keys apply as for open()); open_management("zmq+...") is this
-// with default options and management.timeout as the call timeout.
+// with default options, management.timeout as the connect and call timeout, and the client
+// name "acemq management". Each call waits up to session.call_timeout (ConnectionError
+// after). Throws ManagementError access_refused when the broker refuses this client's
+// CurveZMQ key; ConnectionError when no broker answers within connect_timeout, or when it
+// speaks only version 1 of the protocol, which has no management (docs/zmq-protocol.md §9).
 std::unique_ptr<Management> manage(std::string_view url, Options options = {});
 
 }  // namespace acemq::zmq

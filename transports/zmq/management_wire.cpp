@@ -61,6 +61,15 @@ std::optional<Duration> read_optional(const msgpack::object& object, std::string
     return Duration(read_signed_count(object, name));
 }
 
+// A session's `since`, refused when past what a system_clock time point holds.
+std::chrono::system_clock::time_point since_of(const msgpack::object& object) {
+    constexpr auto latest =
+        std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::duration::max()).count();
+    const std::int64_t since = read_signed_count(object, "since");
+    if (since > latest) malformed("since " + std::to_string(since) + " is past what a time point holds");
+    return std::chrono::system_clock::time_point(std::chrono::milliseconds(since));
+}
+
 // The reply's value (§4.1) as an array of at least `at_least` elements.
 const msgpack::object_array& reply_array(const Frame& frame, std::string_view name, std::size_t at_least = 0) {
     return read_array(frame.field(1), name, at_least);
@@ -306,8 +315,7 @@ std::vector<SessionSummary> read_sessions_reply(const Frame& frame) {
         const auto& fields = read_array(element, "session", session_fields);
         return SessionSummary{.peer = std::string(read_text(fields.ptr[0], "peer")),
                               .name = std::string(read_text(fields.ptr[1], "name")),
-                              .since = std::chrono::system_clock::time_point(
-                                  std::chrono::milliseconds(read_signed_count(fields.ptr[2], "since"))),
+                              .since = since_of(fields.ptr[2]),
                               .consumers = read_unsigned(fields.ptr[3], "consumers"),
                               .unacked = read_unsigned(fields.ptr[4], "unacked")};
     });

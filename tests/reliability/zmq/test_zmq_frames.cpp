@@ -482,7 +482,7 @@ std::vector<Bytes> round_trips(Values& values) {
             sessions.push_back(
                 {.peer = values.text(),
                  .name = values.text(),
-                 .since = std::chrono::system_clock::time_point(std::chrono::milliseconds(values.number() >> 2)),
+                 .since = std::chrono::system_clock::time_point(std::chrono::milliseconds(values.number() >> 24)),
                  .consumers = values.number(),
                  .unacked = values.number()});
         const Parsed exchanges_reply = parsed(wire::encode_exchanges_reply(1, exchanges));
