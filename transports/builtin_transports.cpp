@@ -45,6 +45,13 @@ std::vector<std::pair<std::string, ManagementFactory>> builtin_management() {
     table.emplace_back("zmq+tcp", zmq);
     table.emplace_back("zmq+ipc", zmq);
 #endif
+#if ACEMQ_WITH_AMQP
+    const ManagementFactory amqp = [](std::string_view url, const ManagementOptions& options) {
+        return amqp::manage(url, options);
+    };
+    table.emplace_back("amqp", amqp);
+    table.emplace_back("amqps", amqp);
+#endif
     return table;
 }
 

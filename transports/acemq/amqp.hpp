@@ -154,7 +154,27 @@ ConnectionState state(const Transport& transport);
 //    max_properties_bytes from the negotiated frame_max (less 20 bytes of framing).
 
 // Management (<acemq/management.hpp>) of the RabbitMQ at `url` through its management HTTP API
-// (the rabbitmq_management plugin), with the URL's credentials and vhost.
+// (the rabbitmq_management plugin), with the URL's credentials and vhost: the API at
+// ManagementOptions::http_url, else http://HOST:15672; the listings are of the URL's vhost.
+// Where RabbitMQ differs from the embedded broker:
+//  - the counts (a queue's ready, unacked, consumers and bytes, a session's consumers and
+//    unacked) are RabbitMQ's statistics as of its last sample, every 5 s by default: a queue
+//    declared or a consumer come since shows 0 until the next one; purge returns the ready
+//    count sampled before it (the API does not say how many it dropped);
+//  - browse gets the messages and requeues them, in order, marked redelivered; a quorum queue
+//    has them back a moment after the call returns, with x-delivery-count one higher, so a
+//    quorum queue with a delivery limit (x-delivery-limit, or a policy's) is not browsed
+//    (ManagementError unsupported), nor is a stream queue;
+//  - delete_queue refuses a consumed classic queue through RabbitMQ's if-unused; a quorum or
+//    stream queue (RabbitMQ has no if-unused for them) by its sampled consumer count only;
+//  - oldest_age comes only from a head message carrying an AMQP timestamp, which this
+//    transport does not set; sessions are the vhost's AMQP connections, each named by the
+//    connection_name its client gave (SessionOptions::name);
+//  - backup is unsupported: export the definitions and back up the node as RabbitMQ's backup
+//    guide says.
+// Throws ConnectionError naming the API's address when it does not answer (the plugin is off,
+// or http_url is wrong), ManagementError access_refused naming the user (never the password)
+// when RabbitMQ refuses the credentials; both at the open too, which asks for the vhost.
 std::unique_ptr<Management> manage(std::string_view url, ManagementOptions options = {});
 
 }  // namespace acemq::amqp

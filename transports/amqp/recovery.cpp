@@ -30,8 +30,8 @@ void AmqpTransport::Impl::connect_now() {
     if (options_.credentials) {
         credentials = options_.credentials->resolve();
     } else {
-        credentials.user = address_.user.value_or("guest");
-        credentials.password = address_.password.value_or(address_.user ? "" : "guest");
+        credentials.user = address_.login_user();
+        credentials.password = address_.login_password();
     }
     auto connection = std::make_unique<Connection>(address_, credentials, options_.tls, session_);
     open_publish_channel(*connection);
