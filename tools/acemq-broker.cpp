@@ -87,6 +87,15 @@ acemq::MetricsEndpointOptions metrics_address(const std::string& text) {
     return where;
 }
 
+// Checked before CLI11 converts the text, so "soon" and "0" get one plain sentence.
+std::string positive_whole_number(const std::string& text) {
+    std::uint64_t value = 0;
+    const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+    if (error != std::errc{} || end != text.data() + text.size() || value == 0)
+        return "needs a positive whole number, not \"" + text + "\"";
+    return {};
+}
+
 // The command line, as CLI11 reads it into `settings`; --help is CLI11's, its text the
 // options below with the description and the exit codes around them.
 void describe(CLI::App& app, Settings& settings) {
@@ -109,13 +118,13 @@ void describe(CLI::App& app, Settings& settings) {
     app.add_option("--max-data-bytes", settings.broker.max_data_bytes,
                    "refuse persistent publishes once FILE holds N bytes")
         ->option_text("N")
-        ->check(CLI::PositiveNumber);
+        ->check(positive_whole_number);
     app.add_option_function<std::int64_t>(
            "--heartbeat-ms",
            [&](std::int64_t milliseconds) { settings.options.heartbeat = std::chrono::milliseconds(milliseconds); },
            "beat to every client at least every N ms (default 1000)")
         ->option_text("N")
-        ->check(CLI::PositiveNumber);
+        ->check(positive_whole_number);
     app.add_flag("--allow-remote", settings.options.allow_remote, "allow tcp endpoints that are not loopback addresses")
         ->disable_flag_override();
     app.add_option("--curve-secret", settings.curve_secret,
@@ -128,7 +137,7 @@ void describe(CLI::App& app, Settings& settings) {
     app.add_option("--max-frame-bytes", settings.options.max_frame_bytes,
                    "refuse frames larger than N bytes (default 67108864)")
         ->option_text("N")
-        ->check(CLI::PositiveNumber);
+        ->check(positive_whole_number);
     app.add_flag_callback(
            "--no-management", [&] { settings.options.management = false; },
            "refuse the management commands (acemq queues, peek, purge, ...): clients may only publish and consume")
@@ -175,7 +184,11 @@ Settings parse(int argc, char* argv[]) {
         settings.help = true;
         return settings;
     } catch (const CLI::ParseError& error) {
-        throw UsageProblem{error.what()};
+        // CLI11 names a flag given a value without its dashes: "help was given a disallowed flag override".
+        const std::string what = error.what();
+        const auto override = what.find(" was given a disallowed flag override");
+        if (override != std::string::npos) throw UsageProblem{"--" + what.substr(0, override) + " takes no value"};
+        throw UsageProblem{what};
     }
     if (settings.curve_secret && settings.curve_allow.empty())
         throw UsageProblem{"--curve-secret needs at least one --curve-allow FILE (a client's .pub) to admit"};

@@ -174,8 +174,12 @@ Options parse_options(int argc, char** argv) {
         throw UsageProblem("acemq-load: unknown option \"" + (extras.empty() ? std::string() : extras.front()) +
                            "\"; --help lists them");
     } catch (const CLI::ArgumentMismatch& error) {
-        // "--rate: 1 required MSG/S missing", or a flag given a value.
+        // A flag given a value: CLI11 names it without its dashes.
         const std::string what = error.what();
+        const auto override = what.find(" was given a disallowed flag override");
+        if (override != std::string::npos)
+            throw UsageProblem("acemq-load: --" + what.substr(0, override) + " takes no value");
+        // "--rate: 1 required MSG/S missing".
         const std::string name = what.substr(0, what.find(':'));
         for (const Spec& spec : specs())
             if (name == spec.name)
