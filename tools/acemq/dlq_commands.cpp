@@ -146,10 +146,16 @@ void replay_queue(const Context& context, const std::string& source, const Repla
         return take;
     };
     const ReplayResult result = replay(bus, source, options);
-    // Asked on the replay's own connection, after the declined messages were put back on it
-    // (a listing would lag: RabbitMQ's counts come from statistics gathered every few seconds).
-    const std::uint64_t left = bus.transport().queue_depth(source);
+    // A call answered after the last ack: the amqp transport posts acks to its I/O thread,
+    // and a close right behind one could drop it, leaving a moved message in `source` too.
+    bus.transport().queue_depth(source);
     bus.close();
+    // Asked on a connection of its own once the replay's is closed, so that the declined
+    // messages it put back are counted (RabbitMQ takes them back on the closing channel, and
+    // a listing would lag: its counts come from statistics gathered every few seconds).
+    std::shared_ptr<Transport> counter = open_connection(context);
+    const std::uint64_t left = counter->queue_depth(source);
+    counter->close();
     print_summary(context, source, false, result.moved, result.skipped, left, to_string(result.reason));
 }
 
