@@ -216,8 +216,9 @@ public:
     void delete_queue(ConnectionId connection, std::string_view queue);
 
     // What an operator asks (<acemq/management.hpp>; manage() wraps these). None takes a
-    // connection or minds whose exclusive queue it is. Each takes the broker's lock once, so
-    // an answer is one moment of the broker; each refuses a call from inside a DeliverFn.
+    // connection or minds whose exclusive queue it is. Each but backup() takes the broker's
+    // lock once, so an answer is one moment of the broker; each refuses a call from inside a
+    // DeliverFn.
     // A queue or exchange that does not exist is ManagementError not_found.
 
     // Every exchange but the default one "", by name.
@@ -260,7 +261,8 @@ public:
     // its transactions (publishers wait at most for one step, docs/durability.md §2.9). The
     // copy holds every change committed when it finished, and opens as a data file
     // (broker(..., {.data = path})). ManagementError unsupported for a broker in memory
-    // only, failed when `path` exists or cannot be written (a copy begun is removed).
+    // only, failed when `path` exists or cannot be written (a copy begun is removed);
+    // UsageError from a ConfirmFn, which runs on the writer's thread.
     BackupResult backup(const std::string& path);
 
 private:

@@ -12,9 +12,8 @@
 // It also makes an online backup of the file (OnlineBackup), a step between transactions.
 //
 // Threads: record() and confirm_after() are called with the broker's lock held, which is
-// what orders them; wait(), backup() and close() without it (the writer takes the broker's
-// lock after each transaction). commit_stats() either way. The writer calls Committed without any
-// lock of its own, and Committed takes the broker's lock.
+// what orders them; wait(), backup() and close() without it; commit_stats() either way. The
+// writer calls Committed without any lock of its own, and Committed takes the broker's lock.
 // Internal to the inproc broker.
 #pragma once
 
