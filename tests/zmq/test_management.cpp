@@ -225,6 +225,37 @@ TEST_CASE("every management call over the wire gives what inproc::manage gives o
     pulled->ack();
 }
 
+TEST_CASE("a backup over the wire copies a durable broker's data file while it serves") {
+    const auto directory =
+        std::filesystem::temp_directory_path() / ("acemq-manage-backup-" + acemq::new_uuid().substr(0, 8));
+    std::filesystem::create_directories(directory);
+    {
+        auto broker = acemq::inproc::broker("zmq-backup-" + acemq::new_uuid().substr(0, 8),
+                                            acemq::inproc::BrokerOptions{.data = (directory / "live.db").string()});
+        const auto server = acemq::zmq::serve(broker, {zmq_test::fresh_ipc_endpoint("backup")});
+        const std::string url = "zmq+" + server->endpoints().front();
+        auto client = acemq::zmq::open(url);
+        client->declare(acemq::Topology{}.queue("kept", {.type = acemq::QueueType::classic}));
+        for (int i = 0; i < 3; ++i) REQUIRE(client->publish(numbered_message("kept", i)).confirmed);
+        const auto management = acemq::zmq::manage(url);
+        const std::string copy = (directory / "copy.db").string();
+        const acemq::BackupResult backup = management->backup(copy);
+        CHECK(backup.path == copy);
+        CHECK(backup.bytes == std::filesystem::file_size(copy));
+        CHECK(backup.messages == 3);
+        // A second backup to the same path is refused, and the broker goes on.
+        CHECK(refusal_of([&] { management->backup(copy); }) == acemq::ManagementError::Reason::failed);
+        CHECK(client->publish(numbered_message("kept", 3)).confirmed);
+    }
+    auto restored = acemq::inproc::broker("zmq-restored-" + acemq::new_uuid().substr(0, 8),
+                                          acemq::inproc::BrokerOptions{.data = (directory / "copy.db").string()});
+    const auto queues = acemq::inproc::manage(restored)->queues();
+    REQUIRE(queues.size() == 1);
+    CHECK(queues.front().ready == 3);
+    restored.reset();
+    std::filesystem::remove_all(directory);
+}
+
 TEST_CASE("sessions lists each client by its name and where it connects from") {
     ServedBroker tcp("tcp://127.0.0.1:0");
     auto client = acemq::zmq::open(tcp.url(), {.session = {.name = "billing"}});

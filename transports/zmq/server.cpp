@@ -74,6 +74,12 @@ struct Confirmed {
     PublishResult result;
 };
 
+// The answer to a request carried out off the I/O thread (a backup), waiting for it.
+struct Answered {
+    std::uint64_t session;
+    msgpack::sbuffer frame;
+};
+
 // What the router's socket takes: twice the broker's limit (see the constructor), or any
 // size when that would overflow.
 std::int64_t socket_frame_limit(std::size_t max_frame_bytes) {
@@ -164,6 +170,8 @@ private:
     // A frame past max_frame_bytes: logged naming its sender and size, and refused (a publish
     // with a confirm, too_large; anything else with an error frame). Its session goes on.
     void refuse_oversized(const std::string& routing_id, ::zmq::message_t& frame);
+    // Starts a backup on backup_, or refuses it while one runs.
+    void back_up(Session& session, const wire::ManageRequest& request);
     DeliverFn deliver_to(std::uint64_t session, std::uint64_t consumer);
     inproc::ConfirmFn confirm_to(std::uint64_t session, std::uint64_t sequence);
     // Queues `item` for the I/O thread, waking it for the first of a burst from another thread.
@@ -186,9 +194,14 @@ private:
     session::WakeUp wake_;
     std::vector<std::string> bound_;
 
-    std::mutex handed_mutex_;  // guards handed_ and confirmed_
+    std::mutex handed_mutex_;  // guards handed_, confirmed_ and answered_
     std::vector<Handed> handed_;
     std::vector<Confirmed> confirmed_;
+    std::vector<Answered> answered_;
+    // A backup copies the whole data file, which may take longer than a client waits for a
+    // heartbeat: it runs on a thread of its own, one at a time, and answers through answered_.
+    std::thread backup_;
+    std::atomic<bool> backing_up_{false};
 
     // I/O thread only.
     std::unordered_map<std::uint64_t, Session> sessions_;
@@ -271,6 +284,7 @@ ServerImpl::~ServerImpl() {
     stopping_.store(true);
     wake_.signal();
     thread_.join();
+    if (backup_.joinable()) backup_.join();
 }
 
 DeliverFn ServerImpl::deliver_to(std::uint64_t session, std::uint64_t consumer) {
@@ -290,7 +304,7 @@ void ServerImpl::queue_for_io(std::vector<Item>& queue, Item&& item) {
     bool first_waiting = false;
     {
         std::lock_guard lock(handed_mutex_);
-        first_waiting = handed_.empty() && confirmed_.empty();
+        first_waiting = handed_.empty() && confirmed_.empty() && answered_.empty();
         queue.push_back(std::move(item));
     }
     wake_for(first_waiting);
@@ -333,6 +347,7 @@ void ServerImpl::run() {
     std::lock_guard lock(handed_mutex_);
     handed_.clear();
     confirmed_.clear();
+    answered_.clear();
 }
 
 void ServerImpl::receive_all() {
@@ -581,6 +596,10 @@ void ServerImpl::handle_in_session(Session& session, const wire::Frame& frame) {
             return;
         }
         const wire::ManageRequest request = wire::read_manage(frame);
+        if (request.call == wire::Call::backup) {
+            back_up(session, request);
+            return;
+        }
         answer(request.request,
                [&] { return answer_management(*management_, request, options_.max_frame_bytes, details_); });
         return;
@@ -602,14 +621,41 @@ void ServerImpl::handle_in_session(Session& session, const wire::Frame& frame) {
     }
 }
 
+void ServerImpl::back_up(Session& session, const wire::ManageRequest& request) {
+    if (backing_up_.exchange(true)) {
+        send(session, wire::encode_refusal(request.request, ManagementError::Reason::failed,
+                                           "acemq: a backup of this broker is running already; try again when it "
+                                           "has finished"));
+        return;
+    }
+    if (backup_.joinable()) backup_.join();  // the one before, finished
+    backup_ = std::thread([this, session_id = session.id, request] {
+        msgpack::sbuffer reply;
+        try {
+            // A Management of its own: the I/O thread's is used there meanwhile.
+            reply = answer_management(*inproc::manage(broker_), request, options_.max_frame_bytes, details_);
+        } catch (const std::exception& error) {
+            reply = wire::encode_failure(request.request, failure_kind_of_current(), error.what());
+        }
+        // Free first: a backup asked for once this answer is out must find none running.
+        backing_up_.store(false);
+        queue_for_io(answered_, Answered{session_id, std::move(reply)});
+    });
+}
+
 void ServerImpl::hand_over_deliveries() {
     std::vector<Handed> handed;
     std::vector<Confirmed> confirmed;
+    std::vector<Answered> answered;
     {
         std::lock_guard lock(handed_mutex_);
         handed.swap(handed_);
         confirmed.swap(confirmed_);
+        answered.swap(answered_);
     }
+    for (Answered& item : answered)
+        if (const auto found = sessions_.find(item.session); found != sessions_.end())
+            send(found->second, std::move(item.frame));
     for (Confirmed& item : confirmed)
         if (const auto found = sessions_.find(item.session); found != sessions_.end())
             send(found->second, wire::encode_confirm(item.sequence, item.result));
