@@ -194,7 +194,8 @@ TEST_CASE("a browse leaves the queue as it was, in order, on classic and quorum 
     }
 }
 
-TEST_CASE("a quorum queue with a delivery limit is not browsed, and keeps its messages", "[amqp-management]") {
+TEST_CASE("a quorum queue with a delivery limit is not browsed, and keeps its messages; nor is a stream",
+          "[amqp-management]") {
     const std::string queue = unique("limited");
     auto transport = acemq::amqp::open(amqp_url());
     transport->declare(acemq::Topology{}.queue(queue, {.arguments = {{"x-delivery-limit", std::int64_t{1}}}}));
@@ -211,6 +212,12 @@ TEST_CASE("a quorum queue with a delivery limit is not browsed, and keeps its me
     }
     CHECK(transport->queue_depth(queue) == 1);
     broker->delete_queue(queue);
+
+    const std::string stream = unique("stream");
+    transport->declare(acemq::Topology{}.stream(stream));
+    const std::string refused = testing_support::what_of<ManagementError>([&] { broker->browse(stream); });
+    CHECK_THAT(refused, Catch::Contains("stream") && Catch::Contains("offset"));
+    broker->delete_queue(stream);
 }
 
 TEST_CASE("purge drops the ready messages and says how many", "[amqp-management]") {
