@@ -1,7 +1,8 @@
 // The library's log records: the default sink's text line (RFC 3339 UTC to the millisecond,
 // level, component, message) and its JSON line (one object a line, read back with the
 // library's own JSON codec), record and line sinks in one slot, and the zmq broker's session
-// lines carrying the peer, the client and the reason.
+// lines carrying the peer, the client and the reason; the durable broker's commits refused
+// and resumed, once each a streak.
 #include <catch2/catch.hpp>
 
 #include <mutex>
@@ -11,8 +12,10 @@
 
 #include <acemq/acemq.hpp>
 #include <acemq/zmq.hpp>
+#include "../support/temp_dir.hpp"
 #include "../support/wait.hpp"
 #include "../zmq/broker_process.hpp"
+#include "full_data_file.hpp"
 
 using namespace std::chrono_literals;
 
@@ -127,4 +130,29 @@ TEST_CASE("the zmq broker logs a session's opening and closing with the peer, th
     CHECK(closed.field("client") == "billing@edge");
     CHECK(closed.field("reason") == "it said goodbye");
     CHECK_THAT(closed.message, Catch::Contains("it said goodbye"));
+}
+
+TEST_CASE("a data file that refuses commits is logged once for the streak, and once when it writes again") {
+    RecordedLog recorded;
+    testing_support::TempDir directory;
+    const std::string file = (directory.path() / "broker.db").string();
+    const std::string name = "log-format-full-" + acemq::new_uuid().substr(0, 8);
+    auto broker = acemq::inproc::broker(name, {.data = file, .max_data_bytes = 256 * 1024});
+    auto transport = acemq::open_transport("inproc://" + name + "?data=" + file);
+    transport->declare(acemq::Topology{}.queue("q"));
+    full_data_file::fill_and_check_down(*transport, file, 1s);
+    for (int i = 0; i < 3; ++i)
+        CHECK_FALSE(transport->publish({.routing_key = "q", .body = full_data_file::body}).confirmed);
+    full_data_file::ack_some(*transport);
+    REQUIRE(transport->publish({.routing_key = "q", .body = full_data_file::body}).confirmed);
+    std::vector<RecordedLog::Entry> refused, resumed;
+    for (const auto& entry : recorded.entries()) {
+        if (entry.field("event") == "commits-refused") refused.push_back(entry);
+        if (entry.field("event") == "commits-resumed") resumed.push_back(entry);
+    }
+    REQUIRE(refused.size() == 1);
+    CHECK(refused[0].level == acemq::LogLevel::error);
+    CHECK(refused[0].component == "durable-broker");
+    CHECK_THAT(refused[0].field("reason"), Catch::Contains("disk full"));
+    CHECK(resumed.size() == 1);
 }

@@ -21,7 +21,7 @@ stop() {
 }
 trap stop EXIT
 
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+source "$(dirname "$0")/prometheus_query.sh"
 fetch() { python3 -c 'import sys, urllib.request; sys.stdout.write(urllib.request.urlopen(sys.argv[1], timeout=5).read().decode())' "$1"; }
 
 "$broker" --listen tcp://127.0.0.1:0 --ready-file "$work/ready" --data "$work/broker.db" \
@@ -46,34 +46,7 @@ fetch "http://127.0.0.1:$port/metrics" >"$work/exposition" || fail "cannot fetch
 cat "$work/exposition"
 promtool check metrics <"$work/exposition" || fail "promtool check metrics found problems in the broker's exposition"
 
-prometheus_port=$(free_port)
-cat >"$work/prometheus.yml" <<CONFIG
-global:
-  scrape_interval: 1s
-scrape_configs:
-  - job_name: acemq-broker
-    static_configs:
-      - targets: ['127.0.0.1:$port']
-CONFIG
-prometheus --config.file="$work/prometheus.yml" --storage.tsdb.path="$work/data" \
-  --web.listen-address="127.0.0.1:$prometheus_port" >"$work/prometheus.log" 2>&1 &
-prometheus_pid=$!
-
 query='acemq_broker_queue_messages_ready{queue="scrape.orders"}'
-value=
-for _ in $(seq 1 60); do
-  kill -0 "$prometheus_pid" 2>/dev/null || { cat "$work/prometheus.log"; fail "prometheus exited"; }
-  value=$(python3 - "$prometheus_port" "$query" <<'PY' 2>/dev/null
-import json, sys, urllib.parse, urllib.request
-url = "http://127.0.0.1:%s/api/v1/query?query=%s" % (sys.argv[1], urllib.parse.quote(sys.argv[2]))
-answer = json.load(urllib.request.urlopen(url, timeout=2))
-results = answer["data"]["result"]
-print(results[0]["value"][1] if results else "")
-PY
-)
-  [ "$value" = "5" ] && break
-  sleep 1
-done
-echo "Prometheus answered $query = ${value:-nothing}"
-[ "$value" = "5" ] || { tail -20 "$work/prometheus.log"; fail "Prometheus never reported a depth of 5 (got '${value:-nothing}') within 60 s"; }
+scrape_until "$work" "$port" /metrics "$query" 5 ||
+  fail "Prometheus never reported a depth of 5 (got '${value:-nothing}') within 60 s"
 echo "scraped by Prometheus: scrape.orders holds 5"

@@ -18,7 +18,7 @@ stop() {
 }
 trap stop EXIT
 
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+source "$(dirname "$0")/prometheus_query.sh"
 
 "$example" --port 0 --serve-seconds 90 >"$work/example.log" 2>&1 &
 example_pid=$!
@@ -31,36 +31,9 @@ for _ in $(seq 1 300); do
 done
 [ -n "$port" ] || fail "the example did not say where it serves within 30 s"
 
-prometheus_port=$(free_port)
-cat >"$work/prometheus.yml" <<CONFIG
-global:
-  scrape_interval: 1s
-scrape_configs:
-  - job_name: acemq
-    metrics_path: /acemq-metrics
-    static_configs:
-      - targets: ['127.0.0.1:$port']
-CONFIG
-prometheus --config.file="$work/prometheus.yml" --storage.tsdb.path="$work/data" \
-  --web.listen-address="127.0.0.1:$prometheus_port" >"$work/prometheus.log" 2>&1 &
-prometheus_pid=$!
-
 query='acemq_consume_total{outcome="acked",queue="shipping.orders"}'
-value=
-for _ in $(seq 1 60); do
-  kill -0 "$prometheus_pid" 2>/dev/null || { cat "$work/prometheus.log"; fail "prometheus exited"; }
-  value=$(python3 - "$prometheus_port" "$query" <<'PY' 2>/dev/null
-import json, sys, urllib.parse, urllib.request
-url = "http://127.0.0.1:%s/api/v1/query?query=%s" % (sys.argv[1], urllib.parse.quote(sys.argv[2]))
-answer = json.load(urllib.request.urlopen(url, timeout=2))
-results = answer["data"]["result"]
-print(results[0]["value"][1] if results else "")
-PY
-)
-  [ "$value" = "16" ] && break
-  sleep 1
-done
+scrape_until "$work" "$port" /acemq-metrics "$query" 16
+scraped=$?
 cat "$work/example.log"
-echo "Prometheus answered $query = ${value:-nothing}"
-[ "$value" = "16" ] || { tail -20 "$work/prometheus.log"; fail "Prometheus never reported 16 acked (got '${value:-nothing}') within 60 s"; }
+[ "$scraped" = 0 ] || fail "Prometheus never reported 16 acked (got '${value:-nothing}') within 60 s"
 echo "scraped by Prometheus: 16 acked"

@@ -171,10 +171,12 @@ void Journal::run() {
         if (failure && !failing)
             log(LogLevel::error, "durable-broker",
                 *failure + "; persistent publishes are refused until a commit succeeds, " +
-                    std::to_string(kept.size()) + " other changes are kept and tried again");
+                    std::to_string(kept.size()) + " other changes are kept and tried again",
+                {{"event", "commits-refused"}, {"reason", *failure}});
         else if (!failure && failing)
             log(LogLevel::warning, "durable-broker",
-                "acemq: the durable inproc broker's commits succeed again; what was kept is written");
+                "acemq: the durable inproc broker's commits succeed again; what was kept is written",
+                {{"event", "commits-resumed"}});
         failing = failure.has_value();
         written_since_tidy = written_since_tidy || !failure;
         committed_(through, !failure);

@@ -45,6 +45,9 @@ struct Events::Measured {
     std::mutex lock;
     State state = State::connected;  // an Events belongs to a transport whose open succeeded
     std::chrono::steady_clock::time_point lost_at{};
+    // Kept while the instruments are: an InMemoryMetrics' instruments refer to it, and the
+    // transport may outlive the bus that gave it.
+    std::shared_ptr<Metrics> metrics;
     std::array<std::shared_ptr<Gauge>, state_names.size()> states{};
     std::shared_ptr<Counter> lost, recoveries;
     std::shared_ptr<Distribution> disconnected;
@@ -92,6 +95,7 @@ void Events::measure(const std::shared_ptr<Metrics>& metrics) {
     if (!metrics) return;
     const Labels labels{{std::string(tag::transport), component_}};
     std::lock_guard guard(measured_->lock);
+    measured_->metrics = metrics;
     for (std::size_t i = 0; i < Measured::state_names.size(); ++i)
         measured_->states[i] = metrics->bind_gauge(metric::connection_state,
                                                    {{std::string(tag::transport), component_},
