@@ -41,6 +41,7 @@
 #include <acemq/telemetry_server.hpp>
 #include <acemq/testing.hpp>
 #include <acemq/topology.hpp>
+#include <acemq/topology_file.hpp>
 #include <acemq/tracing.hpp>
 #include <acemq/transport.hpp>
 #include <acemq/url.hpp>

@@ -144,6 +144,11 @@ private:
 // Renders a table as `name=value, name=value` in name order.
 std::string to_string(const FieldTable& table);
 
+// Whether two values say the same to a broker comparing declarations: integers by value
+// whatever their width (a 32-bit 5 is a 64-bit 5, as the wire does not keep the width),
+// anything else exactly.
+bool equivalent(const FieldValue& a, const FieldValue& b);
+
 inline FieldTable::iterator FieldTable::begin() noexcept { return entries_.begin(); }
 inline FieldTable::iterator FieldTable::end() noexcept { return entries_.end(); }
 inline FieldTable::const_iterator FieldTable::begin() const noexcept { return entries_.begin(); }

@@ -15,6 +15,7 @@
 #include <chrono>
 #include <cstdint>
 #include <optional>
+#include <string_view>
 #include <vector>
 
 namespace acemq {
@@ -94,5 +95,11 @@ RetryPolicy fixed_retry(std::int32_t attempts, milliseconds delay);
 // `attempts` deliveries in all, doubling from `initial` up to `max` (0 = uncapped),
 // jittered ±20 % while the wait is held in the consumer.
 RetryPolicy exponential_retry(std::int32_t attempts, milliseconds initial, milliseconds max = milliseconds{0});
+
+// The policy written as the family writes one down (the contract fixture's "how"):
+// "none()", "fixed(4, 30s)", "exponential(6, 10s, 1m)", each optionally followed by
+// ".giveUpAfter(2m)", ".withJitter(0.1)" and ".waitInBrokerFrom(1m)". A duration is a whole
+// number and one of ms, s, m, h. Throws InvalidArgument saying what part is wrong.
+RetryPolicy parse_retry_policy(std::string_view how);
 
 }  // namespace acemq

@@ -112,6 +112,9 @@ public:
     const std::vector<ExchangeDeclaration>& exchanges() const noexcept { return exchanges_; }
     const std::vector<QueueDeclaration>& queues() const noexcept { return queues_; }
     const std::vector<BindingDeclaration>& bindings() const noexcept { return bindings_; }
+    // The names given to existing_queue and existing_exchange, in the order first given.
+    const std::vector<std::string>& existing_queues() const noexcept { return existing_queues_; }
+    const std::vector<std::string>& existing_exchanges() const noexcept { return existing_exchanges_; }
     const QueueDeclaration* find_queue(std::string_view name) const noexcept;
     const ExchangeDeclaration* find_exchange(std::string_view name) const noexcept;
 

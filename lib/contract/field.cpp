@@ -131,6 +131,17 @@ void FieldTable::merge(FieldTable&& other) {
     other.clear();
 }
 
+bool equivalent(const FieldValue& a, const FieldValue& b) {
+    const auto integer = [](const FieldValue& value) {
+        return value.holds<std::int32_t>() || value.holds<std::int64_t>() || value.holds<std::uint64_t>();
+    };
+    if (integer(a) && integer(b)) {
+        const auto left = a.as_integer(), right = b.as_integer();
+        if (left && right) return *left == *right;
+    }
+    return a == b;
+}
+
 std::string to_string(const FieldTable& table) {
     std::string out;
     for (const auto& [name, value] : table) {

@@ -6,6 +6,7 @@
 #include <acemq/schema.hpp>
 #include <acemq/uuid.hpp>
 
+#include "field_json.hpp"
 #include "quoted_text.hpp"
 
 namespace acemq {
@@ -16,42 +17,12 @@ constexpr std::size_t max_error_bytes = 1000;
 
 std::int64_t epoch_ms(EpochMillis time) { return time.time_since_epoch().count(); }
 
-// Header values as JSON values; bytes have no JSON form and are refused.
-Value to_json(const FieldValue& field, std::string_view name) {
-    return std::visit(
-        [&](const auto& value) -> Value {
-            using T = std::decay_t<decltype(value)>;
-            if constexpr (std::is_same_v<T, std::monostate>) {
-                return Value();
-            } else if constexpr (std::is_same_v<T, std::int32_t>) {
-                return Value(std::int64_t{value});
-            } else if constexpr (std::is_same_v<T, Bytes>) {
-                throw InvalidArgument("acemq: header \"" + std::string(name) +
-                                      "\" holds bytes, which the SQL outbox cannot store (it keeps headers as "
-                                      "JSON); send them as text, e.g. base64");
-            } else if constexpr (std::is_same_v<T, FieldTimestamp>) {
-                // As a JSON number it would come back as an integer, read as milliseconds.
-                throw InvalidArgument("acemq: header \"" + std::string(name) +
-                                      "\" holds an AMQP timestamp, which the SQL outbox cannot store (it keeps "
-                                      "headers as JSON); send it as an integer of epoch milliseconds");
-            } else if constexpr (std::is_same_v<T, FieldArray>) {
-                Value::Array items;
-                for (const FieldValue& item : value) items.push_back(to_json(item, name));
-                return Value(std::move(items));
-            } else if constexpr (std::is_same_v<T, FieldTable>) {
-                Value::Map entries;
-                for (const auto& [key, item] : value) entries.emplace_back(Value(key), to_json(item, key));
-                return Value(std::move(entries));
-            } else {
-                return Value(value);
-            }
-        },
-        field.get());
-}
-
 std::string headers_to_json(const Headers& headers) {
     Value::Map entries;
-    for (const auto& [name, value] : headers) entries.emplace_back(Value(name), to_json(value, name));
+    for (const auto& [name, value] : headers)
+        entries.emplace_back(
+            Value(name),
+            detail::field_to_json(value, "header", name, "the SQL outbox cannot store (it keeps headers as JSON)"));
     const std::vector<std::byte> text = JsonCodec{}.encode(Value(std::move(entries)));
     return std::string(reinterpret_cast<const char*>(text.data()), text.size());
 }
@@ -60,40 +31,12 @@ bool is_int32_header(std::string_view name) {
     return name == header::version || name == header::attempt || name == header::route_position;
 }
 
-FieldValue from_json(const Value& value, bool int32) {
-    switch (value.kind()) {
-    case Value::Kind::null: return FieldValue();
-    case Value::Kind::boolean: return FieldValue(value.as_bool());
-    case Value::Kind::int64: {
-        const std::int64_t number = value.as_int64();
-        if (int32 && number >= INT32_MIN && number <= INT32_MAX) return FieldValue(static_cast<std::int32_t>(number));
-        return FieldValue(number);
-    }
-    case Value::Kind::uint64: return FieldValue(value.as_uint64());
-    case Value::Kind::float64: return FieldValue(value.as_double());
-    case Value::Kind::string: return FieldValue(value.as_string());
-    case Value::Kind::array: {
-        FieldArray items;
-        for (const Value& item : value.as_array()) items.push_back(from_json(item, false));
-        return FieldValue(std::move(items));
-    }
-    case Value::Kind::map: {
-        FieldTable table;
-        for (const auto& [key, item] : value.as_map()) table.insert_or_assign(key.as_string(), from_json(item, false));
-        return FieldValue(std::move(table));
-    }
-    default:
-        throw DecodeError("acemq: an outbox row's headers hold a " + std::string(kind_name(value.kind())) +
-                          ", which the outbox never writes");
-    }
-}
-
 Headers headers_from_json(const std::string& text) {
     const Value parsed = JsonCodec{}.decode(std::as_bytes(std::span(text.data(), text.size())), content_types::json);
     Headers headers;
     for (const auto& [key, item] : parsed.as_map()) {
         const std::string& name = key.as_string();
-        headers.insert_or_assign(name, from_json(item, is_int32_header(name)));
+        headers.insert_or_assign(name, detail::field_from_json(item, is_int32_header(name)));
     }
     return headers;
 }
@@ -153,6 +96,14 @@ SqlOutboxStore::SqlOutboxStore(sql::Database& relay_connections, SqlOutboxOption
             " WHERE id = ?";
     retired_ = "SELECT " + columns_ + " FROM " + t + " WHERE attempts >= ? ORDER BY created_at, id";
     count_ = "SELECT COUNT(*) FROM " + t;
+    counts_ =
+        "SELECT COALESCE(SUM(CASE WHEN attempts < ? THEN 1 ELSE 0 END), 0),"
+        " COALESCE(SUM(CASE WHEN attempts < ? AND attempts > 0 THEN 1 ELSE 0 END), 0),"
+        " COALESCE(SUM(CASE WHEN attempts >= ? THEN 1 ELSE 0 END), 0),"
+        " MIN(CASE WHEN attempts < ? THEN created_at END) FROM " +
+        t;
+    release_retired_ =
+        "UPDATE " + t + " SET attempts = 0, claimed_by = NULL, claim_expires_at = NULL WHERE id = ? AND attempts >= ?";
     if (options_.max_attempts < 1)
         throw InvalidArgument("acemq: max_attempts must be at least 1, got " + std::to_string(options_.max_attempts));
     if (options_.lease <= std::chrono::milliseconds::zero())
@@ -252,6 +203,26 @@ std::size_t SqlOutboxStore::count() {
     return with_connection([&](sql::Connection& connection) {
         const std::vector<sql::Row> rows = connection.query(count_);
         return static_cast<std::size_t>(rows.at(0).at(0).as_integer());
+    });
+}
+
+OutboxCounts SqlOutboxStore::counts() {
+    return with_connection([&](sql::Connection& connection) {
+        const std::int64_t limit = options_.max_attempts;
+        const std::vector<sql::Row> rows = connection.query(counts_, {limit, limit, limit, limit});
+        const sql::Row& row = rows.at(0);
+        OutboxCounts counts{.pending = static_cast<std::size_t>(row.at(0).as_integer()),
+                            .failing = static_cast<std::size_t>(row.at(1).as_integer()),
+                            .retired = static_cast<std::size_t>(row.at(2).as_integer())};
+        if (!row.at(3).is_null())
+            counts.oldest_pending = EpochMillis(std::chrono::milliseconds(row.at(3).as_integer()));
+        return counts;
+    });
+}
+
+bool SqlOutboxStore::release_retired(std::string_view id) {
+    return with_connection([&](sql::Connection& connection) {
+        return connection.execute(release_retired_, {id, std::int64_t{options_.max_attempts}}) > 0;
     });
 }
 

@@ -1,51 +1,14 @@
 #include <catch2/catch.hpp>
 
-#include <regex>
-
 #include <acemq/error.hpp>
 #include <acemq/retry.hpp>
 #include "../support/fixtures.hpp"
+#include "../support/thrown.hpp"
 
 using namespace acemq;
 using std::chrono::milliseconds;
 
 namespace {
-
-milliseconds duration_named(const std::string& text) {
-    std::smatch parts;
-    REQUIRE(std::regex_match(text, parts, std::regex(R"((\d+)(ms|s|m|h))")));
-    const std::int64_t count = std::stoll(parts[1]);
-    const std::string unit = parts[2];
-    if (unit == "ms") return milliseconds(count);
-    if (unit == "s") return std::chrono::seconds(count);
-    if (unit == "m") return std::chrono::minutes(count);
-    return std::chrono::hours(count);
-}
-
-// Builds the policy a fixture's "how" names, e.g. "exponential(5, 1s, 24h).giveUpAfter(2m)",
-// so the expectations below come from the fixture and not from a table written here.
-RetryPolicy policy_from(const std::string& how) {
-    std::smatch parts;
-    const std::regex shape(R"((none|fixed|exponential)\(([^)]*)\)(?:\.giveUpAfter\((\w+)\))?)");
-    REQUIRE(std::regex_match(how, parts, shape));
-    std::vector<std::string> args;
-    const std::string arg_text = parts[2];
-    const std::regex arg(R"(\s*([^,]+?)\s*(?:,|$))");
-    for (auto it = std::sregex_iterator(arg_text.begin(), arg_text.end(), arg); it != std::sregex_iterator(); ++it)
-        if (!(*it)[1].str().empty()) args.push_back((*it)[1]);
-    RetryPolicy policy = no_retry();
-    if (parts[1] == "fixed") {
-        REQUIRE(args.size() == 2);
-        policy = fixed_retry(std::stoi(args[0]), duration_named(args[1]));
-    } else if (parts[1] == "exponential") {
-        REQUIRE(args.size() == 3);
-        policy = exponential_retry(std::stoi(args[0]), duration_named(args[1]), duration_named(args[2]));
-    } else {
-        REQUIRE(args.empty());
-    }
-    if (parts[3].matched) policy = policy.give_up_after(duration_named(parts[3]));
-    return policy;
-}
 
 std::vector<milliseconds> millis_list(const boost::json::value& list) {
     std::vector<milliseconds> out;
@@ -61,7 +24,9 @@ TEST_CASE("every retry schedule of the contract fixture") {
     REQUIRE(schedules.size() == 5);
     for (const auto& fixture : schedules) {
         SECTION(fixtures::text(fixture.at("name"))) {
-            const RetryPolicy policy = policy_from(fixtures::text(fixture.at("how")));
+            // The policy the fixture's "how" names, read as a topology file's "retry" is, so the
+            // expectations below come from the fixture and not from a table written here.
+            const RetryPolicy policy = parse_retry_policy(fixtures::text(fixture.at("how")));
             CHECK(policy.max_attempts() == fixture.at("maxAttempts").to_number<int>());
             CHECK(policy.max_message_age() == fixtures::millis(fixture.at("maxMessageAgeMillis")));
             CHECK((policy.max_message_age().count() > 0) == fixture.at("hasMaxMessageAge").as_bool());
@@ -216,4 +181,34 @@ TEST_CASE("an uncapped ladder of many attempts saturates instead of overflowing"
     auto wait = policy.next_wait(199, std::nullopt, 0.5);
     REQUIRE(wait.has_value());
     CHECK(wait->in_broker);
+}
+
+TEST_CASE("a policy written down as the family writes it") {
+    CHECK(parse_retry_policy("fixed(4, 30s)") == fixed_retry(4, std::chrono::seconds(30)));
+    CHECK(parse_retry_policy(" exponential(6,10s,1m) ") ==
+          exponential_retry(6, std::chrono::seconds(10), std::chrono::minutes(1)));
+    CHECK(parse_retry_policy("none()") == no_retry());
+    CHECK(parse_retry_policy("exponential(5, 500ms, 2h).giveUpAfter(2m).withJitter(0.1).waitInBrokerFrom(1m)") ==
+          exponential_retry(5, milliseconds(500), std::chrono::hours(2))
+              .give_up_after(std::chrono::minutes(2))
+              .with_jitter(0.1)
+              .wait_in_broker_from(std::chrono::minutes(1)));
+    const std::vector<std::pair<std::string, std::string>> refused{
+        {"", "it is empty"},
+        {"linear(3, 1s)", "not none, fixed or exponential"},
+        {"fixed(4)", "fixed takes 2 arguments, got 1"},
+        {"fixed(four, 30s)", "\"four\" is not a whole number"},
+        {"fixed(0, 30s)", "the attempts must lie in [1, 2147483647]"},
+        {"fixed(4, 30 s)", "\"30 s\" is not a duration"},
+        {"fixed(4, 30d)", "\"30d\" is not a duration"},
+        {"fixed(4, 30s).retryForever(1)", ".retryForever() is not giveUpAfter"},
+        {"fixed(4, 30s)giveUpAfter(2m)", "expected \".\""},
+        {"fixed(4, 30s", "is not a call name(arguments)"},
+        {"none().withJitter(lots)", "\"lots\" is not a number"},
+        {"none().withJitter(2)", "a jitter factor must lie in [0, 1]"},
+    };
+    for (const auto& [how, why] : refused) {
+        INFO(how);
+        CHECK_THAT(testing_support::what_of<InvalidArgument>([&] { parse_retry_policy(how); }), Catch::Contains(why));
+    }
 }

@@ -17,14 +17,6 @@ bool is_integer(const FieldValue& value) {
     return value.holds<std::int32_t>() || value.holds<std::int64_t>() || value.holds<std::uint64_t>();
 }
 
-bool equivalent(const FieldValue& a, const FieldValue& b) {
-    if (is_integer(a) && is_integer(b)) {
-        const auto left = a.as_integer(), right = b.as_integer();
-        if (left && right) return *left == *right;
-    }
-    return a == b;
-}
-
 std::string shown(const FieldValue* value) { return value == nullptr ? "(absent)" : value->to_string(); }
 std::string shown(bool flag) { return flag ? "true" : "false"; }
 

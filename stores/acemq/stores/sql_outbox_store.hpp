@@ -46,6 +46,7 @@
 #include <cstddef>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -61,6 +62,14 @@ struct SqlOutboxOptions {
     // How long a relay owns the rows it claimed. Longer than a batch takes to publish, or a
     // second relay takes rows over while the first still sends them (sent twice).
     std::chrono::milliseconds lease{30'000};
+};
+
+// What an outbox table holds, counted for an operator (`acemq outbox status`).
+struct OutboxCounts {
+    std::size_t pending = 0;                      // below max_attempts: the relay sends them
+    std::size_t failing = 0;                      // of the pending, those that failed at least once
+    std::size_t retired = 0;                      // at max_attempts or more: kept for a person, never sent
+    std::optional<EpochMillis> oldest_pending{};  // the created_at of the oldest pending record
 };
 
 class SqlOutboxStore final : public OutboxStore {
@@ -85,6 +94,14 @@ public:
     std::vector<OutboxRecord> retired() override;
     std::size_t count() override;
 
+    // Counts the records by state in one statement, claiming nothing: safe beside running
+    // relays.
+    OutboxCounts counts();
+    // Puts the retired record `id` back to pending, as the family releases one: attempts 0
+    // and its lease dropped, so the next sweep sends it (last_error stays until the next
+    // failure). False when no retired record has that id.
+    bool release_retired(std::string_view id);
+
     const std::string& table() const noexcept { return options_.table; }
 
 private:
@@ -102,6 +119,8 @@ private:
     std::string fail_;
     std::string retired_;
     std::string count_;
+    std::string counts_;
+    std::string release_retired_;
     std::mutex lock_;
     std::unique_ptr<sql::Connection> connection_;
 };
