@@ -12,6 +12,7 @@
 #include <chrono>
 #include <functional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "acemq_process.hpp"
@@ -81,6 +82,18 @@ inline std::string bodies(const Target& target, const std::string& queue, int co
     return lines;
 }
 
+// queue_lines once it reads `expected`, or as it reads after 30 s: RabbitMQ's management API
+// counts from statistics it gathers every few seconds, so a listing lags what just happened.
+inline std::string queue_lines_when(const Target& target, const std::string& prefix, const std::string& expected) {
+    const auto deadline = std::chrono::steady_clock::now() + 30s;
+    std::string lines = queue_lines(target, prefix);
+    while (lines != expected && std::chrono::steady_clock::now() < deadline) {
+        std::this_thread::sleep_for(250ms);
+        lines = queue_lines(target, prefix);
+    }
+    return lines;
+}
+
 struct OrderPlaced {
     std::string order_id;
     std::int64_t total_cents;
@@ -91,7 +104,9 @@ inline void operate(const Target& target) {
     const std::string prefix = "op-" + acemq::new_uuid().substr(0, 8) + ".";
     const std::string queue = prefix + "orders";
     const std::string dlq = queue + ".dlq";
-    with_bus(target, [&](acemq::Bus& bus) { bus.declare(acemq::Topology{}.queue(queue, {.dead_letter = true})); });
+    with_bus(target, [&](acemq::Bus& bus) {
+        bus.declare(acemq::Topology{}.queue(queue, {.dead_letter = true, .type = acemq::QueueType::classic}));
+    });
 
     // publish: the body from standard input, confirmed, exit 0.
     for (const std::string order : {"o-1", "o-2"}) {
@@ -121,10 +136,11 @@ inline void operate(const Target& target) {
     CHECK(no_queue.err.find("reached no queue") != std::string::npos);
 
     // The same listing on every broker.
-    CHECK(queue_lines(target, prefix) ==
-          "orders quorum durable=yes ready=5 unacked=0 consumers=0\n"
-          "orders.dlq classic durable=yes ready=0 unacked=0 consumers=0\n"
-          "orders.parked classic durable=yes ready=0 unacked=0 consumers=0\n");
+    const std::string five_ready =
+        "orders classic durable=yes ready=5 unacked=0 consumers=0\n"
+        "orders.dlq classic durable=yes ready=0 unacked=0 consumers=0\n"
+        "orders.parked classic durable=yes ready=0 unacked=0 consumers=0\n";
+    CHECK(queue_lines_when(target, prefix, five_ready) == five_ready);
     const Run table = run_on(target, {"queues"});
     INFO(told(table));
     CHECK(table.out.find("NAME") == 0);
@@ -135,7 +151,7 @@ inline void operate(const Target& target) {
         "[\"o-4\",4250]\n\"red \\u001b[31m alert o-5\"\n";
     CHECK(bodies(target, queue) == expected_bodies);
     CHECK(bodies(target, queue) == expected_bodies);
-    CHECK(queue_lines(target, queue).find("ready=5") != std::string::npos);
+    CHECK(queue_lines_when(target, prefix, five_ready) == five_ready);
     const acemq::Value third = document(run_on(target, {"--json", "peek", queue, "--from", "2", "-n", "1"}));
     const acemq::Value& message = third.find("messages")->as_array().at(0);
     CHECK(message.find("position")->as_uint64() == 2);
@@ -184,7 +200,11 @@ inline void operate(const Target& target) {
         document(run_on(target, {"--json", "dlq", "replay", queue, "--dry-run", "--match", "o-3"}));
     CHECK(dry.find("wouldMove")->as_uint64() == 1);
     CHECK(dry.find("left")->as_uint64() == 3);
-    CHECK(queue_lines(target, prefix).find("orders.dlq classic durable=yes ready=4") != std::string::npos);
+    const std::string four_dead =
+        "orders classic durable=yes ready=0 unacked=0 consumers=0\n"
+        "orders.dlq classic durable=yes ready=4 unacked=0 consumers=0\n"
+        "orders.parked classic durable=yes ready=0 unacked=0 consumers=0\n";
+    CHECK(queue_lines_when(target, prefix, four_dead) == four_dead);
     const acemq::Value matched = document(run_on(target, {"--json", "dlq", "replay", queue, "--match", "o-3"}));
     CHECK(matched.find("moved")->as_uint64() == 1);
     CHECK(matched.find("skipped")->as_uint64() == 3);
@@ -194,10 +214,11 @@ inline void operate(const Target& target) {
     INFO(told(limited));
     CHECK(limited.status == 0);
     CHECK(limited.out.find("MOVED") != std::string::npos);
-    CHECK(queue_lines(target, prefix) ==
-          "orders quorum durable=yes ready=2 unacked=0 consumers=0\n"
-          "orders.dlq classic durable=yes ready=2 unacked=0 consumers=0\n"
-          "orders.parked classic durable=yes ready=0 unacked=0 consumers=0\n");
+    const std::string two_each =
+        "orders classic durable=yes ready=2 unacked=0 consumers=0\n"
+        "orders.dlq classic durable=yes ready=2 unacked=0 consumers=0\n"
+        "orders.parked classic durable=yes ready=0 unacked=0 consumers=0\n";
+    CHECK(queue_lines_when(target, prefix, two_each) == two_each);
 
     // purge and delete refuse without --yes off a terminal, naming it; with it, do it.
     for (const std::string command : {"purge", "delete"}) {
@@ -206,15 +227,16 @@ inline void operate(const Target& target) {
         CHECK(refused.status == 2);
         CHECK(refused.err.find("--yes") != std::string::npos);
     }
-    CHECK(queue_lines(target, prefix).find("orders.dlq classic durable=yes ready=2") != std::string::npos);
+    CHECK(queue_lines_when(target, prefix, two_each) == two_each);
     const acemq::Value purged = document(run_on(target, {"--json", "purge", dlq, "--yes"}));
     CHECK(purged.find("purged")->as_uint64() == 2);
     const Run deleted = run_on(target, {"delete", queue, "--yes"});
     INFO(told(deleted));
     CHECK(deleted.status == 0);
-    CHECK(queue_lines(target, prefix) ==
-          "orders.dlq classic durable=yes ready=0 unacked=0 consumers=0\n"
-          "orders.parked classic durable=yes ready=0 unacked=0 consumers=0\n");
+    const std::string deleted_one =
+        "orders.dlq classic durable=yes ready=0 unacked=0 consumers=0\n"
+        "orders.parked classic durable=yes ready=0 unacked=0 consumers=0\n";
+    CHECK(queue_lines_when(target, prefix, deleted_one) == deleted_one);
     for (const std::string& leftover : {dlq, queue + ".parked"}) run_on(target, {"delete", leftover, "--yes"});
 }
 

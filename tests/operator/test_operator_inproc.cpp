@@ -42,3 +42,27 @@ TEST_CASE("acemq without a URL, with an unknown scheme or a bad option exits 2 s
     CHECK(run_acemq({"--url", "inproc://x", "frobnicate"}).status == 2);
     CHECK(run_acemq({"--url", "inproc://x", "publish", "q", "--header", "nonsense"}, {.input = "{}"}).status == 2);
 }
+
+TEST_CASE("acemq peek shows a body no codec names as hex; move takes a queue's messages to another", "[operator]") {
+    testing_support::TempDir dir("operator-inproc-move");
+    const operator_test::Target target{"inproc://operator-move?data=" + (dir.path() / "broker.db").string()};
+    operator_test::with_bus(target, [](acemq::Bus& bus) {
+        bus.declare(acemq::Topology{}
+                        .queue("from", {.type = acemq::QueueType::classic})
+                        .queue("to", {.type = acemq::QueueType::classic}));
+    });
+    const operator_test::Run published =
+        run_on(target, {"publish", "from", "--content-type", "application/x-protobuf"}, {.input = "\x01\x02\xff"});
+    INFO(told(published));
+    REQUIRE(published.status == 0);
+    const acemq::Value peeked = operator_test::document(run_on(target, {"--json", "peek", "from"}));
+    const acemq::Value& message = peeked.find("messages")->as_array().at(0);
+    CHECK(message.find("bodyEncoding")->as_string() == "hex");
+    CHECK(message.find("body")->as_string() == "0102ff");
+
+    const acemq::Value moved = operator_test::document(run_on(target, {"--json", "move", "from", "to"}));
+    CHECK(moved.find("moved")->as_uint64() == 1);
+    CHECK(moved.find("left")->as_uint64() == 0);
+    CHECK(operator_test::bodies(target, "to") == "\"0102ff\"\n");
+    CHECK(run_on(target, {"move", "to", "to"}).status == 2);
+}

@@ -86,7 +86,7 @@ TEST_CASE("acemq on a broker in memory: backup is refused as unsupported, exit 6
 }
 
 TEST_CASE("acemq on a broker that refuses management: exit 4, naming --no-management", "[operator]") {
-    zmq_test::ThreadBroker broker("tcp://127.0.0.1:0", {.management = false});
+    BrokerProcess broker(ACEMQ_BROKER_PROGRAM, tcp_broker({"--no-management"}));
     const operator_test::Run refused = run_on({broker.url()}, {"queues"});
     INFO(told(refused));
     CHECK(refused.status == 4);

@@ -96,16 +96,18 @@ void print_summary(const Context& context, const std::string& source, bool dry_r
                             {"stopped", std::string(reason)}});
 }
 
-// What a replay would do, from a browse: nothing is taken.
+// What a replay would do, from a browse of the whole queue: nothing is taken. (Not from the
+// listing's counts: RabbitMQ's lag behind the queue by its statistics interval.)
 void dry_run(const Context& context, const std::string& source, const ReplayArgs& args) {
     std::unique_ptr<Management> broker = open_broker(context);
-    const std::uint64_t ready = find_queue(*broker, context, source).ready;
-    std::size_t moved = 0, skipped = 0;
+    find_queue(*broker, context, source);
+    std::size_t moved = 0, skipped = 0, total = 0;
     constexpr std::size_t page = 500;
-    for (std::uint64_t from = 0; from < ready && (args.limit == 0 || moved < args.limit); from += page) {
+    for (std::uint64_t from = 0;; from += page) {
         const std::vector<BrowsedMessage> browsed = broker->browse(source, {.from = from, .count = page});
         for (const BrowsedMessage& message : browsed) {
-            if (args.limit != 0 && moved == args.limit) break;
+            ++total;
+            if (args.limit != 0 && moved == args.limit) continue;
             if (matches(envelope_of(message.message), message.message.body, args.match))
                 ++moved;
             else
@@ -114,7 +116,7 @@ void dry_run(const Context& context, const std::string& source, const ReplayArgs
         if (browsed.size() < page) break;
     }
     const bool limited = args.limit != 0 && moved == args.limit;
-    print_summary(context, source, true, moved, skipped, ready - moved,
+    print_summary(context, source, true, moved, skipped, total - moved,
                   to_string(limited ? ReplayStop::limit : ReplayStop::drained));
 }
 
@@ -144,12 +146,17 @@ void replay_queue(const Context& context, const std::string& source, const Repla
         return take;
     };
     const ReplayResult result = replay(bus, source, options);
+    // A call answered after the last ack: the amqp transport posts acks to its I/O thread,
+    // and a close right behind one could drop it, leaving a moved message in `source` too.
+    bus.transport().queue_depth(source);
     bus.close();
-    // Left: ready or still handed out, as the messages the filter declined may be while their
-    // requeue travels to a remote broker.
-    const QueueSummary after = find_queue(*broker, context, source);
-    print_summary(context, source, false, result.moved, result.skipped, after.ready + after.unacked,
-                  to_string(result.reason));
+    // Asked on a connection of its own once the replay's is closed, so that the declined
+    // messages it put back are counted (RabbitMQ takes them back on the closing channel, and
+    // a listing would lag: its counts come from statistics gathered every few seconds).
+    std::shared_ptr<Transport> counter = open_connection(context);
+    const std::uint64_t left = counter->queue_depth(source);
+    counter->close();
+    print_summary(context, source, false, result.moved, result.skipped, left, to_string(result.reason));
 }
 
 }  // namespace

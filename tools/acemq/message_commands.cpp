@@ -176,6 +176,9 @@ void tail(const Context& context, const TailArgs& args, std::chrono::millisecond
     }
     // Back in reverse, each to the head, so that they stand in their old order.
     for (auto it = held.rbegin(); it != held.rend(); ++it) it->requeue();
+    // A call that waits for the broker's answer after the settlements: the amqp transport
+    // posts an ack to its I/O thread, and a close right behind it could drop it unsent.
+    transport->queue_depth(args.queue);
     transport->close();
     if (context.json)
         std::printf("%s\n", pretty_json(Value::Map{{"queue", args.queue},
