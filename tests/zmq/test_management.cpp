@@ -182,10 +182,13 @@ TEST_CASE("every management call over the wire gives what inproc::manage gives o
     CHECK(over_wire.product == "acemq-broker");
     CHECK(std::tie(over_wire.version, over_wire.name, over_wire.data_file, over_wire.data_bytes, over_wire.wal_bytes,
                    over_wire.free_disk_bytes, over_wire.opens, over_wire.quarantined, over_wire.commits,
-                   over_wire.commit_latency_mean, over_wire.commit_latency_max) ==
+                   over_wire.commit_latency_mean, over_wire.commit_latency_max, over_wire.published,
+                   over_wire.delivered, over_wire.acked) ==
           std::tie(in_process.version, in_process.name, in_process.data_file, in_process.data_bytes,
                    in_process.wal_bytes, in_process.free_disk_bytes, in_process.opens, in_process.quarantined,
-                   in_process.commits, in_process.commit_latency_mean, in_process.commit_latency_max));
+                   in_process.commits, in_process.commit_latency_mean, in_process.commit_latency_max,
+                   in_process.published, in_process.delivered, in_process.acked));
+    CHECK(over_wire.published.value_or(0) > 0);
     REQUIRE(over_wire.details.size() >= in_process.details.size());
     CHECK(std::equal(in_process.details.begin(), in_process.details.end(), over_wire.details.begin()));
     const std::vector<std::pair<std::string, std::string>> server_details(

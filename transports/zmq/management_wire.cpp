@@ -22,7 +22,7 @@ constexpr std::array<std::string_view, 10> call_names{
     "browse", "purge",     "delete_queue", "delete_exchange", "backup"};
 
 // The fields of each answer's elements (§11.2), at least.
-constexpr std::uint32_t info_fields = 14;
+constexpr std::uint32_t info_fields = 17;
 constexpr std::uint32_t queue_summary_appended = 5;
 constexpr std::uint32_t session_fields = 5;
 constexpr std::uint32_t browsed_fields = 2 + message_fields;
@@ -156,6 +156,12 @@ msgpack::sbuffer encode_info_reply(std::uint64_t request, const BrokerInfo& info
         out.out().pack_array(2);
         out.text(name).text(value);
     }
+    for (const std::optional<std::uint64_t>& total : {info.published, info.delivered, info.acked}) {
+        if (total)
+            out.value(*total);
+        else
+            out.nil();
+    }
     return std::move(out.buffer());
 }
 
@@ -273,6 +279,13 @@ BrokerInfo read_info_reply(const Frame& frame) {
             const auto& pair = read_array(details.ptr[i], "detail", 2);
             info.details.emplace_back(read_text(pair.ptr[0], "detail name"), read_text(pair.ptr[1], "detail value"));
         }
+        const auto total = [&](std::size_t index, std::string_view name) -> std::optional<std::uint64_t> {
+            if (at[index].type == msgpack::type::NIL) return std::nullopt;
+            return read_unsigned(at[index], name);
+        };
+        info.published = total(14, "published");
+        info.delivered = total(15, "delivered");
+        info.acked = total(16, "acked");
         return info;
     });
 }
