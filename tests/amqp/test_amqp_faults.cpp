@@ -29,6 +29,7 @@
 #include <functional>
 #include <iostream>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <stdexcept>
@@ -697,6 +698,43 @@ TEST_CASE("health: up on a good connection, creates nothing, down once closed") 
     CHECK(closed.status == acemq::Health::Status::down);
     CHECK(closed.detail == "the connection has been closed");
     CHECK_FALSE(acemq::amqp::state(*transport).connected);
+}
+
+TEST_CASE("an ack made just before close() reaches the broker: the message is not handed out again") {
+    const std::string queue = "acemq-faults-ack-then-close";
+    auto operator_side = acemq::amqp::open(amqp_url(), {.session = {.name = "acemq-faults-ack-then-close-setup"}});
+    operator_side->delete_queue(queue);
+    operator_side->declare(acemq::Topology{}.queue(queue, {.type = acemq::QueueType::classic}));
+    // Each round races the ack's hand-off to the I/O thread against close(); before close()
+    // flushed what was posted, an ack could be dropped unsent and the message came back.
+    for (int round = 0; round < 20; ++round) {
+        const std::string body = "round " + std::to_string(round);
+        acemq::OutboundMessage message{.routing_key = queue};
+        for (char c : body) message.body.push_back(static_cast<std::byte>(c));
+        REQUIRE(operator_side->publish(std::move(message)).confirmed);
+        auto consumer = acemq::amqp::open(amqp_url(), {.session = {.name = "acemq-faults-ack-then-close"}});
+        std::mutex lock;
+        std::optional<acemq::Delivery> delivered;
+        auto subscription = consumer->consume(queue, {.prefetch = 1}, [&](acemq::Delivery delivery) {
+            std::lock_guard guard(lock);
+            delivered.emplace(std::move(delivery));
+        });
+        REQUIRE(testing_support::eventually([&] {
+            std::lock_guard guard(lock);
+            return delivered.has_value();
+        }));
+        {
+            std::lock_guard guard(lock);
+            delivered->ack();
+        }
+        consumer->close();
+        INFO("round " << round);
+        CHECK(operator_side->queue_depth(queue) == 0);
+    }
+    // A dropped ack shows once the closed channel's unacked message is requeued: give that
+    // half a second to happen (it is what this case exists to catch, not a speed).
+    CHECK_FALSE(testing_support::eventually([&] { return operator_side->queue_depth(queue) > 0; }, 500ms));
+    operator_side->delete_queue(queue);
 }
 
 TEST_CASE("health: a consumer whose queue is deleted under it has stopped reading, and health says degraded") {

@@ -56,6 +56,14 @@ void AmqpTransport::Impl::run() {
     }
     std::lock_guard io(io_mutex_);
     if (connection_) {
+        // What callers posted before close() (an ack, a nack) still goes out ahead of the
+        // channel's close: a settlement made just before closing must not be dropped unsent,
+        // which would hand the message out again.
+        try {
+            run_commands();
+        } catch (const ConnectionLost&) {
+            // The connection went while flushing; shut_down fails what is left to its callers.
+        }
         subscriptions_.release_all();
         confirms_.fail_all("the transport was closed before the broker confirmed it");
         connection_->close();

@@ -21,7 +21,7 @@ constexpr std::array<std::string_view, 10> call_names{
     "info",   "exchanges", "queues",       "bindings",        "sessions",
     "browse", "purge",     "delete_queue", "delete_exchange", "backup"};
 
-// The fields of each answer's elements (§11.2), at least.
+// The fields of each answer's elements (docs/zmq-protocol.md §11.2), at least.
 constexpr std::uint32_t info_fields = 17;
 constexpr std::uint32_t queue_summary_appended = 5;
 constexpr std::uint32_t session_fields = 5;
@@ -70,7 +70,7 @@ std::chrono::system_clock::time_point since_of(const msgpack::object& object) {
     return std::chrono::system_clock::time_point(std::chrono::milliseconds(since));
 }
 
-// The reply's value (§4.1) as an array of at least `at_least` elements.
+// The reply's value (docs/zmq-protocol.md §4.1) as an array of at least `at_least` elements.
 const msgpack::object_array& reply_array(const Frame& frame, std::string_view name, std::size_t at_least = 0) {
     return read_array(frame.field(1), name, at_least);
 }

@@ -54,7 +54,7 @@ msgpack::sbuffer encode_sessions_reply(std::uint64_t request, const std::vector<
 msgpack::sbuffer encode_backup_reply(std::uint64_t request, const BackupResult& backup);
 
 // A browse's answer, message by message, kept within a frame limit: the broker adds messages
-// while they fit and says whether it stopped short (`more`, §11.3).
+// while they fit and says whether it stopped short (`more`, docs/zmq-protocol.md §11.3).
 class BrowseReply {
 public:
     BrowseReply(std::uint64_t request, std::size_t max_frame_bytes);

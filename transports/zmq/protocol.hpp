@@ -165,7 +165,7 @@ msgpack::sbuffer encode_queue_request(Command command, std::uint64_t request, st
 msgpack::sbuffer encode_ping(std::uint64_t request);
 msgpack::sbuffer encode_bare(Command command);  // heartbeat, bye
 
-// The elements of declare's lists (§3.1), which the management answers reuse with fields
+// The elements of declare's lists (docs/zmq-protocol.md §3.1), which the management answers reuse with fields
 // `appended` after them (management_wire.hpp). Readers check for at least their own fields.
 void pack_exchange(Writer& out, const ExchangeDeclaration& exchange, std::uint32_t appended = 0);
 void pack_queue(Writer& out, const QueueDeclaration& queue, std::uint32_t appended = 0);
