@@ -1,11 +1,8 @@
 #include <acemq/transport.hpp>
 
-#include <map>
-#include <mutex>
-
 #include <acemq/error.hpp>
-#include <acemq/url.hpp>
 #include "builtin_transports.hpp"
+#include "scheme_table.hpp"
 
 namespace acemq {
 
@@ -44,19 +41,9 @@ std::vector<PublishResult> Transport::publish_batch(std::vector<OutboundMessage>
 
 namespace {
 
-// Starts with the transports built into the library; register_transport adds more.
-struct Registry {
-    Registry() {
-        for (auto& [scheme, factory] : detail::builtin_transports()) factories.emplace(scheme, std::move(factory));
-    }
-
-    std::mutex lock;
-    std::map<std::string, TransportFactory, std::less<>> factories;
-};
-
-Registry& registry() {
-    static Registry instance;
-    return instance;
+detail::SchemeTable<TransportFactory>& transports() {
+    static detail::SchemeTable<TransportFactory> table(detail::builtin_transports());
+    return table;
 }
 
 }  // namespace
@@ -68,27 +55,9 @@ TransportInfo Transport::describe() const { return TransportInfo{}; }
 void Transport::measure_connection(std::shared_ptr<Metrics> /*metrics*/) {}
 
 void register_transport(std::string_view scheme, TransportFactory factory) {
-    Registry& known = registry();
-    std::lock_guard guard(known.lock);
-    known.factories.insert_or_assign(std::string(scheme), std::move(factory));
+    transports().set(scheme, std::move(factory));
 }
 
-std::shared_ptr<Transport> open_transport(std::string_view url) {
-    const std::size_t separator = url.find("://");
-    const std::string_view scheme = separator == std::string_view::npos ? std::string_view{} : url.substr(0, separator);
-    TransportFactory factory;
-    std::string known_schemes;
-    {
-        Registry& known = registry();
-        std::lock_guard guard(known.lock);
-        if (auto it = known.factories.find(scheme); it != known.factories.end()) factory = it->second;
-        for (const auto& [name, unused] : known.factories) known_schemes += (known_schemes.empty() ? "" : ", ") + name;
-    }
-    if (!factory)
-        throw InvalidArgument("acemq: no transport for \"" + redacted_url(url) + "\": the URL must start with one of " +
-                              (known_schemes.empty() ? std::string("(none registered)") : known_schemes) +
-                              " followed by ://");
-    return factory(url);
-}
+std::shared_ptr<Transport> open_transport(std::string_view url) { return transports().find(url, "transport")(url); }
 
 }  // namespace acemq
