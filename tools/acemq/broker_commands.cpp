@@ -9,7 +9,12 @@
 #include <iostream>
 #include <string>
 
+#include <acemq/config.hpp>
 #include <acemq/url.hpp>
+#include <acemq/zmq.hpp>
+#if ACEMQ_HAS_AMQP
+#include <acemq/amqp.hpp>
+#endif
 #include "output.hpp"
 
 namespace acemq::cli {
@@ -188,7 +193,15 @@ std::unique_ptr<Management> open_broker(const Context& context) {
 
 std::shared_ptr<Transport> open_connection(const Context& context) {
     if (context.url.empty()) throw CommandFailed(Exit::usage, "no broker given: pass --url URL or set ACEMQ_URL");
-    return open_transport(context.url);
+    // --timeout bounds the open and every call, so a broker that is down is told within it
+    // (a transport's own connect timeout is 10 s or 30 s).
+    const SessionOptions session{.connect_timeout = context.timeout, .call_timeout = context.timeout, .name = "acemq"};
+    const std::string_view url = context.url;
+    if (url.starts_with("zmq+")) return zmq::open(url, {.session = session});
+#if ACEMQ_HAS_AMQP
+    if (url.starts_with("amqp://") || url.starts_with("amqps://")) return amqp::open(url, {.session = session});
+#endif
+    return open_transport(url);
 }
 
 Bus open_bus(const Context& context) { return connect(open_connection(context)); }
