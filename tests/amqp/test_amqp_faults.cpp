@@ -36,6 +36,7 @@
 #include <string>
 #include <thread>
 #include <vector>
+#include "../support/rabbitmq.hpp"
 #include "../support/wait.hpp"
 
 namespace {
@@ -54,19 +55,11 @@ struct Tick {
     std::int64_t n = 0;
 };
 
-std::string required_variable(const char* name) {
-    const char* value = std::getenv(name);
-    if (value == nullptr || *value == '\0')
-        throw std::runtime_error(std::string(name) +
-                                 " is not set: the amqp-faults suite needs the broker that scripts/test starts "
-                                 "(or `source scripts/servers.sh; start_rabbitmq` by hand)");
-    return value;
-}
-
-std::string amqp_url() { return required_variable("ACEMQ_TEST_AMQP_URL"); }
-std::string amqps_url() { return required_variable("ACEMQ_TEST_AMQPS_URL"); }
+using testing_support::amqp_url;
+using testing_support::amqps_url;
+using testing_support::rabbitmq_variable;
 std::string tls_file(const char* name) {
-    return (std::filesystem::path(required_variable("ACEMQ_TEST_TLS_DIR")) / name).string();
+    return (std::filesystem::path(rabbitmq_variable("ACEMQ_TEST_TLS_DIR")) / name).string();
 }
 
 // The plain listener without the URL's user and password, for tests that give their own.
@@ -98,7 +91,7 @@ struct CommandResult {
 // the status is 124). The arguments are the test's own words, never user input.
 CommandResult rabbitmqctl(const std::string& arguments, std::chrono::seconds limit = 120s) {
     const std::string command = "timeout -k 5 " + std::to_string(limit.count()) + " '" +
-                                required_variable("ACEMQ_TEST_RABBITMQCTL") + "' " + arguments + " 2>&1";
+                                rabbitmq_variable("ACEMQ_TEST_RABBITMQCTL") + "' " + arguments + " 2>&1";
     CommandResult result;
     FILE* pipe = ::popen(command.c_str(), "r");
     if (pipe == nullptr) throw std::runtime_error("cannot run " + command);

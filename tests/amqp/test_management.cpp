@@ -26,6 +26,7 @@
 #include <stdexcept>
 #include <string>
 #include <vector>
+#include "../support/rabbitmq.hpp"
 #include "../support/thrown.hpp"
 #include "../support/wait.hpp"
 
@@ -36,19 +37,11 @@ using acemq::ManagementError;
 using Reason = acemq::ManagementError::Reason;
 using testing_support::eventually;
 
-std::string required_variable(const char* name) {
-    const char* value = std::getenv(name);
-    if (value == nullptr || *value == '\0')
-        throw std::runtime_error(std::string(name) +
-                                 " is not set: the amqp-management suite needs the broker that scripts/test starts "
-                                 "(or `source scripts/servers.sh; start_rabbitmq` by hand)");
-    return value;
-}
-
-std::string amqp_url() { return required_variable("ACEMQ_TEST_AMQP_URL"); }
+using testing_support::amqp_http_url;
+using testing_support::amqp_url;
 
 std::unique_ptr<acemq::Management> management() {
-    return acemq::amqp::manage(amqp_url(), {.timeout = 5s, .http_url = required_variable("ACEMQ_TEST_AMQP_HTTP_URL")});
+    return acemq::amqp::manage(amqp_url(), {.timeout = 5s, .http_url = amqp_http_url()});
 }
 
 std::string unique(std::string_view name) { return "mgmt-" + std::to_string(::getpid()) + "." + std::string(name); }
@@ -347,7 +340,7 @@ TEST_CASE("a wrong password is refused by name, the password never shown", "[amq
     const std::string password = "not-the-password-81d3";
     const std::string url = "amqp://guest:" + password + "@" + address.host + ":" + std::to_string(address.port) + "/";
     try {
-        acemq::amqp::manage(url, {.timeout = 5s, .http_url = required_variable("ACEMQ_TEST_AMQP_HTTP_URL")});
+        acemq::amqp::manage(url, {.timeout = 5s, .http_url = amqp_http_url()});
         FAIL("a wrong password was let in");
     } catch (const ManagementError& error) {
         CHECK(error.reason() == Reason::access_refused);
@@ -369,6 +362,6 @@ TEST_CASE("a management API that does not answer is a ConnectionError naming its
 }
 
 TEST_CASE("open_management reaches RabbitMQ for amqp:// URLs", "[amqp-management]") {
-    auto broker = acemq::open_management(amqp_url(), {.http_url = required_variable("ACEMQ_TEST_AMQP_HTTP_URL")});
+    auto broker = acemq::open_management(amqp_url(), {.http_url = amqp_http_url()});
     CHECK(broker->info().product == "RabbitMQ");
 }

@@ -6,18 +6,12 @@
 
 #include <cstdlib>
 
+#include "../support/rabbitmq.hpp"
 #include "broker_drill.hpp"
 
 namespace {
 
-std::string amqp_url() {
-    const char* url = std::getenv("ACEMQ_TEST_AMQP_URL");
-    if (url == nullptr || *url == '\0')
-        FAIL(
-            "ACEMQ_TEST_AMQP_URL is not set: the crash drill needs RabbitMQ. Run scripts/test, which starts a "
-            "throw-away broker and sets it, or set it yourself, e.g. amqp://guest:guest@127.0.0.1:5672/");
-    return url;
-}
+using testing_support::amqp_url;
 
 using crash::trials_per_point;
 

@@ -8,20 +8,14 @@
 #include <acemq/acemq.hpp>
 #include <acemq/amqp.hpp>
 #include <acemq/uuid.hpp>
+#include "../support/rabbitmq.hpp"
 
 using namespace std::chrono_literals;
 using acemq::Health;
 
 namespace {
 
-std::string amqp_url() {
-    const char* url = std::getenv("ACEMQ_TEST_AMQP_URL");
-    if (url == nullptr || *url == '\0')
-        FAIL(
-            "ACEMQ_TEST_AMQP_URL is not set: the observability suite's AMQP tests need the RabbitMQ test broker "
-            "(scripts/servers.sh, then source /tmp/acemq-servers.env)");
-    return url;
-}
+using testing_support::amqp_url;
 
 }  // namespace
 

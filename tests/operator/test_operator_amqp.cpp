@@ -2,6 +2,7 @@
 // answers as on the embedded broker, and the errors of a wrong password and of no broker,
 // with no secret printed. Needs ACEMQ_TEST_AMQP_URL and ACEMQ_TEST_AMQP_HTTP_URL
 // (scripts/servers.sh), and fails without them.
+#include "../support/rabbitmq.hpp"
 #include "scenario.hpp"
 
 #include <cstdlib>
@@ -11,16 +12,8 @@ using operator_test::told;
 
 namespace {
 
-std::string required_env(const char* name) {
-    const char* value = std::getenv(name);
-    if (value == nullptr || *value == '\0')
-        FAIL(name << " is not set: suite operator's RabbitMQ tests need the test broker with its management plugin "
-                     "(scripts/servers.sh start_rabbitmq, or scripts/test)");
-    return value;
-}
-
 operator_test::Target rabbitmq() {
-    return {required_env("ACEMQ_TEST_AMQP_URL"), {"--management-url", required_env("ACEMQ_TEST_AMQP_HTTP_URL")}};
+    return {testing_support::amqp_url(), {"--management-url", testing_support::amqp_http_url()}};
 }
 
 // The test URL with another password.

@@ -18,6 +18,7 @@
 #include <acemq/topology_file.hpp>
 
 #include "../support/databases.hpp"
+#include "../support/rabbitmq.hpp"
 #include "../support/temp_dir.hpp"
 #include "../zmq/broker_process.hpp"
 
@@ -225,14 +226,9 @@ TEST_CASE("topology diff, apply and print on an acemq-broker", "[operator]") {
 }
 
 TEST_CASE("topology diff, apply and print on RabbitMQ", "[operator]") {
-    const char* url = std::getenv("ACEMQ_TEST_AMQP_URL");
-    const char* http = std::getenv("ACEMQ_TEST_AMQP_HTTP_URL");
-    if (url == nullptr || http == nullptr || *url == '\0' || *http == '\0')
-        FAIL(
-            "ACEMQ_TEST_AMQP_URL and ACEMQ_TEST_AMQP_HTTP_URL are not set: these tests need the test RabbitMQ with "
-            "its management plugin (scripts/servers.sh start_rabbitmq, or scripts/test)");
     testing_support::TempDir dir("operator-plan-amqp");
-    plan_round({url, {"--management-url", http}}, dir.path(), false);
+    plan_round({testing_support::amqp_url(), {"--management-url", testing_support::amqp_http_url()}}, dir.path(),
+               false);
 }
 
 TEST_CASE("outbox status, retired and release on a SQLite file", "[operator]") {

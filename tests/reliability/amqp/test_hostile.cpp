@@ -27,22 +27,13 @@
 #include <string>
 #include <thread>
 #include <vector>
+#include "../../support/rabbitmq.hpp"
 #include "../../support/wait.hpp"
 
 namespace {
 
 using namespace std::chrono_literals;
 using Clock = std::chrono::steady_clock;
-
-std::string hostile_broker_url() {
-    const char* url = std::getenv("ACEMQ_TEST_AMQP_URL");
-    if (url == nullptr || *url == '\0')
-        throw std::runtime_error(
-            "ACEMQ_TEST_AMQP_URL is not set: the reliability suite's AMQP tests need the RabbitMQ "
-            "that scripts/test starts; by hand, `source /tmp/acemq-env.sh` (or scripts/servers.sh) "
-            "and run `meson test --suite reliability` in the same shell");
-    return url;
-}
 
 std::string hostile_name(std::string_view base) {
     return "hostile." + std::string(base) + "." + acemq::new_uuid().substr(0, 8);
@@ -69,7 +60,7 @@ std::string header_text(const acemq::Headers& headers, std::string_view name) {
 class Broker {
 public:
     Broker()
-        : transport_(acemq::amqp::open(hostile_broker_url(),
+        : transport_(acemq::amqp::open(testing_support::amqp_url(),
                                        {.session = {.on_event =
                                                         [this](const acemq::ConnectionEvent& event) {
                                                             if (event.kind == acemq::ConnectionEvent::Kind::lost)
@@ -476,7 +467,7 @@ TEST_CASE(
     Broker broker;
     const std::string queue = broker.queue("deep");
     {
-        RawPublisher raw(hostile_broker_url());
+        RawPublisher raw(testing_support::amqp_url());
         const NestedTable deep(18'000);
         raw.publish(queue, "hostile", deep.get());
         // One level past the limit is as undecodable as 18,000; the limit itself is read.
