@@ -52,6 +52,8 @@ struct ConsumerOptions {
     int concurrency = 0;                   // 0: the bus's (1, which keeps order); at most max_concurrency
     std::shared_ptr<const Codec> codec{};  // default: the bus's codec
     std::string tag{};                     // default: acemq-{queue}, then acemq-{queue}-2, ...
+    // Consumer arguments for the broker, e.g. x-stream-offset (stream.hpp's read_stream sets it).
+    FieldTable arguments{};
     // Declare where failures go ({queue}.dlq, {queue}.parked, acemq.dlx, the policy's rungs
     // and acemq.retry) once the queue is known to exist (none for a missing one, whose consume
     // fails). Off without configure permission, or for one-off readers of a .dlq (else .dlq.dlq).

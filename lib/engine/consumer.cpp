@@ -183,7 +183,7 @@ std::shared_ptr<ConsumerCore> ConsumerCore::start(std::shared_ptr<BusCore> bus, 
                     "; the system has no more threads to give, so lower the consumer's concurrency");
     }
     try {
-        ConsumeSpec spec{core->options_.prefetch, core->options_.tag, {}};
+        ConsumeSpec spec{core->options_.prefetch, core->options_.tag, core->options_.arguments};
         core->subscription_ = bus->transport().consume(
             core->queue_, spec, [raw = core.get()](Delivery delivery) { raw->on_delivery(std::move(delivery)); });
         // Its owner declared the queue between the check and the consume.
