@@ -38,6 +38,7 @@
 #include <acemq/schema.hpp>
 #include <acemq/settlement.hpp>
 #include <acemq/sql.hpp>
+#include <acemq/stream.hpp>
 #include <acemq/telemetry_server.hpp>
 #include <acemq/testing.hpp>
 #include <acemq/topology.hpp>

@@ -53,6 +53,9 @@ struct ConsumerOptions {
     std::shared_ptr<const Codec> codec{};  // default: the bus's codec
     std::string tag{};                     // default: acemq-{queue}, then acemq-{queue}-2, ...
     // Consumer arguments for the broker, e.g. x-stream-offset (stream.hpp's read_stream sets it).
+    // With x-stream-offset the consumer reads a stream, which no delivery leaves and which
+    // takes no nack: what it would hand back it acks instead, and a set-aside that cannot be
+    // published is tried again in place (paused as above) until it goes or the consumer closes.
     FieldTable arguments{};
     // Declare where failures go ({queue}.dlq, {queue}.parked, acemq.dlx, the policy's rungs
     // and acemq.retry) once the queue is known to exist (none for a missing one, whose consume

@@ -32,6 +32,9 @@ inline constexpr std::string_view dead_letter_routing_key = "x-dead-letter-routi
 inline constexpr std::string_view max_age = "x-max-age";
 inline constexpr std::string_view max_length_bytes = "x-max-length-bytes";
 inline constexpr std::string_view stream_max_segment_size_bytes = "x-stream-max-segment-size-bytes";
+// A stream consumer's argument saying where it starts, and the header on each delivery
+// from a stream saying where the message sits.
+inline constexpr std::string_view stream_offset = "x-stream-offset";
 }  // namespace argument
 
 // `{queue}.dlq`: where rejected and exhausted messages go.

@@ -157,6 +157,11 @@ Topology& Topology::queue(std::string_view name, QueueOptions options) {
     QueueDeclaration declaration{std::string(name),   resolve_queue_type(name, options),
                                  options.durable,     options.exclusive,
                                  options.auto_delete, options.arguments};
+    if (declaration.type == QueueType::stream && (options.dead_letter || options.retry))
+        throw TopologyError("acemq: queue \"" + std::string(name) +
+                            "\" is a stream and asks for dead letters or retry rungs, which a stream cannot "
+                            "have (its messages never leave it); drop them: read_stream sets copies aside to " +
+                            dead_letter_queue(name) + " and " + parked_queue(name) + " itself");
     if (options.dead_letter) {
         for (std::string_view clash : {argument::dead_letter_exchange, argument::dead_letter_routing_key}) {
             if (declaration.arguments.contains(clash))

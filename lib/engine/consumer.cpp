@@ -198,7 +198,8 @@ std::shared_ptr<ConsumerCore> ConsumerCore::start(std::shared_ptr<BusCore> bus, 
 ConsumerCore::ConsumerCore(std::shared_ptr<BusCore> bus, std::string queue, Decoder decoder, ConsumerOptions options,
                            RetryPolicy policy)
     : bus_(std::move(bus)), queue_(std::move(queue)), decoder_(std::move(decoder)), options_(std::move(options)),
-      policy_(std::move(policy)), codec_(options_.codec), instruments_(bus_->telemetry().consuming(queue_)) {}
+      policy_(std::move(policy)), codec_(options_.codec), instruments_(bus_->telemetry().consuming(queue_)),
+      reads_stream_(options_.arguments.contains(argument::stream_offset)) {}
 
 void ConsumerCore::on_delivery(Delivery delivery) {
     {
@@ -270,7 +271,7 @@ void ConsumerCore::process(Delivery& delivery) {
                 "): " + error.what() + "; it goes back to the queue");
         if (!delivery.settled()) {
             try {
-                settle(delivery, false, true);
+                hand_back(delivery);
             } catch (const std::exception& again) {
                 // The connection is gone; the broker redelivers unsettled messages by itself.
                 log(LogLevel::error, "engine", std::string("could not hand it back either: ") + again.what());
@@ -344,56 +345,71 @@ bool ConsumerCore::settle(Delivery& delivery, bool ack, bool requeue) {
     return true;
 }
 
+bool ConsumerCore::hand_back(Delivery& delivery) { return settle(delivery, reads_stream_, !reads_stream_); }
+
 bool ConsumerCore::set_aside(Delivery& delivery, const ConsumeContext& context, const std::string& target,
                              const std::string& reason) {
     Envelope copy = context.envelope;
     copy.error = reason;
-    PublishResult result = republish(delivery.message(), copy, target);
-    if (too_large(result)) {
-        log(LogLevel::warning, "engine",
-            "message " + shown_text(copy.id) + " from " + queue_ + " is too large to set aside to " + target +
-                " as it is (" + result.return_reason +
-                "); it goes without its application headers, with its error cut short and, "
-                "where they do not fit, its own fields cut (its x-acemq-error says which)");
-        // The id still travels in x-acemq-id; the message-id property may be what was too long.
-        const std::size_t room = bus_->transport().describe().max_properties_bytes;
-        result =
-            republish(delivery.message(), trimmed(copy, result.return_reason, delivery.message(), room), target, false);
-    }
-    if (taken(result)) {
+    for (;;) {
+        PublishResult result = republish(delivery.message(), copy, target);
+        if (too_large(result)) {
+            log(LogLevel::warning, "engine",
+                "message " + shown_text(copy.id) + " from " + queue_ + " is too large to set aside to " + target +
+                    " as it is (" + result.return_reason +
+                    "); it goes without its application headers, with its error cut short and, "
+                    "where they do not fit, its own fields cut (its x-acemq-error says which)");
+            // The id still travels in x-acemq-id; the message-id property may be what was too long.
+            const std::size_t room = bus_->transport().describe().max_properties_bytes;
+            result = republish(delivery.message(), trimmed(copy, result.return_reason, delivery.message(), room),
+                               target, false);
+        }
+        if (taken(result)) {
+            {
+                std::lock_guard guard(lock_);
+                set_aside_pause_ = std::chrono::milliseconds(0);
+            }
+            return settle(delivery, true);
+        }
+        // Nowhere to put it: hand it back rather than lose it (docs/wire-contract.md §6.3), and
+        // slow down until a set-aside works again.
+        std::chrono::milliseconds pause;
         {
             std::lock_guard guard(lock_);
-            set_aside_pause_ = std::chrono::milliseconds(0);
+            set_aside_pause_ = set_aside_pause_.count() == 0 ? first_set_aside_pause
+                                                             : std::min(2 * set_aside_pause_, longest_set_aside_pause);
+            pause = set_aside_pause_;
         }
-        return settle(delivery, true);
+        // The cause as a publish of it would be told (reached no queue, refused, lost, too large),
+        // and the advice to declare the target only when it is missing. Not taken, so there is one.
+        const PublishError failure = detail::publish_failure(result, {shown_text(copy.id), "", target, true}).value();
+        log(LogLevel::warning, "engine",
+            "message " + shown_text(copy.id) + " from " + queue_ + " could not be set aside to " + target + " (" +
+                failure.what() + "): " +
+                (reads_stream_
+                     ? "it stays in the stream and this worker tries again in " + std::to_string(pause.count()) + " ms"
+                     : "it goes back to " + queue_ + " and this worker waits " + std::to_string(pause.count()) +
+                           " ms before its next delivery") +
+                (failure.reason() == PublishError::Reason::unroutable
+                     ? "; declare " + target +
+                           " (or let the consumer declare it) so that it can leave "
+                           "the queue"
+                     : ""));
+        if (instruments_) instruments_->set_aside_failed(target == parked_queue(queue_));
+        bus_->notify_set_aside_failed(queue_, target);
+        // A stream cannot take the message back (it never left), and a reader that moved past
+        // it would leave a gap before its next checkpoint: it stays in this worker instead,
+        // tried again after each pause until the set-aside works or the consumer closes.
+        if (!reads_stream_) settle(delivery, false, true);
+        std::unique_lock guard(lock_);
+        const bool closing = changed_.wait_for(guard, pause, [&] { return stopping_; });
+        if (!reads_stream_) return false;
+        if (closing) {
+            guard.unlock();
+            hand_back(delivery);
+            return false;
+        }
     }
-    // Nowhere to put it: hand it back rather than lose it (docs/wire-contract.md §6.3), and
-    // slow down until a set-aside works again.
-    std::chrono::milliseconds pause;
-    {
-        std::lock_guard guard(lock_);
-        set_aside_pause_ = set_aside_pause_.count() == 0 ? first_set_aside_pause
-                                                         : std::min(2 * set_aside_pause_, longest_set_aside_pause);
-        pause = set_aside_pause_;
-    }
-    // The cause as a publish of it would be told (reached no queue, refused, lost, too large),
-    // and the advice to declare the target only when it is missing. Not taken, so there is one.
-    const PublishError failure = detail::publish_failure(result, {shown_text(copy.id), "", target, true}).value();
-    log(LogLevel::warning, "engine",
-        "message " + shown_text(copy.id) + " from " + queue_ + " could not be set aside to " + target + " (" +
-            failure.what() + "): it goes back to " + queue_ + " and this worker waits " +
-            std::to_string(pause.count()) + " ms before its next delivery" +
-            (failure.reason() == PublishError::Reason::unroutable
-                 ? "; declare " + target +
-                       " (or let the consumer declare it) so that it can leave "
-                       "the queue"
-                 : ""));
-    if (instruments_) instruments_->set_aside_failed(target == parked_queue(queue_));
-    bus_->notify_set_aside_failed(queue_, target);
-    settle(delivery, false, true);
-    std::unique_lock guard(lock_);
-    changed_.wait_for(guard, pause, [&] { return stopping_; });
-    return false;
 }
 
 bool ConsumerCore::carry_out(Delivery& delivery, const ConsumeContext& context, const Settlement& settlement,
@@ -404,7 +420,7 @@ bool ConsumerCore::carry_out(Delivery& delivery, const ConsumeContext& context, 
     case Outcome::rejected:
     case Outcome::dead_lettered: return set_aside(delivery, context, dead_letter_queue(queue_), settlement.reason);
     case Outcome::in_progress:
-        if (!wait(settlement.delay)) return settle(delivery, false, true);
+        if (!wait(settlement.delay)) return hand_back(delivery);
         return requeue_copy(delivery, context, context.envelope);
     case Outcome::retried: break;
     }
@@ -426,7 +442,7 @@ bool ConsumerCore::carry_out(Delivery& delivery, const ConsumeContext& context, 
         bus_->notify_rung_missing(queue_, rung);
     }
     where = retry_wait.delay.count() > 0 ? RetryWhere::consumer : RetryWhere::requeued;
-    if (!wait(retry_wait.delay)) return settle(delivery, false, true);
+    if (!wait(retry_wait.delay)) return hand_back(delivery);
     return requeue_copy(delivery, context, next);
 }
 
@@ -434,7 +450,7 @@ bool ConsumerCore::requeue_copy(Delivery& delivery, const ConsumeContext& contex
     const PublishResult result = republish(delivery.message(), envelope, queue_);
     if (taken(result)) return settle(delivery, true);
     if (too_large(result)) return park_unpublishable(delivery, context, result);
-    return settle(delivery, false, true);
+    return hand_back(delivery);
 }
 
 bool ConsumerCore::park_unpublishable(Delivery& delivery, const ConsumeContext& context, const PublishResult& refused) {
@@ -485,7 +501,7 @@ void ConsumerCore::stop_deliveries() {
         for (Delivery& late : waiting_) unstarted.push_back(std::move(late));
         waiting_.clear();
     }
-    for (Delivery& delivery : unstarted) settle(delivery, false, true);
+    for (Delivery& delivery : unstarted) hand_back(delivery);
 }
 
 bool ConsumerCore::close(std::chrono::milliseconds timeout) {

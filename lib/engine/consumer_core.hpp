@@ -69,6 +69,11 @@ private:
     // Acks or nacks unless the consumer was closed under the handler: then the delivery
     // already went back with its subscription and must not be touched.
     bool settle(Delivery& delivery, bool ack, bool requeue = false);
+    // Settles a delivery the consumer could not: nack with requeue on a queue. A stream
+    // keeps every message whatever its readers do and takes no nack (RabbitMQ closes the
+    // channel on one), so there it is an ack, which only lets the broker send the next; the
+    // reader's own checkpoint brings the message back.
+    bool hand_back(Delivery& delivery);
     // The steps of close(): stop deliveries and hand back the unstarted ones; once the
     // handlers finished (or the deadline passed), release the subscription and the workers.
     void stop_deliveries();
@@ -82,6 +87,8 @@ private:
     RetryPolicy policy_;
     std::shared_ptr<const Codec> codec_;
     std::shared_ptr<const ConsumeInstruments> instruments_;  // null unless the bus measures
+    // Started with x-stream-offset (read_stream): a stream, which no delivery leaves.
+    bool reads_stream_;
 
     std::mutex close_lock_;   // one close at a time; a second caller gets the first one's answer
     std::mutex settle_lock_;  // held around every ack/nack, so close() can cut late ones off
