@@ -6,6 +6,7 @@
 //   topology.cpp  declaring, binding, inspecting and deleting
 //   routing.cpp   publishing, routing and dead-lettering
 //   dispatch.cpp  consuming, pulling, handing out and settling deliveries
+//   stream.cpp    stream queues: where a consumer starts, reading the log, retention
 //   expiry.cpp    TTL: expiring a queue's head and keeping its timer armed
 //   management.cpp what an operator asks: listings, browse, purge, deleting by name, info
 //   durable.cpp   a durable broker: recovery from its data file, what it records in its
@@ -147,6 +148,14 @@ private:
     void settle(std::uint64_t tag, Settlement settlement);
     void stop_consumer(detail::Consumer& consumer);
     void close_consumer_locked(std::uint64_t id);
+
+    // stream.cpp
+    // Where a new consumer of stream `queue` starts, from its x-stream-offset argument.
+    std::int64_t stream_start(const detail::Queue& queue, const FieldTable& arguments) const;
+    // Hands each consumer of a stream the messages from its offset on, while it has room.
+    void dispatch_stream(detail::Queue& queue);
+    // Takes out the stream's oldest messages past its x-max-age or x-max-length-bytes.
+    void retain(detail::Queue& queue);
 
     // durable.cpp
     void recover(detail::DataFileContents&& contents);

@@ -61,7 +61,8 @@ std::vector<Unsettled> Consumer::take_unsettled() {
 
 void Consumer::collect_unsettled_rows(std::vector<std::uint64_t>& into) const {
     for (std::size_t i = 0; i < handed_out_.size(); ++i)
-        if (const Entry& entry = handed_out_[i]; !entry.settled && entry.delivery.stored.row != 0)
+        if (const Entry& entry = handed_out_[i];
+            !entry.settled && entry.delivery.stored.row != 0 && !entry.delivery.queue->is_stream())
             into.push_back(entry.delivery.stored.row);
 }
 

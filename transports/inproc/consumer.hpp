@@ -58,6 +58,10 @@ public:
     void deactivate() noexcept { active_ = false; }
     bool has_room() const noexcept { return active_ && (prefetch_ == 0 || outstanding_ < prefetch_); }
 
+    // A stream consumer's offset: the next message of the log it is handed.
+    std::int64_t stream_position() const noexcept { return stream_position_; }
+    void set_stream_position(std::int64_t offset) noexcept { stream_position_ = offset; }
+
     // Records `stored`, taken from `from`, as handed out; returns its delivery tag.
     std::uint64_t hand_out(std::shared_ptr<Queue> from, StoredMessage&& stored);
     // How many deliveries it holds unsettled.
@@ -77,8 +81,8 @@ public:
     // Every delivery still unsettled, in the order they were handed out; the consumer
     // holds none afterwards. For closing it.
     std::vector<Unsettled> take_unsettled();
-    // The ids in the data file of the messages it holds unsettled; for a durable broker's
-    // clean close, which marks them redelivered.
+    // The ids in the data file of the messages it holds unsettled, a stream's excepted; for a
+    // durable broker's clean close, which marks them redelivered.
     void collect_unsettled_rows(std::vector<std::uint64_t>& into) const;
 
 private:
@@ -101,6 +105,7 @@ private:
     std::uint64_t next_sequence_ = 1;
     Ring<Entry> handed_out_;  // in delivery order; settled entries linger until they reach the front
     std::size_t outstanding_ = 0;
+    std::int64_t stream_position_ = 0;
 };
 
 }  // namespace acemq::inproc::detail

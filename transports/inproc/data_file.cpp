@@ -24,7 +24,7 @@ namespace {
 
 // PRAGMA application_id of a broker's data file: "AcMQ".
 constexpr int application_id = 0x41634d51;
-constexpr int schema_version = 2;
+constexpr int schema_version = 3;
 
 // Version 1, which every file starts from; the versions after it are steps from there.
 constexpr const char* schema = R"sql(
@@ -51,6 +51,13 @@ ALTER TABLE messages ADD COLUMN checksum INTEGER;
 CREATE TABLE quarantine(row INTEGER PRIMARY KEY, id INTEGER, queue INTEGER, enqueued INTEGER,
                         properties BLOB, body BLOB, checksum INTEGER, reason TEXT NOT NULL,
                         quarantined INTEGER NOT NULL);
+)sql";
+
+// Version 3: stream queues. Where each stream's stored log starts, so that its messages keep
+// their offsets across a restart once retention took its oldest. A broker of version 2 would
+// read a stream as a queue and take what it delivers, so it must refuse the file.
+constexpr const char* to_version_3 = R"sql(
+CREATE TABLE stream_starts(queue INTEGER PRIMARY KEY, first_offset INTEGER NOT NULL, checksum INTEGER NOT NULL);
 )sql";
 
 // The first column of the first row `sql` gives, or 0 when it gives none.
@@ -117,6 +124,7 @@ enum Prepared : int {
     delete_queue_sql,
     delete_queue_bindings_sql,
     delete_queue_messages_sql,
+    delete_queue_stream_sql,
     put_binding_sql,
     insert_message_sql,
     delete_message_sql,
@@ -124,6 +132,7 @@ enum Prepared : int {
     set_clean_sql,
     count_open_sql,
     quarantine_sql,
+    set_stream_start_sql,
     prepared_count
 };
 
@@ -135,6 +144,7 @@ constexpr const char* prepared_sql[prepared_count] = {
     "DELETE FROM queues WHERE id = ?1",
     "DELETE FROM bindings WHERE queue = ?1",
     "DELETE FROM messages WHERE queue = ?1",
+    "DELETE FROM stream_starts WHERE queue = ?1",
     "INSERT OR IGNORE INTO bindings(exchange, queue, routing_key, arguments, checksum) VALUES(?1, ?2, ?3, ?4, ?5)",
     "INSERT INTO messages(id, queue, enqueued, redelivered, properties, body, checksum) "
     "VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7)",
@@ -144,6 +154,7 @@ constexpr const char* prepared_sql[prepared_count] = {
     "INSERT INTO broker(key, value) VALUES('opens', 1) ON CONFLICT(key) DO UPDATE SET value = value + 1",
     "INSERT INTO quarantine(id, queue, enqueued, properties, body, checksum, reason, quarantined) "
     "VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+    "INSERT OR REPLACE INTO stream_starts(queue, first_offset, checksum) VALUES(?1, ?2, ?3)",
 };
 
 std::vector<std::byte> pack_table(const FieldTable& table) {
@@ -380,6 +391,7 @@ void DataFile::make_schema() {
 void DataFile::migrate(std::int64_t version) {
     if (version == schema_version) return;
     if (version < 2) exec(to_version_2, "add checksums to its schema");
+    if (version < 3) exec(to_version_3, "add streams to its schema");
     exec(("PRAGMA user_version = " + std::to_string(schema_version)).c_str(), "record its schema version");
 }
 
@@ -457,6 +469,13 @@ DataFileContents DataFile::read() {
                                                            .routing_key = routing_key,
                                                            .arguments = unpack_table(blob(row, 3), "arguments")});
              });
+    if (version_ >= 3)
+        each_row("SELECT queue, first_offset, checksum FROM stream_starts", "stream starts", [&](sqlite3_stmt* row) {
+            const std::int64_t queue = sqlite3_column_int64(row, 0), first = sqlite3_column_int64(row, 1);
+            check_declaration(row, 2, stream_start_checksum(queue, first),
+                              "where the stream of queue id " + std::to_string(queue) + " starts");
+            contents.stream_starts.emplace(static_cast<std::uint64_t>(queue), first);
+        });
     // A message that fails its checksum, or whose properties cannot be read, is not delivered
     // altered and does not stop the rest: the broker moves it to the quarantine at open.
     each_row(
@@ -710,7 +729,8 @@ void DataFile::put_queue(std::uint64_t id, const QueueDeclaration& queue) {
 }
 
 void DataFile::delete_queue(std::uint64_t id) {
-    for (int which : {delete_queue_messages_sql, delete_queue_bindings_sql, delete_queue_sql}) {
+    for (int which :
+         {delete_queue_messages_sql, delete_queue_stream_sql, delete_queue_bindings_sql, delete_queue_sql}) {
         Run run(statement(which).get());
         if (!run.integer(1, static_cast<std::int64_t>(id)).step()) fail("delete a queue");
     }
@@ -753,6 +773,14 @@ void DataFile::delete_message(std::uint64_t id) {
 void DataFile::mark_redelivered(std::uint64_t id) {
     Run run(statement(mark_redelivered_sql).get());
     if (!run.integer(1, static_cast<std::int64_t>(id)).step()) fail("mark a message redelivered");
+}
+
+void DataFile::set_stream_start(std::uint64_t queue, std::int64_t first_offset) {
+    Run run(statement(set_stream_start_sql).get());
+    run.integer(1, static_cast<std::int64_t>(queue))
+        .integer(2, first_offset)
+        .integer(3, stream_start_checksum(static_cast<std::int64_t>(queue), first_offset));
+    if (!run.step()) fail("write where a stream starts");
 }
 
 void DataFile::set_closed_cleanly(bool clean) {

@@ -4,10 +4,12 @@
 // broker holds the file for as long as it is open, and the WAL index lives in this
 // process's memory (no -shm file).
 //
-// What is kept (schema version 2): durable exchanges; durable queues that are not
+// What is kept (schema version 3): durable exchanges; durable queues that are not
 // exclusive, by the id the broker gave them; the bindings between those; the persistent
-// messages in those queues (their id orders them), with the wall-clock time they entered a
-// queue with a TTL and whether they were redelivered; whether the broker closed cleanly, and
+// messages in those queues (their id orders them), every message of a stream, with the
+// wall-clock time they entered their queue and whether they were redelivered; where each
+// stream's log starts (the offset of its first stored message: the offset of each message
+// is that plus its place among the stream's rows); whether the broker closed cleanly, and
 // how many times it was opened. Every row carries a checksum (row_checksum.hpp), checked when
 // it is read back; a message that fails it is moved to the quarantine table, never delivered.
 //
@@ -20,6 +22,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include <acemq/topology.hpp>
@@ -80,6 +83,8 @@ struct DataFileContents {
     std::vector<StoredQueue> queues;
     std::vector<StoredBinding> bindings;
     std::vector<StoredRow> messages;  // by id, so each queue's in publish order
+    // A stream's first offset by queue id; a stream missing here starts at 0.
+    std::unordered_map<std::uint64_t, std::int64_t> stream_starts;
     bool closed_cleanly = true;       // false after a crash (or for a new file: nothing to tell)
     std::uint64_t opens = 0;          // how many times a broker opened it before
     std::vector<DamagedRow> damaged;  // messages to quarantine, never to deliver
@@ -133,6 +138,8 @@ public:
                         bool redelivered, std::span<const std::byte> properties, std::span<const std::byte> body);
     void delete_message(std::uint64_t id);
     void mark_redelivered(std::uint64_t id);
+    // Where stream `queue`'s stored log now starts.
+    void set_stream_start(std::uint64_t queue, std::int64_t first_offset);
     void set_closed_cleanly(bool clean);
     // What a broker writes first in each life: not closed cleanly (until the clean close
     // says so), and one more open. The count makes the first frame of every life unlike any

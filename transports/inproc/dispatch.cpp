@@ -50,8 +50,19 @@ std::unique_ptr<Subscription> Broker::Impl::consume(ConnectionId connection, std
                 throw InvalidArgument("acemq: cannot consume from queue " + in_quotes(queue_name) +
                                       ": NOT_ALLOWED - consumer tag " + in_quotes(spec.tag) +
                                       " is in use on this connection; pick another or leave it empty");
+    std::int64_t stream_position = 0;
+    if (queue->is_stream()) {
+        // RabbitMQ's rule: a stream's consumer is credited by its prefetch, so it needs one.
+        if (spec.prefetch == 0)
+            throw Error("acemq: cannot consume from stream " + in_quotes(queue_name) +
+                        ": PRECONDITION_FAILED - consumer prefetch count is not set for stream " +
+                        in_quotes(queue_name) + "; give the consumer a prefetch above 0");
+        retain(*queue);
+        stream_position = stream_start(*queue, spec.arguments);
+    }
     const std::uint64_t id = next_id_++;
     auto consumer = std::make_unique<Consumer>(id, connection, queue, spec.tag, spec.prefetch, std::move(deliver));
+    consumer->set_stream_position(stream_position);
     auto subscription = std::make_unique<ConsumerSubscription>(owner_.shared_from_this(), id);
     queue->add_consumer(*consumer);
     consumers_.emplace(id, std::move(consumer));
@@ -62,6 +73,10 @@ std::unique_ptr<Subscription> Broker::Impl::consume(ConnectionId connection, std
 std::optional<Delivery> Broker::Impl::pull(ConnectionId connection, std::string_view queue_name) {
     Guard guard(*this, "pull");
     const std::shared_ptr<Queue> queue = existing_queue(connection, queue_name, "pull from");
+    if (queue->is_stream())
+        throw Error("acemq: cannot pull from stream " + in_quotes(queue_name) +
+                    ": NOT_IMPLEMENTED - basic.get not supported by stream queues; consume it with a prefetch "
+                    "and an x-stream-offset argument instead");
     if (queue->policy().ttl) expire_due(*queue);
     if (queue->empty()) {
         sync_timer(*queue);
@@ -99,6 +114,10 @@ void Broker::Impl::refresh(Queue& queue) {
 }
 
 void Broker::Impl::dispatch(Queue& queue) {
+    if (queue.is_stream()) {
+        dispatch_stream(queue);
+        return;
+    }
     while (!queue.empty() && queue.has_consumers()) {
         Consumer* chosen = queue.next_with_room();
         if (chosen == nullptr) return;
@@ -125,6 +144,12 @@ void Broker::Impl::settle(std::uint64_t tag, Settlement settlement) {
     Consumer& consumer = *found->second;
     Queue& queue = *settled->queue;
     if (settlement == Settlement::ack) acked_.fetch_add(1, std::memory_order_relaxed);
+    // A stream's reads take nothing from it: every settlement, ack, requeue or reject, only
+    // gives the consumer room again, as in RabbitMQ (no requeue, no dead-lettering).
+    if (queue.is_stream()) {
+        if (consumer.queue()) refresh(*consumer.queue());
+        return;
+    }
     if (settlement == Settlement::ack && settled->stored.row != 0 && queue.stored_id() != 0 && !queue.deleted()) {
         const std::uint64_t deleted = record(detail::journal::DeleteMessage{settled->stored.row});
         if (const auto connection = connections_.find(consumer.connection());
@@ -156,7 +181,7 @@ void Broker::Impl::close_consumer_locked(std::uint64_t id) {
     std::vector<detail::Unsettled> unsettled = consumer->take_unsettled();
     std::vector<std::shared_ptr<Queue>> touched;
     for (auto entry = unsettled.rbegin(); entry != unsettled.rend(); ++entry) {
-        if (entry->queue->deleted()) continue;
+        if (entry->queue->deleted() || entry->queue->is_stream()) continue;
         entry->queue->requeue(std::move(entry->stored));
         if (std::find(touched.begin(), touched.end(), entry->queue) == touched.end()) touched.push_back(entry->queue);
     }

@@ -62,6 +62,8 @@ void Broker::Impl::recover(detail::DataFileContents&& contents) {
     for (detail::StoredQueue& stored : contents.queues) {
         auto queue = std::make_shared<Queue>(std::move(stored.declaration), 0);
         queue->set_stored_id(stored.id);
+        if (const auto start = contents.stream_starts.find(stored.id); start != contents.stream_starts.end())
+            queue->set_first_offset(start->second);
         by_id.emplace(stored.id, queue.get());
         next_queue_id_ = std::max(next_queue_id_, stored.id + 1);
         queues_.emplace(queue->name(), std::move(queue));
@@ -76,8 +78,9 @@ void Broker::Impl::recover(detail::DataFileContents&& contents) {
         next_row_ = std::max(next_row_, row.id + 1);
         const auto queue = by_id.find(row.queue);
         if (queue == by_id.end()) continue;  // its queue's deletion was committed first
-        // Whether it was handed out before a crash is not written: it may have been.
-        if (!contents.closed_cleanly) row.message.redelivered = true;
+        // Whether it was handed out before a crash is not written: it may have been. A
+        // stream's reads take nothing, so its messages are never redelivered.
+        if (!contents.closed_cleanly && !queue->second->is_stream()) row.message.redelivered = true;
         StoredMessage stored{
             .message = std::make_shared<InboundMessage>(std::move(row.message)), .persistent = true, .row = row.id};
         stored.enqueued = row.enqueued_ms ? from_wall_ms(*row.enqueued_ms) : clock_->now();
@@ -89,7 +92,7 @@ void Broker::Impl::start() {
     if (!durable()) return;
     Guard guard(*this, "recover the data file");
     for (const auto& [name, queue] : queues_)
-        if (queue->policy().ttl) refresh(*queue);
+        if (queue->policy().ttl || queue->is_stream()) refresh(*queue);
 }
 
 Broker::Impl::~Impl() {
@@ -118,7 +121,8 @@ Broker::Impl::~Impl() {
 std::uint64_t Broker::Impl::record(journal::Change change) { return journal_->record(std::move(change)); }
 
 bool Broker::Impl::writes(const Queue& queue, const StoredMessage& stored) const noexcept {
-    return stored.persistent && queue.stored_id() != 0 && !queue.deleted();
+    // A stream keeps every message, as RabbitMQ's do whatever their delivery mode.
+    return (stored.persistent || queue.is_stream()) && queue.stored_id() != 0 && !queue.deleted();
 }
 
 std::uint64_t Broker::Impl::hold(Queue& queue, StoredMessage&& stored, Queue::Awaits awaits) {

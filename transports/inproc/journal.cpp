@@ -24,6 +24,10 @@ struct Apply {
         file.insert_message(change.id, change.queue, change.enqueued_ms, false, change.properties, change.body);
     }
     void operator()(const journal::DeleteMessage& change) const { file.delete_message(change.id); }
+    void operator()(const journal::TrimStream& change) const {
+        for (const std::uint64_t row : change.rows) file.delete_message(row);
+        file.set_stream_start(change.queue, change.first_offset);
+    }
 };
 
 bool published(const journal::Change& change) {

@@ -68,8 +68,16 @@ struct DeleteMessage {
     std::uint64_t id;
 };
 
-using Change =
-    std::variant<PutExchange, DeleteExchange, PutQueue, DeleteQueue, PutBinding, InsertMessage, DeleteMessage>;
+// Retention took a stream's oldest messages: their rows go, and the stream's log now starts
+// at `first_offset`, in one change so that the offsets read back at a restart stay right.
+struct TrimStream {
+    std::uint64_t queue;
+    std::int64_t first_offset;
+    std::vector<std::uint64_t> rows;
+};
+
+using Change = std::variant<PutExchange, DeleteExchange, PutQueue, DeleteQueue, PutBinding, InsertMessage,
+                            DeleteMessage, TrimStream>;
 
 }  // namespace journal
 

@@ -108,6 +108,7 @@ std::vector<QueueSummary> Broker::Impl::queues() {
     std::vector<QueueSummary> summaries;
     summaries.reserve(queues_.size());
     for (const auto& [name, queue] : queues_) {
+        if (queue->is_stream()) retain(*queue);
         const QueueDeclaration& declared = queue->declaration();
         QueueSummary summary{.name = declared.name,
                              .type = declared.type,
@@ -120,7 +121,7 @@ std::vector<QueueSummary> Broker::Impl::queues() {
         for (std::size_t i = 0; i < queue->depth(); ++i) summary.bytes += queue->ready_at(i).message->body.size();
         if (const auto found = held.find(queue.get()); found != held.end()) {
             summary.unacked = found->second.count;
-            summary.bytes += found->second.bytes;
+            if (!queue->is_stream()) summary.bytes += found->second.bytes;  // a stream's are in its log still
         }
         if (!queue->empty())
             summary.oldest_age =
@@ -177,6 +178,12 @@ std::vector<BrowsedMessage> Broker::Impl::browse(std::string_view queue_name, Br
 std::uint64_t Broker::Impl::purge(std::string_view queue_name) {
     Guard guard(*this, "purge a queue");
     Queue& queue = *managed_queue(queue_name, "purge");
+    if (queue.is_stream())
+        throw ManagementError(ManagementError::Reason::unsupported,
+                              "acemq: cannot purge stream " + in_quotes(queue_name) + " on " +
+                                  detail::broker_in_errors(name_) +
+                                  ": a stream is an append-only log, as on RabbitMQ, which refuses this too; its "
+                                  "retention (x-max-age, x-max-length-bytes) takes its oldest messages, or delete it");
     const std::vector<StoredMessage> purged = queue.take_ready();
     if (queue.stored_id() != 0) {
         std::uint64_t last = 0;

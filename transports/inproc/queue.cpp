@@ -9,9 +9,24 @@ namespace acemq::inproc::detail {
 Queue::Queue(QueueDeclaration declaration, Broker::ConnectionId owner)
     : declaration_(std::move(declaration)), owner_(owner), policy_(read_policy(declaration_)) {}
 
+void Queue::make_ready(StoredMessage&& message) {
+    if (is_stream()) {
+        message.edit().headers.insert_or_assign(std::string(stream_offset_header), FieldValue(next_offset()));
+        log_bytes_ += message.message->body.size();
+    }
+    ready_.push_back(std::move(message));
+}
+
+StoredMessage Queue::drop_oldest() {
+    StoredMessage oldest = ready_.pop_front();
+    ++first_offset_;
+    log_bytes_ -= oldest.message->body.size();
+    return oldest;
+}
+
 void Queue::append(StoredMessage&& message) {
     if (waiting_.empty())
-        ready_.push_back(std::move(message));
+        make_ready(std::move(message));
     else
         waiting_.push_back(Waiting{std::move(message), waiting_.back().commit, Waiting::follows});
 }
@@ -42,7 +57,7 @@ void Queue::committed(std::uint64_t commit, bool ok) {
                       [&](const Waiting& entry) { return entry.kind == Waiting::published && entry.commit <= commit; });
     while (!waiting_.empty() && waiting_.front().commit <= commit &&
            (ok || waiting_.front().kind == Waiting::follows)) {
-        ready_.push_back(std::move(waiting_.front().message));
+        make_ready(std::move(waiting_.front().message));
         waiting_.pop_front();
     }
 }

@@ -62,6 +62,24 @@ public:
     // The ids in the data file of its ready messages marked redelivered.
     void collect_redelivered_rows(std::vector<std::uint64_t>& into) const;
 
+    // A stream (x-queue-type stream): an append-only log that reading does not take from.
+    // Its ready messages are the log, the one at position i having offset first_offset() + i;
+    // each carries its offset in the x-stream-offset header (signed 64-bit) from the moment it
+    // becomes ready. Only retention (drop_oldest) takes messages out.
+    bool is_stream() const noexcept { return declaration_.type == QueueType::stream; }
+    std::int64_t first_offset() const noexcept { return first_offset_; }
+    std::int64_t next_offset() const noexcept { return first_offset_ + static_cast<std::int64_t>(ready_.size()); }
+    // The message at `offset`, which must be in [first_offset(), next_offset()).
+    const StoredMessage& at_offset(std::int64_t offset) const noexcept {
+        return ready_[static_cast<std::size_t>(offset - first_offset_)];
+    }
+    // The bytes of the bodies in the log, which x-max-length-bytes bounds.
+    std::uint64_t log_bytes() const noexcept { return log_bytes_; }
+    // Where a recovered stream's log starts; before its first message is appended.
+    void set_first_offset(std::int64_t offset) noexcept { first_offset_ = offset; }
+    // Takes the oldest message out of the log, for retention.
+    StoredMessage drop_oldest();
+
     // Messages that become ready once change `commit` of the journal is committed, in the
     // order they arrived. A published one is dropped when that commit fails; a moved one
     // (dead-lettered here) waits for a later commit, which writes it after all.
@@ -78,7 +96,8 @@ public:
     // When the head expires: nullopt without a TTL or a head.
     std::optional<Clock::time_point> head_deadline() noexcept;
 
-    // Its active consumers, served round-robin.
+    // Its active consumers, served round-robin (a stream serves each from its own offset).
+    const std::vector<Consumer*>& consumers() const noexcept { return consumers_; }
     void add_consumer(Consumer& consumer);
     // True when that was the last consumer of an auto-delete queue: then it must go.
     bool remove_consumer(Consumer& consumer);
@@ -107,7 +126,12 @@ private:
         enum { published, moved, follows } kind;  // follows: not written itself, comes with the one before
     };
 
+    // Into ready_, at the back; a stream's message gets its offset.
+    void make_ready(StoredMessage&& message);
+
     Ring<StoredMessage> ready_;
+    std::int64_t first_offset_ = 0;  // a stream's
+    std::uint64_t log_bytes_ = 0;    // a stream's
     std::deque<Waiting> waiting_;
     std::uint64_t stored_id_ = 0;
     std::vector<Consumer*> consumers_;

@@ -157,7 +157,7 @@ void Broker::Impl::enqueue(Queue& queue, StoredMessage&& stored) {
     const bool expires = queue.policy().ttl.has_value();
     stored.enqueued = clock_->now();
     queue.append(std::move(stored));
-    if (queue.has_consumers()) dispatch(queue);
+    if (queue.has_consumers() || queue.is_stream()) dispatch(queue);  // a stream's retention runs there
     // After dispatch: a message with TTL 0 still goes to a consumer that has room.
     if (expires) {
         expire_due(queue);

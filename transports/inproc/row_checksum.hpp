@@ -50,4 +50,8 @@ inline std::int64_t message_checksum(std::int64_t id, std::int64_t queue, std::o
     return RowChecksum{}.add(id).add(queue).add(enqueued_ms).add(properties).add(body).value();
 }
 
+inline std::int64_t stream_start_checksum(std::int64_t queue, std::int64_t first_offset) {
+    return RowChecksum{}.add(queue).add(first_offset).value();
+}
+
 }  // namespace acemq::inproc::detail

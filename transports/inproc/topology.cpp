@@ -89,7 +89,9 @@ void Broker::Impl::bind(ConnectionId connection, const BindingDeclaration& asked
 
 std::uint64_t Broker::Impl::queue_depth(ConnectionId connection, std::string_view queue_name) {
     Guard guard(*this, "ask a queue's depth");
-    return existing_queue(connection, queue_name, "ask the depth of")->depth();
+    Queue& queue = *existing_queue(connection, queue_name, "ask the depth of");
+    if (queue.is_stream()) retain(queue);  // a stream's depth is its log, which retention may have shortened
+    return queue.depth();
 }
 
 bool Broker::Impl::queue_exists(ConnectionId connection, std::string_view queue_name) {
