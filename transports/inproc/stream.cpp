@@ -56,9 +56,12 @@ std::int64_t Broker::Impl::stream_start(const Queue& queue, const FieldTable& ar
         if (ahead_ms < -century_ms) return first;
         return appended_since(queue, clock_->now() + std::chrono::milliseconds(ahead_ms));
     } else if (value.holds<std::int32_t>() || value.holds<std::int64_t>()) {
-        return std::clamp(*value.as_integer(), first, next);  // past the end: the next message
+        // Past the end, the reader waits for the log to reach the offset, as RabbitMQ 3.10's
+        // does (rabbit_stream_queue starts it there and drops what was written below it).
+        return std::max(*value.as_integer(), first);
     } else if (const auto* offset = std::get_if<std::uint64_t>(&value.get())) {
-        return *offset >= static_cast<std::uint64_t>(next) ? next : std::max(first, static_cast<std::int64_t>(*offset));
+        constexpr auto largest = static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max());
+        return std::max(first, static_cast<std::int64_t>(std::min(*offset, largest)));
     }
     throw InvalidArgument("acemq: cannot consume from stream " + detail::in_quotes(queue.name()) +
                           ": PRECONDITION_FAILED - invalid consumer argument " +
