@@ -234,6 +234,8 @@ TEST_CASE("reject sets a copy aside to {stream}.dlq and park to {stream}.parked;
     CHECK(acemq::decode<Order>(*acemq::default_codec(), dead->message().body, dead->message().content_type).id ==
           "rejected");
     CHECK(error_of(*dead) == "the handler rejected it: std::invalid_argument: no sku");
+    // The copy says where in the stream its original is.
+    CHECK(acemq::stream_offset(envelope_of(*dead)) == seen.offset_of("rejected"));
     dead->ack();
     std::optional<acemq::Delivery> aside = log.f.pull(parked);
     REQUIRE(aside);
