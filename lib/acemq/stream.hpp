@@ -120,7 +120,7 @@ std::optional<std::int64_t> stream_offset(const Message<T>& message) {
 }
 
 namespace detail {
-// The consumer options read_stream runs with; InvalidArgument for a bad prefetch or name.
+// The consumer options read_stream runs with; InvalidArgument for a prefetch out of range.
 ConsumerOptions stream_consumer_options(std::string_view stream, StreamReadOptions options);
 // Runs a stream reader's handler and turns a retry or in_progress into the parking above.
 Ack answer_on_stream(std::string_view stream, const Envelope& envelope, const std::function<Ack()>& handle);
