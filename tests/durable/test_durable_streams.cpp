@@ -189,3 +189,19 @@ TEST_CASE("deleting a durable stream deletes where it starts: a stream of the sa
     auto broker = data.open();
     CHECK(read(*broker, "events", FieldValue("first")) == Read{{"again", 0}});
 }
+
+TEST_CASE("salvage copies where a durable stream starts, so the copy keeps its offsets") {
+    DurableStreams data;
+    {
+        auto broker = data.open();
+        declare(*broker, "events", StreamOptions{.max_length_bytes = 10});
+        for (const char* body : {"aaaa", "bbbb", "cccc", "dddd", "eeee"}) publish(*broker, "events", body);
+    }
+    const std::string copy = (data.directory.path() / "salvaged.db").string();
+    const inproc::SalvageReport report = inproc::salvage(data.file, copy);
+    CHECK(report.lost.empty());
+    CHECK(report.messages == 2);
+    data.file = copy;
+    auto broker = data.open();
+    CHECK(read(*broker, "events", FieldValue("first")) == Read{{"dddd", 3}, {"eeee", 4}});
+}

@@ -28,12 +28,35 @@
 //    others that reach no queue are dropped. A publish to an exchange that does not exist
 //    comes back unconfirmed (refused), "404 NOT_FOUND - no exchange '...'", where RabbitMQ
 //    closes the channel. Every other publish is confirmed.
+//  - streams (x-queue-type stream, Topology::stream), as RabbitMQ serves them over AMQP
+//    0-9-1: an append-only log that consuming does not take from. A consumer starts where
+//    its x-stream-offset argument says: "first", "last", "next" (the default: only what is
+//    appended after it subscribes), an offset (an integer of any width; below the first
+//    kept, the first; past the end, the next), an AMQP timestamp (the first message
+//    appended at or after it; one to come, the next), or an interval back from now ("1h",
+//    units Y M D h m s); anything else is InvalidArgument naming x-stream-offset. Each
+//    delivery carries its offset in the x-stream-offset header (signed 64-bit). A stream
+//    consumer needs a prefetch (PRECONDITION_FAILED without), which acks, requeues and
+//    rejects alike only give back: nothing is requeued or dead-lettered, and closing a
+//    consumer gives nothing back. pull() on a stream is NOT_IMPLEMENTED, as basic.get is; a
+//    stream must be durable, not exclusive, not auto-delete; management lists it with the
+//    messages in its log and refuses to purge it. Retention: x-max-age ("7D", "3h", "90m",
+//    "45s", on the broker's Clock) and x-max-length-bytes (the bodies' bytes) take the
+//    oldest messages. Where it differs from RabbitMQ (docs/durability.md §2.10): every
+//    message is a chunk of its own, so "last" is the last message and retention goes
+//    message by message (x-stream-max-segment-size-bytes is checked and accepted, and
+//    shapes nothing); the newest message is never taken, as RabbitMQ never deletes the
+//    segment it writes; retention runs when the stream is published to, consumed from,
+//    listed or asked its depth, not on a timer. x-message-ttl and dead-lettering do not
+//    apply to a stream. A durable broker keeps a stream's log, offsets and append times
+//    across a restart.
 //  - durability, when given a data file (BrokerOptions::data): what it keeps and when a
 //    publish is confirmed and an ack final are docs/durability.md §2.
 // What it does not: x-max-length / x-expires / x-overflow / priorities
-// (recorded as arguments, never enforced), per-message expiration, streams, alternate
-// exchanges, exchange-to-exchange bindings, the predeclared amq.* exchanges, consumer
-// arguments (ConsumeSpec::arguments is ignored), server-named queues.
+// (recorded as arguments, never enforced), per-message expiration, alternate exchanges,
+// exchange-to-exchange bindings, the predeclared amq.* exchanges, consumer arguments other
+// than a stream's x-stream-offset (ignored), single active consumer and filtering on
+// streams, server-named queues.
 //
 // Threads: every member is safe to call from any thread; one mutex guards the broker.
 // Deliveries are pushed by calling the consumer's DeliverFn on the thread whose publish,
@@ -201,7 +224,8 @@ public:
     // consumer settling meanwhile meets the lock held far less often.
     void publish_batch(std::vector<OutboundMessage> messages, BatchConfirmFn confirmed);
 
-    // prefetch 0: no limit. A non-empty tag must be unique on the connection.
+    // prefetch 0: no limit (refused for a stream). A non-empty tag must be unique on the
+    // connection. spec.arguments: a stream's x-stream-offset (above); others are ignored.
     std::unique_ptr<Subscription> consume(ConnectionId connection, std::string_view queue, const ConsumeSpec& spec,
                                           DeliverFn deliver);
     std::optional<Delivery> pull(ConnectionId connection, std::string_view queue);

@@ -597,6 +597,15 @@ DataFileContents DataFile::read_readable(std::vector<std::string>& lost) {
                      contents.bindings.push_back(std::move(binding));
              });
 
+    if (version_ >= 3)
+        scan_all("SELECT queue, first_offset, checksum FROM stream_starts", "stream starts", [&](sqlite3_stmt* row) {
+            const std::int64_t queue = sqlite3_column_int64(row, 0), first = sqlite3_column_int64(row, 1);
+            if (checked(row, 2, stream_start_checksum(queue, first),
+                        "where the stream of queue id " + std::to_string(queue) +
+                            " starts (its offsets begin at 0 "
+                            "in the copy)"))
+                contents.stream_starts.emplace(static_cast<std::uint64_t>(queue), first);
+        });
     // Messages from both ends: a damaged page in the middle of the table stops a scan, and
     // what lies beyond it is read from the other end.
     std::set<std::int64_t> seen;

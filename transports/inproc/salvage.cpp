@@ -72,6 +72,8 @@ SalvageReport salvage(const std::string& from, const std::string& to) {
         }
         for (const detail::StoredBinding& binding : contents.bindings)
             if (queues.contains(binding.queue)) target.put_binding(binding);
+        for (const auto& [queue, first_offset] : contents.stream_starts)
+            if (queues.contains(queue)) target.set_stream_start(queue, first_offset);
         for (const detail::StoredRow& row : contents.messages) {
             if (!queues.contains(row.queue)) {
                 report.lost.push_back("message " + std::to_string(row.id) + ": its queue's declaration was not saved");

@@ -95,6 +95,7 @@ bool ZmqTransport::start_session(Clock::time_point deadline, bool first) {
 void ZmqTransport::welcomed(const wire::Welcome& welcome) {
     broker_heartbeat_ = std::chrono::milliseconds(std::max<std::uint32_t>(welcome.heartbeat_millis, 1));
     max_frame_bytes_.store(welcome.max_frame_bytes);
+    broker_takes_arguments_ = welcome.consumer_arguments;
     named_in_process_ = inproc::detail::broker_in_errors(welcome.broker_name);
     named_here_ = "the zmq broker " + inproc::detail::in_quotes(welcome.broker_name) + " at " + redacted_url(url_);
     generation_.store(generations_.next());

@@ -116,6 +116,18 @@ void ZmqTransport::drain_outgoing() {
 
 void ZmqTransport::send_outgoing(Outgoing& outgoing) {
     if (outgoing.abandoned()) return;
+    if (outgoing.kind == Outgoing::Kind::consume && !outgoing.consumer->spec.arguments.empty() &&
+        !broker_takes_arguments_) {
+        std::string names;
+        for (const auto& [name, value] : outgoing.consumer->spec.arguments) names += (names.empty() ? "" : ", ") + name;
+        const std::string text = "acemq: cannot consume \"" + outgoing.consumer->queue +
+                                 "\" with consumer arguments (" + names + ") from " + where() +
+                                 ": that broker predates them and would ignore them, starting a stream read in the "
+                                 "wrong place; upgrade the broker";
+        if (outgoing.reply.use_count() == 1) log(LogLevel::error, "zmq", "zmq transport: " + text);  // a replay
+        outgoing.reply->fail(session::FailureKind::usage, text);
+        return;
+    }
     switch (outgoing.kind) {
     case Outgoing::Kind::settle:
         if (outgoing.generation != generation_.load()) return;

@@ -255,9 +255,10 @@ msgpack::sbuffer encode_publish(std::uint64_t sequence, const OutboundMessage& m
 }
 
 msgpack::sbuffer encode_consume(std::uint64_t request, std::string_view queue, std::uint16_t prefetch,
-                                std::string_view tag) {
-    Writer out(Command::consume, 4);
+                                std::string_view tag, const FieldTable& arguments) {
+    Writer out(Command::consume, arguments.empty() ? 4 : 5);
     out.value(request).text(queue).value(prefetch).text(tag);
+    if (!arguments.empty()) out.table(arguments);
     return std::move(out.buffer());
 }
 
@@ -290,8 +291,8 @@ msgpack::sbuffer encode_bare(Command command) { return std::move(Writer(command,
 
 msgpack::sbuffer encode_welcome(std::uint64_t request, std::string_view broker_name, std::uint32_t heartbeat_millis,
                                 std::uint64_t max_frame_bytes) {
-    Writer out(Command::welcome, 4);
-    out.value(request).text(broker_name).value(heartbeat_millis).value(max_frame_bytes);
+    Writer out(Command::welcome, 5);
+    out.value(request).text(broker_name).value(heartbeat_millis).value(max_frame_bytes).value(true);
     return std::move(out.buffer());
 }
 
@@ -428,7 +429,7 @@ Consume read_consume(const Frame& frame) {
     const std::uint64_t prefetch = frame.unsigned_at(2, "prefetch");
     if (prefetch > std::numeric_limits<std::uint16_t>::max()) malformed("prefetch does not fit 16 bits");
     return {frame.unsigned_at(0, "request"), frame.string_at(1, "queue"), static_cast<std::uint16_t>(prefetch),
-            frame.string_at(3, "tag")};
+            frame.string_at(3, "tag"), frame.size() > 4 ? frame.table_at(4, "arguments") : FieldTable{}};
 }
 
 ConsumerRequest read_consumer_request(const Frame& frame) {
@@ -451,7 +452,7 @@ Welcome read_welcome(const Frame& frame) {
     const std::uint64_t heartbeat = frame.unsigned_at(2, "heartbeat");
     if (heartbeat > std::numeric_limits<std::uint32_t>::max()) malformed("heartbeat does not fit 32 bits");
     return {frame.unsigned_at(0, "request"), frame.string_at(1, "broker_name"), static_cast<std::uint32_t>(heartbeat),
-            frame.unsigned_at(3, "max_frame_bytes")};
+            frame.unsigned_at(3, "max_frame_bytes"), frame.size() > 4 && frame.bool_at(4, "consumer_arguments")};
 }
 
 Failure read_failure(const Frame& frame) {

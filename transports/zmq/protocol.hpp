@@ -157,8 +157,10 @@ msgpack::sbuffer encode_declare(std::uint64_t request, const Topology& topology)
 msgpack::sbuffer encode_declare(std::uint64_t request, std::span<const ExchangeDeclaration> exchanges,
                                 std::span<const QueueDeclaration> queues, std::span<const BindingDeclaration> bindings);
 msgpack::sbuffer encode_publish(std::uint64_t sequence, const OutboundMessage& message);
+// `arguments` (the consumer's, e.g. x-stream-offset) travel as a fifth field, appended within
+// version 1 and only when there are any: to a broker whose welcome says it reads them.
 msgpack::sbuffer encode_consume(std::uint64_t request, std::string_view queue, std::uint16_t prefetch,
-                                std::string_view tag);
+                                std::string_view tag, const FieldTable& arguments = {});
 msgpack::sbuffer encode_consumer_request(Command command, std::uint64_t request, std::uint64_t consumer);
 msgpack::sbuffer encode_settle(std::uint64_t delivery_tag, std::optional<bool> nack_requeue);
 msgpack::sbuffer encode_queue_request(Command command, std::uint64_t request, std::string_view queue);
@@ -175,6 +177,7 @@ QueueDeclaration read_queue(const msgpack::object& element);
 BindingDeclaration read_binding(const msgpack::object& element);
 
 // The answers.
+// With a fifth field, appended within version 1: true, this broker reads a consume's arguments.
 msgpack::sbuffer encode_welcome(std::uint64_t request, std::string_view broker_name, std::uint32_t heartbeat_millis,
                                 std::uint64_t max_frame_bytes);
 // A reply's value: nil, an unsigned number or a bool, as the request asks (see the document).
@@ -219,6 +222,7 @@ struct Consume {
     std::string queue;
     std::uint16_t prefetch;
     std::string tag;
+    FieldTable arguments;  // empty when the frame has none
 };
 Consume read_consume(const Frame& frame);
 
@@ -247,6 +251,9 @@ struct Welcome {
     std::string broker_name;
     std::uint32_t heartbeat_millis;
     std::uint64_t max_frame_bytes;
+    // The broker reads a consume's arguments; false from a broker older than them, whose
+    // welcome has four fields.
+    bool consumer_arguments = false;
 };
 Welcome read_welcome(const Frame& frame);
 

@@ -30,12 +30,12 @@ void ZmqTransport::replay() {
             if (consumer->stopped) continue;
         }
         const std::uint64_t number = next_number();
-        Outgoing outgoing{
-            .kind = Outgoing::Kind::consume,
-            .number = number,
-            .frame = wire::encode_consume(number, consumer->queue, consumer->spec.prefetch, consumer->spec.tag),
-            .reply = std::make_shared<ReplyAnswer>(),
-            .consumer = consumer};
+        Outgoing outgoing{.kind = Outgoing::Kind::consume,
+                          .number = number,
+                          .frame = wire::encode_consume(number, consumer->queue, consumer->spec.prefetch,
+                                                        consumer->spec.tag, consumer->spec.arguments),
+                          .reply = std::make_shared<ReplyAnswer>(),
+                          .consumer = consumer};
         send_outgoing(outgoing);
     }
 }

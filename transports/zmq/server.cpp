@@ -504,7 +504,8 @@ void ServerImpl::handle_in_session(Session& session, const wire::Frame& frame) {
         answer(consume.request, [&] {
             const std::uint64_t consumer = session.next_consumer++;
             session.consumers[consumer] = broker_->consume(
-                session.connection, consume.queue, ConsumeSpec{.prefetch = consume.prefetch, .tag = consume.tag},
+                session.connection, consume.queue,
+                ConsumeSpec{.prefetch = consume.prefetch, .tag = consume.tag, .arguments = consume.arguments},
                 deliver_to(session.id, consumer));
             return wire::encode_reply_unsigned(consume.request, consumer);
         });

@@ -141,7 +141,7 @@ std::unique_ptr<Subscription> ZmqTransport::consume(std::string_view queue, cons
     const std::uint64_t number = next_number();
     request({.kind = Outgoing::Kind::consume,
              .number = number,
-             .frame = wire::encode_consume(number, consumer->queue, spec.prefetch, spec.tag),
+             .frame = wire::encode_consume(number, consumer->queue, spec.prefetch, spec.tag, spec.arguments),
              .consumer = consumer},
             "a consume of \"" + consumer->queue + "\"");
     {

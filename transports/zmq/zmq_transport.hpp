@@ -207,6 +207,9 @@ private:
     session::Generations generations_;
     session::Backoff backoff_;
     std::chrono::milliseconds broker_heartbeat_{1000};
+    // The broker's welcome says it reads a consume's arguments (an older broker's does not,
+    // and would start a stream read at its own default: such a consume is refused here).
+    bool broker_takes_arguments_ = false;
     // How the broker's texts name it (`inproc broker "NAME"`, NAME from the welcome) and what
     // as_named_here puts in its place.
     std::string named_in_process_, named_here_;
