@@ -67,6 +67,16 @@ TEST_CASE("a stream cannot be given dead letters or retry rungs") {
                     TopologyError);
 }
 
+TEST_CASE("a reader declares only where copies are set aside, never the stream or arguments on it") {
+    const ConsumerOptions options = detail::stream_consumer_options("events", {});
+    const Topology declared = consumer_topology("events", *options.retry);
+    CHECK(declared.find_queue("events") == nullptr);
+    CHECK(declared.existing_queues() == std::vector<std::string>{"events"});
+    CHECK(declared.find_queue("events.dlq") != nullptr);
+    CHECK(declared.find_queue("events.parked") != nullptr);
+    CHECK(declared.queues().size() == 2);  // no retry rungs
+}
+
 TEST_CASE("offsets become the x-stream-offset consumer argument") {
     CHECK(offset_argument({}) == FieldValue("next"));
     CHECK(offset_argument({.offset = StreamOffset::next()}) == FieldValue("next"));
