@@ -75,9 +75,10 @@ void Broker::Impl::dispatch_stream(Queue& queue) {
     // A copy: a consumer whose DeliverFn throws leaves the queue's list.
     const std::vector<Consumer*> consumers = queue.consumers();
     for (Consumer* consumer : consumers) {
-        while (consumer->has_room() && consumer->stream_position() < queue.next_offset()) {
+        while (consumer->has_room()) {
             // Retention may have taken what it was to read next: it goes on from the oldest.
             const std::int64_t offset = std::max(consumer->stream_position(), queue.first_offset());
+            if (offset >= queue.next_offset()) break;
             consumer->set_stream_position(offset + 1);
             StoredMessage stored = queue.at_offset(offset);
             std::shared_ptr<const InboundMessage> shared = stored.message;
