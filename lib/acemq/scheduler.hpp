@@ -1,4 +1,4 @@
-// Delayed delivery (docs/scheduling.md; docs/wire-contract.md §3.5): "publish this in ten
+// Delayed delivery (docs/scheduling.md, which is also its wire contract): "publish this in ten
 // minutes", on any broker, through a ladder of TTL queues the broker already knows how to run.
 //
 //   acemq::Scheduler scheduler{bus};

@@ -56,7 +56,7 @@ std::string schedule_rung_queue(milliseconds rung) {
 
 std::optional<milliseconds> schedule_rung_for(milliseconds remaining) {
     // Exactly 1 s is delivered, as the family's pinned "≤1 s delivered immediately" says (its
-    // §3.5 writes "< 1 s"; with millisecond time the two differ at that one point only).
+    // wire contract writes "< 1 s"; with millisecond time the two differ at that one point only).
     if (remaining <= shortest_rung) return std::nullopt;
     for (milliseconds rung : schedule_rungs)
         if (rung <= remaining) return rung;

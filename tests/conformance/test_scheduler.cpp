@@ -147,9 +147,15 @@ TEST_CASE("60 a due time in the year 9999 rides the 1h rung; a negative one is d
     Fixture f;
     const std::string queue = f.source_queue("edges");
     acemq::Scheduler scheduler{f.bus()};
-    // 9999-12-31T00:00:00Z, and a time before the epoch. Neither has x-schedule-content-type.
+    // 9999-12-31T00:00:00Z, and a time before the epoch written as text, its routing key as
+    // bytes (as some clients send strings). Neither has x-schedule-content-type.
     const std::string far = put_on_control_queue(f, schedule_headers("", queue, std::int64_t{253'402'214'400'000}));
-    const std::string past = put_on_control_queue(f, schedule_headers("", queue, std::int64_t{-5}), R"({"id":"o-3"})");
+    acemq::Headers past_headers = schedule_headers("", "", "-5");
+    past_headers.insert_or_assign(
+        std::string(acemq::header::schedule_routing_key),
+        acemq::FieldValue(acemq::Bytes(reinterpret_cast<const std::byte*>(queue.data()),
+                                       reinterpret_cast<const std::byte*>(queue.data() + queue.size()))));
+    const std::string past = put_on_control_queue(f, past_headers, R"({"id":"o-3"})");
 
     std::optional<acemq::Delivery> delivered = f.pull(queue, 5s);
     REQUIRE(delivered.has_value());

@@ -1,4 +1,4 @@
-// The scheduler's pinned values (docs/patterns.md §8 item 60; docs/wire-contract.md §3.5):
+// The scheduler's pinned values (docs/patterns.md §8 item 60; docs/scheduling.md §1):
 // the topology byte for byte, written out here by hand rather than derived, the rung
 // selection and the rung names. Its behaviour on a broker is tests/conformance/test_scheduler.cpp
 // and, on a clock a test drives, tests/engine/test_scheduler_clock.cpp.
