@@ -35,6 +35,7 @@
 #include <acemq/reflect.hpp>
 #include <acemq/replay.hpp>
 #include <acemq/retry.hpp>
+#include <acemq/scheduler.hpp>
 #include <acemq/schema.hpp>
 #include <acemq/settlement.hpp>
 #include <acemq/sql.hpp>
