@@ -1,4 +1,4 @@
-// Ordered handling and consumer groups (patterns.md §5.2, §5.3, §8 items 50 and 57) on the
+// Ordered handling and consumer groups (docs/ordered.md §1, §3; the family's items 50, 57) on the
 // transport the suite runs against: one consumer with eight workers keeps each key's
 // messages one at a time in arrival order while other keys run beside them; a group starts
 // its members all or nothing. Gates prove overlap; every wait is bounded.
@@ -286,7 +286,7 @@ TEST_CASE("50 ordered: 50 keys leave 0 locks behind") {
 }
 
 TEST_CASE("50 ordered: a retried message is republished behind the later messages of its key, on every transport") {
-    // Retries go back through a publish, never a requeue (patterns.md §9), so where a broker
+    // Retries go back through a publish, never a requeue (docs/wire-contract.md §6.1), so where a broker
     // puts a nack-requeued message (RabbitMQ's quorum queue: at the back; the embedded broker:
     // at the head, tools/README.md) does not change the order ordered handling gives.
     Fixture f({.retry = acemq::fixed_retry(2, 0ms)});

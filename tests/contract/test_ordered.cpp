@@ -1,4 +1,4 @@
-// patterns.md §5.3 and §8 item 51: the family's partition function, value for value, and
+// docs/ordered.md §2 (the family's item 51): the family's partition function, value for value, and
 // what the ordered handler does with one message at a time (conformance/test_ordered.cpp
 // runs it on a consumer's workers).
 #include <catch2/catch.hpp>
