@@ -3,6 +3,8 @@
 // messages one at a time in arrival order while other keys run beside them; a group starts
 // its members all or nothing. Gates prove overlap; every wait is bounded.
 #include "../support/forwarding_transport.hpp"
+#include "../support/tally.hpp"
+#include "../support/wait.hpp"
 #include "conformance.hpp"
 
 #include <algorithm>
@@ -100,16 +102,6 @@ std::vector<std::int64_t> first_steps(std::int64_t count) {
     return steps;
 }
 
-template <class T>
-bool wait_no_locks(const acemq::Ordered<T>& handler) {
-    const auto deadline = std::chrono::steady_clock::now() + 5s;
-    while (handler.locks() != 0) {
-        if (std::chrono::steady_clock::now() >= deadline) return false;
-        std::this_thread::sleep_for(1ms);
-    }
-    return true;
-}
-
 const acemq::ConsumerOptions eight_workers{.prefetch = 40, .concurrency = 8};
 
 }  // namespace
@@ -152,7 +144,7 @@ TEST_CASE("50 ordered, concurrency 8: a key's messages one at a time in arrival 
     CHECK_FALSE(journal.overlapped());
     CHECK(journal.ran_alone() == 0);
     CHECK(journal.most_keys_inside() >= 2);
-    CHECK(wait_no_locks(handler));
+    CHECK(testing_support::eventually([&] { return handler.locks() == 0; }, 5s, 1ms));
     std::optional<acemq::Delivery> refused = f.pull(acemq::dead_letter_queue(queue));
     REQUIRE(refused);
     CHECK(envelope_of(*refused).id == rejected_id);
@@ -219,7 +211,7 @@ TEST_CASE("50 ordered: messages without a key are not ordered, they run side by 
     publisher.send(Order{"no-key-2", 0}, with_header("device", ""));
     REQUIRE(journal.wait_handled(2));
     CHECK(journal.ran_alone() == 0);
-    CHECK(wait_no_locks(handler));
+    CHECK(testing_support::eventually([&] { return handler.locks() == 0; }, 5s, 1ms));
     consumer.close();
 }
 
@@ -249,7 +241,7 @@ TEST_CASE("50 ordered by_correlation: each conversation in order, one message at
         CHECK(journal.steps(conversation) == first_steps(per_conversation));
     }
     CHECK_FALSE(journal.overlapped());
-    CHECK(wait_no_locks(handler));
+    CHECK(testing_support::eventually([&] { return handler.locks() == 0; }, 5s, 1ms));
     consumer.close();
 }
 
@@ -277,7 +269,7 @@ TEST_CASE("50 ordered: 50 keys leave 0 locks behind") {
         publisher.send(Order{key, 0}, with_header("device", key));
     }
     REQUIRE(journal.wait_handled(50));
-    CHECK(wait_no_locks(handler));
+    CHECK(testing_support::eventually([&] { return handler.locks() == 0; }, 5s, 1ms));
     {
         std::lock_guard guard(lock);
         CHECK(most_locks >= 1);  // the count is live: each handler ran holding its key
@@ -379,13 +371,9 @@ TEST_CASE("57 consumer group: size consumers tagged acemq-<queue>-1..N (or <tag>
     const std::string queue = f.source_queue("orders.new");
     auto recording = std::make_shared<RecordingTransport>(f.transport());
     acemq::Bus bus = acemq::connect(recording);
-    std::mutex lock;
-    std::condition_variable changed;
-    int handled = 0;
+    testing_support::Tally handled;
     auto group = acemq::ConsumerGroup::start(bus, queue, 3, [&](const Message<Order>&) {
-        std::lock_guard guard(lock);
-        ++handled;
-        changed.notify_all();
+        handled.add();
         return acemq::accept();
     });
     const std::vector<std::string> expected{"acemq-" + queue + "-1", "acemq-" + queue + "-2", "acemq-" + queue + "-3"};
@@ -396,10 +384,7 @@ TEST_CASE("57 consumer group: size consumers tagged acemq-<queue>-1..N (or <tag>
     CHECK(group.queue() == queue);
     auto publisher = bus.publisher_to_queue(queue);
     for (int n = 0; n < 6; ++n) publisher.send(Order{"o-" + std::to_string(n), n});
-    {
-        std::unique_lock guard(lock);
-        CHECK(changed.wait_for(guard, 10s, [&] { return handled == 6; }));
-    }
+    CHECK(handled.wait_at_least(6, 10s));
     CHECK(group.close());
     CHECK(recording->open_subscriptions() == 0);
 
