@@ -4,11 +4,16 @@
 //
 //   bus.consume("readings", acemq::ordered(acemq::by_header("device"), handle), {.concurrency = 8});
 //
-// Arrival order is the order the consumer handed the deliveries to its workers: a worker that
-// reaches the handler before one handed an earlier delivery waits until that one has taken its
-// place in its key's line (or finished without reaching the handler), so a slow decode or
-// interceptor on one worker never lets a later message of its key overtake it. An empty key
-// is not ordered at all: such messages run as they come, side by side.
+// Arrival order is the order the consumer handed the deliveries to its workers. A delivery
+// joins its key's line only once every delivery handed out before it has joined its own (or
+// finished without reaching the handler), so a slow decode or interceptor on one worker never
+// lets a later message of its key overtake it; it delays the joining of later messages of
+// every key meanwhile, not their handling. An empty key is not ordered at all: such messages
+// run as they come, side by side.
+//
+// A message waiting its turn holds its worker and waits as long as the one ahead of it takes:
+// a handler that never returns holds up its key (and the workers waiting behind it), and a
+// consumer's close leaves those as it leaves any stuck handler.
 //
 // Only within one process, and only for first deliveries: a retried message is republished
 // to the back of its queue (or to a retry rung) and is handled after the messages of its key

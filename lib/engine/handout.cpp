@@ -1,5 +1,7 @@
 #include "handout.hpp"
 
+#include <utility>
+
 namespace acemq::detail {
 
 namespace {
@@ -20,11 +22,15 @@ void HandoutOrder::pass(std::uint64_t number) {
     {
         std::lock_guard guard(lock_);
         if (number < passed_below_) return;
-        passed_out_of_turn_.insert(number);
-        // Deliveries pass in any order; the watermark moves over each run of passed numbers.
-        auto first = passed_out_of_turn_.begin();
-        while (first != passed_out_of_turn_.end() && *first == passed_below_) {
-            first = passed_out_of_turn_.erase(first);
+        if (number > passed_below_) {
+            // An earlier delivery is still on its way: nobody behind it can go on yet.
+            passed_out_of_turn_.insert(number);
+            return;
+        }
+        ++passed_below_;
+        auto next = passed_out_of_turn_.begin();
+        while (next != passed_out_of_turn_.end() && *next == passed_below_) {
+            next = passed_out_of_turn_.erase(next);
             ++passed_below_;
         }
     }
