@@ -180,7 +180,12 @@ TEST_CASE("50 ordered, concurrency 8: a later worker reaching the handler first 
         changed.notify_all();
         return acemq::accept();
     });
-    acemq::Consumer consumer = f.bus().consume(queue, handler, eight_workers);
+    // Inside with_timeout the ordered handler runs on a helper thread, and keeps the order.
+    const bool timed = GENERATE(false, true);
+    INFO((timed ? "inside with_timeout" : "as the consumer's handler"));
+    acemq::Consumer consumer =
+        timed ? f.bus().consume(queue, acemq::chain(handler, acemq::with_timeout(10s)), eight_workers)
+              : f.bus().consume(queue, handler, eight_workers);
     auto publisher = f.bus().publisher_to_queue(queue);
     for (const std::string step : {"1", "2"}) {
         acemq::SendOptions send = with_header("device", "d-slow");
