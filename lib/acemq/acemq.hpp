@@ -14,6 +14,7 @@
 #include <acemq/clock.hpp>
 #include <acemq/codec.hpp>
 #include <acemq/consumer.hpp>
+#include <acemq/consumer_group.hpp>
 #include <acemq/envelope.hpp>
 #include <acemq/error.hpp>
 #include <acemq/field.hpp>
@@ -30,6 +31,7 @@
 #include <acemq/msgpack_codec.hpp>
 #include <acemq/naming.hpp>
 #include <acemq/observer.hpp>
+#include <acemq/ordered.hpp>
 #include <acemq/outbox.hpp>
 #include <acemq/publisher.hpp>
 #include <acemq/reflect.hpp>

@@ -219,8 +219,12 @@ void ConsumerCore::work() {
         waiting_.pop_front();
         ++running_;
         last_started_ = std::chrono::steady_clock::now();
+        Handout handout{handouts_, handouts_->take()};
         guard.unlock();
-        process(delivery);
+        {
+            const HandoutScope handling(std::move(handout));
+            process(delivery);
+        }
         guard.lock();
         --running_;
         changed_.notify_all();

@@ -14,6 +14,7 @@
 #include <acemq/settlement.hpp>
 #include <acemq/transport.hpp>
 #include "bus_core.hpp"
+#include "handout.hpp"
 
 namespace acemq::detail {
 
@@ -95,6 +96,8 @@ private:
     std::mutex lock_;         // guards what follows
     std::condition_variable_any changed_;
     std::deque<Delivery> waiting_;
+    // Numbered as workers take them from waiting_, for the ordered handler.
+    std::shared_ptr<HandoutOrder> handouts_ = std::make_shared<HandoutOrder>();
     std::size_t running_ = 0;
     // When a worker last started a delivery, and when waiting_ last became non-empty: a
     // stall is deliveries waiting with neither for longer than stall_after.

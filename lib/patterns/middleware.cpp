@@ -5,6 +5,7 @@
 #include <thread>
 
 #include <acemq/settlement.hpp>
+#include "handout.hpp"
 #include "quoted_text.hpp"
 
 namespace acemq {
@@ -61,10 +62,15 @@ std::chrono::milliseconds positive_timeout(std::chrono::milliseconds limit) {
 
 Ack run_with_deadline(std::function<Ack()> work, std::chrono::milliseconds limit, const std::string& message_id) {
     auto run = std::make_shared<HelperRun>();
-    std::thread([run, work = std::move(work), parent = current_token, message_id] {
+    std::optional<Handout> handout;
+    if (const Handout* current = current_handout()) handout = *current;
+    std::thread([run, work = std::move(work), parent = current_token, message_id, handout = std::move(handout)] {
         // An outer with_timeout that gives up stops this handler too.
         const std::stop_callback follow_outer(parent, [&run] { run->stop.request_stop(); });
         current_token = run->stop.get_token();
+        // An ordered handler inside keeps the consumer's arrival order on this thread too.
+        std::optional<HandoutScope> in_order;
+        if (handout) in_order.emplace(*handout);
         std::optional<Ack> answer;
         std::exception_ptr error;
         try {
