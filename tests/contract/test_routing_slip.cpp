@@ -5,7 +5,7 @@
 
 #include <acemq/envelope.hpp>
 #include <acemq/routing_slip.hpp>
-#include "../support/handmade.hpp"
+#include "../support/thrown.hpp"
 
 #include <chrono>
 #include <cstring>
@@ -104,7 +104,7 @@ TEST_CASE("an unreadable JSON slip is a FatalError that says so; no slip at all 
           FieldValue(R"({"steps":"validate"})"), FieldValue(Bytes{std::byte{0xff}, std::byte{0xfe}})}) {
         INFO(bad.to_string());
         envelope.headers.insert_or_assign(std::string(header::routing_slip), bad);
-        CHECK_THAT(handmade::thrown<FatalError>([&] { (void)slip_from(envelope); }),
+        CHECK_THAT(testing_support::what_of<FatalError>([&] { (void)slip_from(envelope); }),
                    Catch::Matchers::Contains("cannot read the routing slip") && Catch::Matchers::Contains(envelope.id));
     }
 }
@@ -163,7 +163,7 @@ TEST_CASE("the step-names form writes route, position and run id, and reads back
     const RoutingSlip fresh = route_of("orders", {"validate"});
     CHECK(fresh.run_id().size() == 36);
     CHECK(route_of("orders", {"validate"}).run_id() != fresh.run_id());
-    CHECK_THAT(handmade::thrown<InvalidArgument>([&] { (void)route_of("orders", {}); }),
+    CHECK_THAT(testing_support::what_of<InvalidArgument>([&] { (void)route_of("orders", {}); }),
                Catch::Matchers::Contains("at least one step"));
 
     // The other way: a declared slip written as JSON loses its route headers.

@@ -6,6 +6,7 @@
 #include <acemq/log.hpp>
 #include <acemq/saga.hpp>
 #include "../support/handmade.hpp"
+#include "../support/thrown.hpp"
 
 #include <stdexcept>
 #include <stop_token>
@@ -28,7 +29,7 @@ Saga<Trail>::Action writes(std::string what, bool failing = false) {
     };
 }
 
-std::string what_of(const std::exception_ptr& error) {
+std::string failure_text(const std::exception_ptr& error) {
     try {
         std::rethrow_exception(error);
     } catch (const std::exception& e) {
@@ -68,7 +69,7 @@ TEST_CASE("59 a failing step: the steps done are compensated in reverse, one wit
     CHECK(result.compensated());
     CHECK_FALSE(result.has_unresolved());
     CHECK(result.failed_at == "d");
-    CHECK(what_of(result.failure) == "d broke");
+    CHECK(failure_text(result.failure) == "d broke");
     CHECK(result.completed == Trail{"a", "b", "c"});
     CHECK(result.to_string() == "checkout failed at d, compensated ['a', 'b', 'c']");
 }
@@ -113,7 +114,7 @@ TEST_CASE("59 cancellation is not compensated: SagaCancelled from a step, or a s
     saga.step("a", writes("a"), writes("undo a")).step("b", [](Trail&) {
         throw SagaCancelled("the caller went away");
     });
-    CHECK_THAT(handmade::thrown<SagaCancelled>([&] { (void)saga.run(trail); }),
+    CHECK_THAT(testing_support::what_of<SagaCancelled>([&] { (void)saga.run(trail); }),
                Catch::Matchers::Contains("the caller went away"));
     CHECK(trail == Trail{"a"});
 
@@ -129,7 +130,7 @@ TEST_CASE("59 cancellation is not compensated: SagaCancelled from a step, or a s
             writes("undo a"))
         .step("b", writes("b"));
     trail.clear();
-    CHECK_THAT(handmade::thrown<SagaCancelled>([&] { (void)stopping.run(trail, stop.get_token()); }),
+    CHECK_THAT(testing_support::what_of<SagaCancelled>([&] { (void)stopping.run(trail, stop.get_token()); }),
                Catch::Matchers::Contains("stopped before step 'b'"));
     CHECK(trail == Trail{"a"});
 }
@@ -144,18 +145,18 @@ TEST_CASE("59 any thrown type is a failure, not only std::exception") {
 }
 
 TEST_CASE("59 a saga's name and steps are checked with the family's words") {
-    CHECK_THAT(handmade::thrown<InvalidArgument>([&] { (void)Saga<Trail>(""); }),
+    CHECK_THAT(testing_support::what_of<InvalidArgument>([&] { (void)Saga<Trail>(""); }),
                Catch::Matchers::Contains("a saga needs a name"));
     Saga<Trail> saga("order");
     saga.step("a", writes("a"));
-    CHECK_THAT(handmade::thrown<InvalidArgument>([&] { (void)saga.step("a", writes("a")); }),
+    CHECK_THAT(testing_support::what_of<InvalidArgument>([&] { (void)saga.step("a", writes("a")); }),
                Catch::Matchers::Contains("already has a step called 'a'"));
     CHECK_THROWS_AS(saga.step("", writes("x")), InvalidArgument);
-    CHECK_THAT(handmade::thrown<InvalidArgument>([&] { (void)saga.step("b", {}); }),
+    CHECK_THAT(testing_support::what_of<InvalidArgument>([&] { (void)saga.step("b", {}); }),
                Catch::Matchers::Contains("has no action"));
     CHECK(saga.step_names() == Trail{"a"});
     Trail trail;
-    CHECK_THAT(handmade::thrown<InvalidArgument>([&] { (void)Saga<Trail>("empty").run(trail); }),
+    CHECK_THAT(testing_support::what_of<InvalidArgument>([&] { (void)Saga<Trail>("empty").run(trail); }),
                Catch::Matchers::Contains("has no steps"));
     CHECK(Saga<Trail>("empty").to_string() == "Saga(empty: )");
 }

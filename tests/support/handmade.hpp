@@ -47,17 +47,6 @@ private:
     acemq::LogSink previous_;
 };
 
-// What `call` threw as E (another type goes on and fails the test), or "(nothing thrown)".
-template <class E, class F>
-std::string thrown(F&& call) {
-    try {
-        call();
-    } catch (const E& error) {
-        return error.what();
-    }
-    return "(nothing thrown)";
-}
-
 inline bool contains(const std::string& text, std::string_view part) { return text.find(part) != std::string::npos; }
 
 }  // namespace handmade
