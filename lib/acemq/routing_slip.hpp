@@ -217,24 +217,23 @@ Handler<T> follow_slip(Bus& bus, Stage stage, FollowSlipOptions options = {}) {
         const std::optional<RoutingSlip> slip = follower->arrived(incoming.envelope, refusal);
         if (!slip) return *refusal;
         using Result = detail::StageResult<T, Stage>;
-        std::optional<std::conditional_t<std::is_void_v<Result>, bool, std::decay_t<Result>>> result;
+        // What goes on: the stage's result, or the payload as it came from a void stage.
+        using Next = std::conditional_t<std::is_void_v<Result>, std::reference_wrapper<const T>, std::decay_t<Result>>;
+        std::optional<Next> next;
         try {
             if constexpr (std::is_void_v<Result>) {
                 stage(incoming);
-                result.emplace(true);
+                next.emplace(incoming.payload);
             } else {
-                result.emplace(stage(incoming));
+                next.emplace(stage(incoming));
             }
         } catch (const FatalError& error) {
             return reject(error);
         } catch (const std::exception& error) {
             return retry(error);
         }
-        return follower->forward(incoming.envelope, *slip, [&](const Publisher& next, const SendOptions& send) {
-            if constexpr (std::is_void_v<Result>)
-                next.send(incoming.payload, send);
-            else
-                next.send(*result, send);
+        return follower->forward(incoming.envelope, *slip, [&](const Publisher& publisher, const SendOptions& send) {
+            publisher.send(static_cast<const std::unwrap_reference_t<Next>&>(*next), send);
         });
     };
 }
