@@ -37,6 +37,8 @@
 #include <acemq/reflect.hpp>
 #include <acemq/replay.hpp>
 #include <acemq/retry.hpp>
+#include <acemq/routing_slip.hpp>
+#include <acemq/saga.hpp>
 #include <acemq/scheduler.hpp>
 #include <acemq/schema.hpp>
 #include <acemq/settlement.hpp>

@@ -35,6 +35,10 @@
 
 namespace acemq {
 
+namespace detail {
+class SlipFollower;
+}  // namespace detail
+
 struct BusOptions {
     std::string origin{};                  // "service@host"; default "acemq@<hostname>"
     RetryPolicy retry = no_retry();        // consumers' default: one delivery, then .dlq
@@ -103,7 +107,8 @@ public:
 
 private:
     friend Bus connect(std::shared_ptr<Transport> transport, BusOptions options);
-    friend class OutboxRelay;  // publishes records under the bus's telemetry
+    friend class OutboxRelay;           // publishes records under the bus's telemetry
+    friend class detail::SlipFollower;  // counts the end of routing-slip runs
     explicit Bus(std::shared_ptr<detail::BusCore> core);
     Consumer start_consumer(std::string_view queue, detail::Decoder decoder, ConsumerOptions options);
 

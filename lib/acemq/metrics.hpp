@@ -41,6 +41,10 @@ inline constexpr std::string_view outbox_lag = "acemq.outbox.lag";
 inline constexpr std::string_view request_total = "acemq.request.total";
 inline constexpr std::string_view request_duration = "acemq.request.duration";
 inline constexpr std::string_view consume_attempts = "acemq.consume.attempts";  // a count, not seconds
+// The end of a routing-slip run (follow_slip), labelled pipeline, step and outcome; the
+// duration is the message's age then.
+inline constexpr std::string_view pipeline_run_total = "acemq.pipeline.run.total";
+inline constexpr std::string_view pipeline_run_duration = "acemq.pipeline.run.duration";
 // The C++ member's own (no family name exists): a delivery the idempotent consumer found
 // already done, acked without running the handler.
 inline constexpr std::string_view idempotency_duplicates = "acemq.idempotency.duplicates.total";
@@ -90,6 +94,8 @@ inline constexpr std::string_view where = "where";  // of a retry: consumer, bro
 inline constexpr std::string_view message_type = "message.type";
 inline constexpr std::string_view transport = "transport";
 inline constexpr std::string_view state = "state";  // of acemq.connection.state
+inline constexpr std::string_view pipeline = "pipeline";
+inline constexpr std::string_view step = "step";
 }  // namespace tag
 
 // Tag name and value pairs; their order does not matter (collectors sort them).

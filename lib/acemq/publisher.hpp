@@ -43,6 +43,11 @@ struct SendOptions {
     Headers headers{};                        // application headers; reserved names are refused
     std::optional<std::int32_t> attempt{};    // for replays and relays; default 1
     std::optional<EpochMillis> first_seen{};  // default: now
+    // A declared pipeline's route (x-acemq-route, -position, -id), as RoutingSlip::onto
+    // writes it; empty = none.
+    std::vector<std::string> route{};
+    std::int32_t route_position = 0;
+    std::string route_id{};
 };
 
 struct SendResult {

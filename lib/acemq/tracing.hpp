@@ -112,6 +112,8 @@ namespace span_event {
 inline constexpr std::string_view retried = "message.retried";
 inline constexpr std::string_view dead_lettered = "message.dead_lettered";
 inline constexpr std::string_view outbox_publish_failed = "outbox.publish_failed";
+// A routing-slip run ended (follow_slip), with the bare attributes pipeline, step, outcome.
+inline constexpr std::string_view pipeline_run_finished = "pipeline.run_finished";
 }  // namespace span_event
 
 class Span {
@@ -144,6 +146,12 @@ public:
 // The trace of the delivery this thread is handling (set by the engine around a handler and
 // by a TraceScope), or null.
 const TraceContext* current_trace() noexcept;
+
+// The span of the delivery this thread is handling (the engine's "<queue> process" span,
+// open until the delivery is settled), or null: outside a handler, on a thread the handler
+// started, or with no tracer. For code a handler runs that reports on its delivery, such as
+// follow_slip's pipeline.run_finished event. Use it on this thread only, before returning.
+Span* current_span() noexcept;
 
 // Makes `context` current on this thread for the scope, restoring the previous one after;
 // e.g. around work started by an HTTP request whose traceparent you read yourself.

@@ -261,6 +261,7 @@ void ConsumerCore::process(Delivery& delivery) {
         if (!span) return run_handler(context, reached_handler);
         // A publish from inside the handler continues this delivery's trace.
         const TraceScope in_this_trace(span->context());
+        const SpanScope open_span(*span);
         return run_handler(context, reached_handler);
     }();
     const Seconds handled = instruments_ ? std::chrono::steady_clock::now() - started : Seconds{};

@@ -25,6 +25,9 @@ Envelope envelope_for(const SendOptions& options, std::string_view routing_key, 
     envelope.attempt = options.attempt.value_or(1);
     envelope.first_seen = options.first_seen.value_or(epoch_millis_now());
     envelope.claim = options.claim;
+    envelope.route = options.route;
+    envelope.route_position = options.route_position;
+    envelope.route_id = options.route_id;
     for (const auto& [name, value] : options.headers) set_header(envelope, name, value);
     return envelope;
 }

@@ -110,6 +110,19 @@ private:
     std::map<std::string, std::shared_ptr<const ConsumeInstruments>, std::less<>> consuming_;
 };
 
+// Makes `span` what current_span() answers on this thread for the scope: the engine's
+// around a handler.
+class SpanScope {
+public:
+    explicit SpanScope(Span& span) noexcept;
+    ~SpanScope();
+    SpanScope(const SpanScope&) = delete;
+    SpanScope& operator=(const SpanScope&) = delete;
+
+private:
+    Span* previous_;
+};
+
 // "<exchange>", or the routing key for the default exchange: what a publish span is named after.
 std::string_view trace_destination(std::string_view exchange, std::string_view routing_key) noexcept;
 

@@ -4,6 +4,7 @@
 #include <acemq/tracing.hpp>
 
 #include "rfc3339.hpp"
+#include "telemetry.hpp"
 
 #include <pthread.h>
 #include <sys/random.h>
@@ -145,6 +146,7 @@ IdSource& id_source() {
 }
 
 thread_local const TraceContext* current = nullptr;
+thread_local Span* current_delivery_span = nullptr;
 
 const FieldValue* header_of(const Headers& headers, std::string_view name) {
     auto at = headers.find(name);
@@ -257,6 +259,13 @@ std::string_view to_string(SpanKind kind) {
 }
 
 const TraceContext* current_trace() noexcept { return current; }
+
+Span* current_span() noexcept { return current_delivery_span; }
+
+namespace detail {
+SpanScope::SpanScope(Span& span) noexcept : previous_(current_delivery_span) { current_delivery_span = &span; }
+SpanScope::~SpanScope() { current_delivery_span = previous_; }
+}  // namespace detail
 
 TraceScope::TraceScope(const TraceContext& context) noexcept : previous_(current) { current = &context; }
 TraceScope::~TraceScope() { current = previous_; }
