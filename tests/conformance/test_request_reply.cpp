@@ -324,6 +324,9 @@ TEST_CASE("request/reply: a generated reply queue is the requester's own and goe
         acemq::Requester asker{f.bus(), "", queue};
         generated = asker.reply_queue();
         CHECK(f.transport().queue_exists(generated));
+        // Its consumer declares nothing of its own: no dead letters for replies.
+        CHECK_FALSE(f.transport().queue_exists(acemq::dead_letter_queue(generated)));
+        CHECK_FALSE(f.transport().queue_exists(acemq::parked_queue(generated)));
         // Transient, exclusive, auto-delete and classic: a durable quorum one is refused.
         CHECK_THROWS_AS(f.bus().declare(acemq::Topology{}.queue(generated, {.type = acemq::QueueType::quorum})),
                         acemq::TopologyError);
