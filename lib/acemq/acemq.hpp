@@ -36,6 +36,7 @@
 #include <acemq/publisher.hpp>
 #include <acemq/reflect.hpp>
 #include <acemq/replay.hpp>
+#include <acemq/request_reply.hpp>
 #include <acemq/retry.hpp>
 #include <acemq/routing_slip.hpp>
 #include <acemq/saga.hpp>
