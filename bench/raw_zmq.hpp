@@ -57,20 +57,23 @@ inline void send(zmq::socket_t& socket, const acemq::Bytes& payload, const char*
                                  " ms");
 }
 
-inline zmq::socket_t bound(zmq::context_t& context, zmq::socket_type type, const std::string& bind) {
+// Gives up on a send or receive after peer_timeout_ms; drops what is unsent when closed.
+inline zmq::socket_t timed_socket(zmq::context_t& context, zmq::socket_type type) {
     zmq::socket_t socket(context, type);
     socket.set(zmq::sockopt::rcvtimeo, peer_timeout_ms);
     socket.set(zmq::sockopt::sndtimeo, peer_timeout_ms);
     socket.set(zmq::sockopt::linger, 0);
+    return socket;
+}
+
+inline zmq::socket_t bound(zmq::context_t& context, zmq::socket_type type, const std::string& bind) {
+    zmq::socket_t socket = timed_socket(context, type);
     socket.bind(bind);
     return socket;
 }
 
 inline zmq::socket_t connected(zmq::context_t& context, zmq::socket_type type, const std::string& address) {
-    zmq::socket_t socket(context, type);
-    socket.set(zmq::sockopt::rcvtimeo, peer_timeout_ms);
-    socket.set(zmq::sockopt::sndtimeo, peer_timeout_ms);
-    socket.set(zmq::sockopt::linger, 0);
+    zmq::socket_t socket = timed_socket(context, type);
     socket.connect(address);
     return socket;
 }
