@@ -34,6 +34,7 @@
 #include <acemq/publisher.hpp>
 #include <acemq/reflect.hpp>
 #include <acemq/replay.hpp>
+#include <acemq/request_reply.hpp>
 #include <acemq/retry.hpp>
 #include <acemq/schema.hpp>
 #include <acemq/settlement.hpp>

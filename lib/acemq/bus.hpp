@@ -104,6 +104,7 @@ public:
 private:
     friend Bus connect(std::shared_ptr<Transport> transport, BusOptions options);
     friend class OutboxRelay;  // publishes records under the bus's telemetry
+    friend class Requester;    // measures and traces its calls under the bus's telemetry
     explicit Bus(std::shared_ptr<detail::BusCore> core);
     Consumer start_consumer(std::string_view queue, detail::Decoder decoder, ConsumerOptions options);
 

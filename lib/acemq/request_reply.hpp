@@ -15,14 +15,31 @@
 // through the default exchange to that address (not mandatory), with the request's
 // correlation id, causation = the request's id. A responder that throws sends an empty
 // reply carrying the header acemq-error ("<Type>: <text>"), and the request is rejected to
-// {queue}.dlq; the caller gets ResponderError, never a timeout.
+// {queue}.dlq; the caller gets ResponderError, never a timeout. A request the responder
+// cannot read (a DecodeError, from the codec or from respond) is parked in {queue}.parked,
+// as any undecodable message is, and answered the same way, so its caller hears at once.
+// A request that names no reply address is rejected to {queue}.dlq and counted
+// unanswerable. A reply that cannot be sent leaves the request to the retry policy: make
+// responders idempotent.
+//
+// Requests are published mandatory: one that reaches no queue fails at once with
+// PublishError (unroutable) instead of waiting out its timeout. A reply nobody waits for
+// (late, forged, or for another requester) is accepted, dropped and counted unmatched.
+//
+// Telemetry (the bus's Metrics and Tracer): acemq.request.total and acemq.request.duration,
+// tagged routing.key and outcome answered, timed_out (also a close) or failed (the responder
+// failed, or the request was not confirmed); a "<destination> request" CLIENT span around
+// each call, the request's publish its child, so the trace goes on to the responder.
 //
 // Threads: a Requester is shared by reference between threads; ask and ask_async are
-// thread-safe, any number in flight at once. close() is thread-safe and idempotent.
+// thread-safe, any number in flight at once. close() is thread-safe and idempotent. The bus
+// must outlive its requesters and responders, and stay where it is (not moved from).
 #pragma once
 
 #include <chrono>
 #include <cstdint>
+#include <exception>
+#include <functional>
 #include <future>
 #include <memory>
 #include <string>
@@ -101,17 +118,25 @@ public:
     Reply ask(const Request& request, const RequestOptions& options = {}) {
         return ask_async<Reply>(request, options).get();
     }
-    // The same, returning at once; the future holds the reply or one of ask's errors. The
-    // request is published (and confirmed) before this returns, so a PublishError is thrown
-    // here, not stored in the future.
+    // The same, returning at once; the future becomes ready when the reply arrives or the
+    // call ends, holding the reply or one of ask's errors (a DecodeError too). The request
+    // is published (and confirmed) before this returns, so a PublishError, and a UsageError
+    // once the requester is closed, are thrown here, not stored in the future.
     template <class Reply, class Request>
     std::future<Reply> ask_async(const Request& request, const RequestOptions& options = {}) {
         auto codec = codec_for_requests();
-        return std::async(std::launch::deferred,
-                          [codec, raw = ask_encoded(encode(*codec, request), options)]() mutable {
-                              RawMessage reply = raw.get();
-                              return decode<Reply>(*codec, reply.payload, reply.content_type);
-                          });
+        auto promise = std::make_shared<std::promise<Reply>>();
+        std::future<Reply> future = promise->get_future();
+        send_request(encode(*codec, request), options,
+                     [codec, promise](const RawMessage* reply, std::exception_ptr failure) {
+                         if (failure) return promise->set_exception(std::move(failure));
+                         try {
+                             promise->set_value(decode<Reply>(*codec, reply->payload, reply->content_type));
+                         } catch (...) {  // the reply was not a Reply: the caller hears it from get()
+                             promise->set_exception(std::current_exception());
+                         }
+                     });
+        return future;
     }
 
     // Bytes already encoded; the reply comes back undecoded.
@@ -127,6 +152,10 @@ public:
     class Core;  // not API
 
 private:
+    // Called once, with the reply (failure null) or with why there is none, on the thread
+    // that received the reply or saw the deadline pass; it must not block.
+    using Completion = std::function<void(const RawMessage* reply, std::exception_ptr failure)>;
+    void send_request(Encoded request, const RequestOptions& options, Completion done);
     std::shared_ptr<const Codec> codec_for_requests() const;
     std::shared_ptr<Core> core_;
 };
@@ -137,9 +166,16 @@ struct ServeOptions {
     std::shared_ptr<const Codec> codec{};
 };
 
+class Responder;
+
+// Serves requests whose body the responder reads itself and whose reply it encodes itself.
+// The queue must exist (declare it with dead letters, for the requests set aside).
+Responder serve_raw(Bus& bus, std::string_view queue, std::function<Encoded(const RawMessage&)> respond,
+                    ServeOptions options = {});
+
 // Answers requests on a queue until closed (or destroyed). answered() counts replies sent
 // (counted before the publish, taken back if it fails); unanswerable() requests that named
-// no reply address (rejected to {queue}.dlq).
+// no reply address (rejected to {queue}.dlq). Every member is thread-safe.
 class Responder {
 public:
     Responder(Responder&&) noexcept;
@@ -154,19 +190,14 @@ public:
     class Core;  // not API
 
 private:
-    template <class Request, class Respond>
-    friend Responder serve(Bus&, std::string_view, Respond, ServeOptions);
     friend Responder serve_raw(Bus&, std::string_view, std::function<Encoded(const RawMessage&)>, ServeOptions);
     explicit Responder(std::shared_ptr<Core> core);
     std::shared_ptr<Core> core_;
 };
 
-// Serves requests whose body the responder reads itself and whose reply it encodes itself.
-Responder serve_raw(Bus& bus, std::string_view queue, std::function<Encoded(const RawMessage&)> respond,
-                    ServeOptions options = {});
-
 // Serves requests decoded as Request; `respond` returns the reply value (any type the
-// codec can write). A request that cannot be decoded is parked, as by any consumer.
+// codec can write). A request that cannot be decoded as Request is parked, as by any
+// consumer, and answered with an error reply.
 template <class Request, class Respond>
 Responder serve(Bus& bus, std::string_view queue, Respond respond, ServeOptions options = {}) {
     auto codec = options.codec ? options.codec : options.consumer.codec ? options.consumer.codec : bus.codec();

@@ -177,6 +177,30 @@ void Telemetry::end_publish(Span& span, PublishOutcome outcome, std::string_view
     span.end();
 }
 
+std::unique_ptr<Span> Telemetry::start_request(std::string_view exchange, std::string_view routing_key,
+                                               std::string_view correlation, Headers& headers) const {
+    if (!tracer_) return nullptr;
+    const std::optional<TraceContext> carried = extract_trace(headers);
+    const TraceContext* parent = carried ? &*carried : current_trace();
+    const std::string_view destination = trace_destination(exchange, routing_key);
+    const std::array<AttributeView, 4> attributes{{
+        {span_attribute::system, system_},
+        {span_attribute::destination, destination},
+        {span_attribute::operation, std::string_view("request")},
+        {span_attribute::conversation_id, correlation},
+    }};
+    std::unique_ptr<Span> span =
+        tracer_->start_span({span_name(destination, " request"), SpanKind::client, parent, attributes});
+    inject_trace(span->context(), headers);
+    return span;
+}
+
+void Telemetry::end_request(Span& span, std::string_view outcome, std::string_view error) {
+    span.set_attribute(span_attribute::outcome, std::string(outcome));
+    if (outcome == "failed") span.set_error(error.empty() ? outcome : error);
+    span.end();
+}
+
 std::unique_ptr<Span> Telemetry::start_process(std::string_view queue, const Envelope& envelope) const {
     if (!tracer_) return nullptr;
     const std::optional<TraceContext> parent = extract_trace(envelope.headers);

@@ -96,6 +96,14 @@ public:
     };
     std::unique_ptr<Span> start_publish(const Published& publish, Headers& headers) const;
     static void end_publish(Span& span, PublishOutcome outcome, std::string_view error = {});
+    // "<destination> request" (CLIENT) around one call of a Requester: a child of the trace
+    // the request's headers carry, else of the delivery this thread handles, else a new
+    // trace; writes its own context into the headers, so that the request's publish is its
+    // child. Null when not tracing. `outcome` is answered, timed_out or failed; only failed
+    // is an error.
+    std::unique_ptr<Span> start_request(std::string_view exchange, std::string_view routing_key,
+                                        std::string_view correlation, Headers& headers) const;
+    static void end_request(Span& span, std::string_view outcome, std::string_view error = {});
     // "<queue> process" (CONSUMER), a child of the trace in the message's headers. Null
     // when not tracing.
     std::unique_ptr<Span> start_process(std::string_view queue, const Envelope& envelope) const;
