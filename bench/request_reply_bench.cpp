@@ -23,7 +23,7 @@
 //
 //   build/bench/request_reply_bench [--quick]   (or ACEMQ_BENCH_QUICK=1: a tenth of the calls, one run)
 //
-// Alone, it needs the servers bench/run starts for it, e.g.
+// Alone, it measures raw zmq and inproc; the other sides need the servers bench/run starts, e.g.
 //   build/tools/acemq-broker --listen tcp://127.0.0.1:5680 & nats-server -a 127.0.0.1 -p 4222 &
 //   ACEMQ_BENCH_ZMQ_URL=zmq+tcp://127.0.0.1:5680 ACEMQ_BENCH_NATS_URL=nats://127.0.0.1:4222 build/bench/request_reply_bench
 #include <acemq/acemq.hpp>
