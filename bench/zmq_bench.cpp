@@ -47,6 +47,7 @@
 
 #include "acker.hpp"
 #include "measure.hpp"
+#include "raw_zmq.hpp"
 
 using namespace std::chrono_literals;
 
@@ -56,9 +57,6 @@ using Clock = std::chrono::steady_clock;
 
 constexpr std::size_t window = 256;
 constexpr std::uint16_t prefetch = 256;
-// How long one send, receive or wait may take before the benchmark gives up: only a broken
-// side is this slow, and a benchmark that hangs reports nothing.
-constexpr int peer_timeout_ms = 10'000;
 constexpr auto drain_deadline = 60s;
 
 struct Sizes {
@@ -78,6 +76,12 @@ double micros(Clock::duration elapsed) { return std::chrono::duration<double, st
 
 using bench::median;
 using bench::percentile;
+using bench::raw_zmq::bound;
+using bench::raw_zmq::connected;
+using bench::raw_zmq::peer_timeout_ms;
+using bench::raw_zmq::receive;
+using bench::raw_zmq::send;
+using bench::raw_zmq::Worker;
 
 template <class Run>
 double median_of_runs(int runs, Run&& run) {
@@ -121,64 +125,6 @@ private:
 
 // ---- (a) and (b): cppzmq by hand ------------------------------------------------------------
 
-// Runs `body` on a thread of its own; join() rethrows what it threw.
-class Worker {
-public:
-    template <class Body>
-    explicit Worker(Body body)
-        : thread_([this, body = std::move(body)]() mutable {
-              try {
-                  body();
-              } catch (...) {
-                  failure_ = std::current_exception();  // handed to join(), on the thread that reports
-              }
-          }) {}
-    ~Worker() {
-        if (thread_.joinable()) thread_.join();
-    }
-    Worker(const Worker&) = delete;
-    Worker& operator=(const Worker&) = delete;
-
-    void join() {
-        thread_.join();
-        if (failure_) std::rethrow_exception(failure_);
-    }
-
-private:
-    std::exception_ptr failure_;
-    std::thread thread_;
-};
-
-void receive(zmq::socket_t& socket, zmq::message_t& message, const char* what) {
-    if (!socket.recv(message, zmq::recv_flags::none))
-        throw std::runtime_error(std::string(what) + ": nothing arrived in " + std::to_string(peer_timeout_ms) + " ms");
-}
-
-// Sends on a PUSH or DEALER socket, which block while the peer takes nothing.
-void send(zmq::socket_t& socket, const acemq::Bytes& payload, const char* what) {
-    if (!socket.send(zmq::buffer(payload.data(), payload.size()), zmq::send_flags::none))
-        throw std::runtime_error(std::string(what) + ": the peer took nothing for " + std::to_string(peer_timeout_ms) +
-                                 " ms");
-}
-
-zmq::socket_t bound(zmq::context_t& context, zmq::socket_type type, const std::string& bind) {
-    zmq::socket_t socket(context, type);
-    socket.set(zmq::sockopt::rcvtimeo, peer_timeout_ms);
-    socket.set(zmq::sockopt::sndtimeo, peer_timeout_ms);
-    socket.set(zmq::sockopt::linger, 0);
-    socket.bind(bind);
-    return socket;
-}
-
-zmq::socket_t connected(zmq::context_t& context, zmq::socket_type type, const std::string& address) {
-    zmq::socket_t socket(context, type);
-    socket.set(zmq::sockopt::rcvtimeo, peer_timeout_ms);
-    socket.set(zmq::sockopt::sndtimeo, peer_timeout_ms);
-    socket.set(zmq::sockopt::linger, 0);
-    socket.connect(address);
-    return socket;
-}
-
 // (a) msg/s of `count` messages PUSHed by one thread and PULLed by another. The first
 // message, outside the timing, makes sure the connection is up before the clock starts.
 double push_pull(zmq::context_t& context, const std::string& bind, const acemq::Bytes& payload, int count) {
@@ -210,26 +156,13 @@ struct RoundTrips {
     double p50_us, p99_us, per_second;
 };
 
-// (b) One request at a time from a DEALER to a ROUTER thread that sends each back; an
-// empty request ends the echo.
+// (b) One request at a time from a DEALER to a ROUTER thread that sends each back.
 RoundTrips dealer_router(zmq::context_t& context, const std::string& bind, const acemq::Bytes& payload, int count,
                          int warm_up) {
-    zmq::socket_t router = bound(context, zmq::socket_type::router, bind);
-    zmq::socket_t dealer = connected(context, zmq::socket_type::dealer, router.get(zmq::sockopt::last_endpoint));
-    Worker echo([&] {
-        zmq::message_t identity, body;
-        for (bool last = false; !last;) {
-            receive(router, identity, "ROUTER, a request's identity");
-            receive(router, body, "ROUTER, a request's body");
-            last = body.size() == 0;  // read before the send, which leaves `body` empty
-            router.send(identity, zmq::send_flags::sndmore);
-            router.send(body, zmq::send_flags::none);
-        }
-    });
-    zmq::message_t reply;
+    bench::raw_zmq::Echo echo(context, bind);
     auto round_trip = [&] {
-        send(dealer, payload, "DEALER, a request");
-        receive(dealer, reply, "DEALER, the echo");
+        echo.send(payload);
+        echo.receive();
     };
     for (int i = 0; i < warm_up; ++i) round_trip();
     std::vector<double> samples;
@@ -241,9 +174,7 @@ RoundTrips dealer_router(zmq::context_t& context, const std::string& bind, const
         samples.push_back(micros(Clock::now() - sent));
     }
     const double per_second = count / seconds(Clock::now() - start);
-    send(dealer, acemq::Bytes{}, "DEALER, the last request");
-    receive(dealer, reply, "DEALER, the echo of the last request");
-    echo.join();
+    echo.close();
     return {percentile(samples, 0.50), percentile(samples, 0.99), per_second};
 }
 
