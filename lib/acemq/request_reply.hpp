@@ -1,4 +1,4 @@
-// Request/reply (docs/patterns.md §5.5, docs/wire-contract.md §9.1): a Requester asks and
+// Request/reply (docs/request-reply.md, docs/wire-contract.md §13): a Requester asks and
 // waits for the answer; serve() answers every request arriving on a queue.
 //
 //   acemq::Requester prices{bus, "", "prices.quote"};                 // one reply queue of its own

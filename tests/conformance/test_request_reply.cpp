@@ -1,7 +1,7 @@
-// Request/reply (docs/request-reply.md; the family's patterns.md §5.5, wire-contract.md
-// §9.1), through the Bus on whichever transport the suite runs against: a Requester, a
-// responder started by serve(), and the hostile cases (a forged reply, a request with no or
-// an empty reply address, a reply address that names no queue).
+// Request/reply (docs/request-reply.md, which restates the family's pattern and wire),
+// through the Bus on whichever transport the suite runs against: a Requester, a responder
+// started by serve(), and the hostile cases (a forged reply, a request with no or an empty
+// reply address, a reply address that names no queue).
 //
 // Where a timeout is the point it is 300 ms; every other wait is bounded (a call that should
 // be answered waits at most 10 s, so a broken reply path fails instead of hanging).

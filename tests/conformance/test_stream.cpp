@@ -1,4 +1,4 @@
-// Streams (patterns.md §5.10, wire-contract.md §9.2, docs/streams.md): reading a stream queue
+// Streams (docs/streams.md, docs/wire-contract.md §5.9): reading a stream queue
 // through read_stream on whichever transport the suite runs against. RabbitMQ reads its
 // streams over AMQP 0-9-1 with the x-stream-offset consumer argument; the embedded broker's
 // stream queues must read the same.

@@ -1,4 +1,4 @@
-// Streams (patterns.md §5.10, §8 item 61; wire-contract.md §3.5, §9.2): what a stream is
+// Streams (docs/streams.md, docs/patterns.md §8 item 61, docs/wire-contract.md §5.9): what a stream is
 // declared with, what a reader sends the broker, and what it refuses. No broker: the
 // conformance suite (tests/conformance/test_stream.cpp) reads real streams.
 #include <catch2/catch.hpp>

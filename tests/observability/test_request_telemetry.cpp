@@ -1,5 +1,5 @@
-// What a Requester reports through the bus's Metrics and Tracer (docs/request-reply.md; the
-// family's wire-contract.md §8.1, §8.2): acemq.request.total and acemq.request.duration by
+// What a Requester reports through the bus's Metrics and Tracer (docs/request-reply.md §4,
+// docs/wire-contract.md §10): acemq.request.total and acemq.request.duration by
 // routing key and outcome, and a "<destination> request" CLIENT span per call whose child is
 // the request's publish, on the transport the suite names (ACEMQ_CONFORMANCE_URL).
 #include "../conformance/conformance.hpp"

@@ -77,13 +77,20 @@ std::shared_ptr<SubscriptionState> AmqpTransport::Impl::subscribe(std::string_vi
 void AmqpTransport::Impl::stop(const std::shared_ptr<SubscriptionState>& state) {
     if (std::this_thread::get_id() == io_thread_id_)
         throw UsageError("acemq: cannot stop a subscription from its own delivery callback");
-    on_io_thread<bool>(
-        "stop consuming from queue " + in_quotes(state->queue),
-        [this, state](Connection* connection) {
-            subscriptions_.stop(connection, *state);
-            return true;
-        },
-        session_.call_timeout);
+    try {
+        on_io_thread<bool>(
+            "stop consuming from queue " + in_quotes(state->queue),
+            [this, state](Connection* connection) {
+                subscriptions_.stop(connection, *state);
+                return true;
+            },
+            session_.call_timeout);
+    } catch (const ConnectionLost&) {
+        // The connection went during the cancel: the broker's consumer went with it and its
+        // unsettled deliveries went back to the queue, so the subscription is stopped (marked
+        // so before the cancel, which keeps recovery from resuming it). Throwing here reached
+        // ~Consumer, which cannot throw: the process ended in std::terminate.
+    }
 }
 
 void AmqpTransport::Impl::close_subscription(const std::shared_ptr<SubscriptionState>& state) {
