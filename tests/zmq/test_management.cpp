@@ -19,6 +19,7 @@
 #include <acemq/zmq.hpp>
 
 #include "broker_process.hpp"
+#include "fake_broker.hpp"
 #include "raw_answer.hpp"
 #include "zmq/management_wire.hpp"
 #include "zmq/protocol.hpp"
@@ -366,38 +367,21 @@ TEST_CASE("a version-1 client is served as before; management needs a version-2 
 
 TEST_CASE("a version-2 client meeting a broker that speaks only version 1 fails open naming both versions") {
     // What a version-1 broker answers every frame of another version with (its text included).
-    ::zmq::context_t context;
-    ::zmq::socket_t router(context, ::zmq::socket_type::router);
-    router.set(::zmq::sockopt::linger, 0);
-    const std::string endpoint = zmq_test::fresh_ipc_endpoint("v1broker");
-    router.bind(endpoint);
-    std::atomic<bool> stop{false};
-    std::thread broker([&] {
-        std::vector<::zmq::pollitem_t> items{{router.handle(), 0, ZMQ_POLLIN, 0}};
-        while (!stop.load()) {
-            if (::zmq::poll(items, 50ms) == 0) continue;
-            ::zmq::message_t identity, frame;
-            (void)router.recv(identity);
-            (void)router.recv(frame);
-            const auto* data = static_cast<const std::uint8_t*>(frame.data());
-            if (frame.size() < 2 || data[1] == 1) continue;
-            const auto refusal = wire::encode_error(0, wire::ErrorCode::unsupported_version,
-                                                    "acemq: zmq protocol version " + std::to_string(data[1]) +
-                                                        " is not spoken here (this side speaks version 1)");
-            router.send(identity, ::zmq::send_flags::sndmore);
-            router.send(::zmq::buffer(refusal.data(), refusal.size()), ::zmq::send_flags::none);
-        }
+    zmq_test::FakeBroker broker("v1broker", [](std::span<const std::byte> frame) -> std::optional<msgpack::sbuffer> {
+        const auto version = frame.size() < 2 ? 1 : std::to_integer<int>(frame[1]);
+        if (version == 1) return std::nullopt;
+        return wire::encode_error(0, wire::ErrorCode::unsupported_version,
+                                  "acemq: zmq protocol version " + std::to_string(version) +
+                                      " is not spoken here (this side speaks version 1)");
     });
     try {
-        acemq::zmq::manage("zmq+" + endpoint, {.session = {.connect_timeout = 5s}});
+        acemq::zmq::manage(broker.url(), {.session = {.connect_timeout = 5s}});
         FAIL("a version-1 broker was taken for a version-2 one");
     } catch (const acemq::ConnectionError& error) {
         const std::string text = error.what();
         CHECK(text.find("protocol version 2") != std::string::npos);
         CHECK(text.find("speaks version 1") != std::string::npos);
     }
-    stop.store(true);
-    broker.join();
 }
 
 TEST_CASE("management frames that break the protocol get an error frame; the broker goes on") {

@@ -18,6 +18,7 @@
 #include <acemq/zmq.hpp>
 
 #include "broker_process.hpp"
+#include "fake_broker.hpp"
 #include "zmq/protocol.hpp"
 
 using namespace std::chrono_literals;
@@ -119,43 +120,29 @@ TEST_CASE("a stream read over zmq starts where x-stream-offset asks, each delive
 TEST_CASE("a broker older than consumer arguments is never sent a stream read: the consume is refused here") {
     // What such a broker answers: a four-field welcome, a consumer id to any consume, nil to
     // a cancel or release.
-    ::zmq::context_t context;
-    ::zmq::socket_t router(context, ::zmq::socket_type::router);
-    router.set(::zmq::sockopt::linger, 0);
-    const std::string endpoint = zmq_test::fresh_ipc_endpoint("oldbroker");
-    router.bind(endpoint);
-    std::atomic<bool> stop{false};
     std::atomic<int> consumes_with_arguments{0}, consumes{0};
-    std::thread old_broker([&] {
-        std::vector<::zmq::pollitem_t> items{{router.handle(), 0, ZMQ_POLLIN, 0}};
-        while (!stop.load()) {
-            if (::zmq::poll(items, 50ms) == 0) continue;
-            ::zmq::message_t identity, frame;
-            (void)router.recv(identity);
-            (void)router.recv(frame);
-            const wire::Frame parsed =
-                wire::Frame::parse(std::span(static_cast<const std::byte*>(frame.data()), frame.size()));
-            msgpack::sbuffer answer;
-            msgpack::packer<msgpack::sbuffer> out(answer);
+    zmq_test::FakeBroker old_broker(
+        "oldbroker", [&](std::span<const std::byte> frame) -> std::optional<msgpack::sbuffer> {
+            const wire::Frame parsed = wire::Frame::parse(frame);
             if (parsed.command() == wire::Command::hello) {
+                msgpack::sbuffer answer;
+                msgpack::packer<msgpack::sbuffer> out(answer);
                 out.pack_array(6);
                 out.pack(1).pack(static_cast<int>(wire::Command::welcome)).pack(parsed.unsigned_at(0, "request"));
                 out.pack(std::string("old")).pack(1000).pack(1 << 20);
-            } else if (parsed.command() == wire::Command::consume) {
+                return answer;
+            }
+            if (parsed.command() == wire::Command::consume) {
                 ++consumes;
                 if (parsed.size() > 4) ++consumes_with_arguments;
-                answer = wire::encode_reply_unsigned(parsed.unsigned_at(0, "request"), 1);
-            } else if (parsed.command() == wire::Command::cancel || parsed.command() == wire::Command::release) {
-                answer = wire::encode_reply_nil(parsed.unsigned_at(0, "request"));
-            } else {
-                continue;
+                return wire::encode_reply_unsigned(parsed.unsigned_at(0, "request"), 1);
             }
-            router.send(identity, ::zmq::send_flags::sndmore);
-            router.send(::zmq::buffer(answer.data(), answer.size()), ::zmq::send_flags::none);
-        }
-    });
+            if (parsed.command() == wire::Command::cancel || parsed.command() == wire::Command::release)
+                return wire::encode_reply_nil(parsed.unsigned_at(0, "request"));
+            return std::nullopt;
+        });
     {
-        auto client = acemq::zmq::open("zmq+" + endpoint, {.session = {.connect_timeout = 5s}});
+        auto client = acemq::zmq::open(old_broker.url(), {.session = {.connect_timeout = 5s}});
         Received never;
         try {
             client->consume("events", reading_from(acemq::FieldValue("first")), never.deliver());
@@ -171,6 +158,4 @@ TEST_CASE("a broker older than consumer arguments is never sent a stream read: t
         subscription.reset();
         client.reset();
     }
-    stop.store(true);
-    old_broker.join();
 }
