@@ -17,6 +17,7 @@
 #include <acemq/settlement.hpp>
 #include <acemq/uuid.hpp>
 #include "bus_core.hpp"
+#include "text_header.hpp"
 
 namespace acemq {
 
@@ -32,13 +33,6 @@ std::string generated_reply_queue() {
     std::string hex = new_uuid();
     std::erase(hex, '-');
     return "acemq-reply-" + hex;
-}
-
-// A header's text, or "" when it is absent or not text.
-std::string header_text(const Headers& headers, std::string_view name) {
-    const auto found = headers.find(name);
-    if (found == headers.end()) return {};
-    return found->second.as_text().value_or(std::string{});
 }
 
 }  // namespace
@@ -324,7 +318,7 @@ namespace {
 // One request handled: the reply (or the error reply) sent, then the settlement.
 Ack answer(Bus& bus, const std::string& queue, const std::function<Encoded(const RawMessage&)>& respond,
            ResponderCounters& counters, const RawMessage& request) {
-    std::string address = header_text(request.envelope.headers, header::reply_to);
+    std::string address = detail::text_header(request.envelope.headers, header::reply_to).value_or(std::string{});
     if (address.empty()) address = request.reply_to;
     if (address.empty()) {
         counters.unanswerable.fetch_add(1);

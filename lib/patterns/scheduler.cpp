@@ -9,6 +9,7 @@
 #include <acemq/uuid.hpp>
 #include "publish_failure.hpp"
 #include "quoted_text.hpp"
+#include "text_header.hpp"
 
 namespace acemq {
 
@@ -32,12 +33,6 @@ Headers without(const Headers& headers, Drop drop) {
     for (const auto& [name, value] : headers)
         if (!drop(name)) kept.insert_or_assign(name, value);
     return kept;
-}
-
-std::optional<std::string> text_header(const Headers& headers, std::string_view name) {
-    const auto found = headers.find(name);
-    if (found == headers.end()) return std::nullopt;
-    return found->second.as_text();
 }
 
 // Where a scheduled message goes and when, as its x-schedule-* headers say.
@@ -170,13 +165,13 @@ private:
     // The message's x-schedule-* headers, or nullopt when they are missing or unreadable.
     static std::optional<Target> read_target(const RawMessage& message) {
         const Headers& headers = message.envelope.headers;
-        std::optional<std::string> exchange = text_header(headers, header::schedule_exchange);
-        std::optional<std::string> routing_key = text_header(headers, header::schedule_routing_key);
+        std::optional<std::string> exchange = detail::text_header(headers, header::schedule_exchange);
+        std::optional<std::string> routing_key = detail::text_header(headers, header::schedule_routing_key);
         const auto due = headers.find(header::schedule_due_at);
         if (!exchange || !routing_key || due == headers.end()) return std::nullopt;
         const std::optional<std::int64_t> due_ms = due->second.as_integer();
         if (!due_ms) return std::nullopt;
-        std::optional<std::string> content_type = text_header(headers, header::schedule_content_type);
+        std::optional<std::string> content_type = detail::text_header(headers, header::schedule_content_type);
         return Target{.exchange = std::move(*exchange),
                       .routing_key = std::move(*routing_key),
                       .due = EpochMillis(milliseconds(*due_ms)),
