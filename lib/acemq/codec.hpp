@@ -144,8 +144,8 @@ private:
     std::vector<std::shared_ptr<const Codec>> codecs_;
 };
 
-// msgpack writes (the compact C++ default); JSON, text and bytes read what other
-// languages and tools send. One shared immutable instance.
+// JSON writes (application/json, camelCase keys), as every AceMQ language does; msgpack (`.codec =` a MsgpackCodec
+// on the bus, publisher or consumer for it), text and bytes read by content type. One shared immutable instance.
 std::shared_ptr<const Codec> default_codec();
 
 struct Encoded {

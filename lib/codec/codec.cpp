@@ -274,7 +274,7 @@ FieldNames CompositeCodec::field_names(std::string_view content_type) const noex
 std::shared_ptr<const Codec> default_codec() {
     static const std::shared_ptr<const Codec> codec =
         std::make_shared<const CompositeCodec>(std::vector<std::shared_ptr<const Codec>>{
-            std::make_shared<const MsgpackCodec>(), std::make_shared<const JsonCodec>(),
+            std::make_shared<const JsonCodec>(), std::make_shared<const MsgpackCodec>(),
             std::make_shared<const TextCodec>(), std::make_shared<const BytesCodec>()});
     return codec;
 }

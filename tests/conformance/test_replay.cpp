@@ -161,7 +161,7 @@ TEST_CASE("54 replay with a filter moves what it accepts and puts the rest back 
 
     acemq::ReplayOptions options;
     options.only = [](const acemq::Envelope&, std::span<const std::byte> body) {
-        return acemq::decode<Order>(*acemq::default_codec(), body, acemq::content_types::msgpack).id == "o-2";
+        return acemq::decode<Order>(*acemq::default_codec(), body, acemq::content_types::json).id == "o-2";
     };
     const acemq::ReplayResult result = acemq::replay(shop.f.bus(), shop.dlq, options);
 

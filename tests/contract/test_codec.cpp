@@ -796,16 +796,14 @@ TEST_CASE("the composite says what it tried when nothing can read a message") {
     SECTION("the first claimant fails: its reason is final") {
         const auto message = decode_error_of([&] { (void)composite->decode(bytes_of("{oops"), "application/json"); });
         CHECK(
-            message.starts_with("acemq: no codec could read this message. Tried MsgpackCodec: does "
-                                "not read application/json; JsonCodec: the body is not valid JSON: "));
+            message.starts_with("acemq: no codec could read this message. Tried JsonCodec: the body is not valid "
+                                "JSON: "));
         CHECK(message.find("BytesCodec") == std::string::npos);
     }
     SECTION("an untyped body is JSON's alone") {
         const auto body = acemq::encode(msgpack_codec, Payment{"p-1", 1}).body;
         const auto message = decode_error_of([&] { (void)composite->decode(body, ""); });
-        CHECK(
-            message.starts_with("acemq: no codec could read this message. Tried MsgpackCodec: does "
-                                "not read an untyped message; JsonCodec: "));
+        CHECK(message.starts_with("acemq: no codec could read this message. Tried JsonCodec: "));
     }
     SECTION("no claimant at all") {
         const acemq::CompositeCodec no_json({std::make_shared<acemq::MsgpackCodec>(),
@@ -1178,7 +1176,8 @@ TEST_CASE("a body msgpack refuses fails decode<T> as it fails decode(), through 
     const Bytes truncated = bytes_of({0x92, 0xa3, 'p', '-'});
     CHECK(decode_error_of([&] { (void)acemq::decode<Payment>(*composite, truncated, "application/msgpack"); }) ==
           "acemq: cannot decode a Payment from application/msgpack: no codec could read this message. Tried "
-          "MsgpackCodec: the msgpack body is truncated: its 4 bytes end in the middle of a value");
+          "JsonCodec: does not read application/msgpack; MsgpackCodec: the msgpack body is truncated: its 4 bytes "
+          "end in the middle of a value");
     // The whole body is checked before any field is read: the trailing byte is what is wrong.
     CHECK(decode_error_of([] {
               (void)acemq::decode<Payment>(msgpack_codec, bytes_of({0x92, 0x01, 0x02, 0xc0}), "application/msgpack");

@@ -44,7 +44,7 @@ void seed(const std::string& broker, const std::string& queue) {
     auto direct = acemq::open_transport("inproc://" + broker);
     const auto result = direct->publish(
         acemq::OutboundMessage{.routing_key = queue,
-                               .body = acemq::encode(*acemq::default_codec(), Order{"o-9", 9}).body,
+                               .body = acemq::encode(acemq::MsgpackCodec{}, Order{"o-9", 9}).body,
                                .content_type = "application/msgpack",
                                .message_id = "m-1",
                                .headers = acemq::render_headers(acemq::Envelope::for_new_message(queue)),

@@ -48,7 +48,7 @@ TEST_CASE("60 an hour, a minute and 1.5 s ride the 1h, 1m and 1s rungs and arriv
         CHECK(message.message_id == sent.message_id);
         CHECK(headers.find("x-schedule-exchange")->second == acemq::FieldValue(""));
         CHECK(headers.find("x-schedule-routing-key")->second == acemq::FieldValue("reminders"));
-        CHECK(headers.find("x-schedule-content-type")->second == acemq::FieldValue("application/msgpack"));
+        CHECK(headers.find("x-schedule-content-type")->second == acemq::FieldValue("application/json"));
         const acemq::FieldValue& due = headers.find("x-schedule-due-at")->second;
         REQUIRE(due.holds<std::int64_t>());
         CHECK(std::get<std::int64_t>(due.get()) >= (before + 3'661'500ms).time_since_epoch().count());
@@ -77,7 +77,7 @@ TEST_CASE("60 an hour, a minute and 1.5 s ride the 1h, 1m and 1s rungs and arriv
     std::optional<acemq::Delivery> delivery = ladder.bus.transport().pull("reminders");
     REQUIRE(delivery.has_value());
     const acemq::InboundMessage& message = delivery->message();
-    CHECK(message.content_type == "application/msgpack");
+    CHECK(message.content_type == "application/json");
     CHECK(message.body == acemq::encode(*acemq::default_codec(), Order{"o-1", 4250}).body);
     const acemq::Envelope envelope = acemq::read_envelope(message.headers, message.routing_key, message.message_id);
     CHECK(envelope.type == "ScheduledMessage");

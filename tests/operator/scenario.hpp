@@ -119,7 +119,10 @@ inline void operate(const Target& target) {
                                     {.input = R"({"order":"o-3"})"});
     INFO(told(with_headers));
     REQUIRE(with_headers.status == 0);
-    with_bus(target, [&](acemq::Bus& bus) { bus.publisher_to_queue(queue).send(OrderPlaced{"o-4", 4250}); });
+    with_bus(target, [&](acemq::Bus& bus) {
+        bus.publisher_to_queue(queue, {.codec = std::make_shared<acemq::MsgpackCodec>()})
+            .send(OrderPlaced{"o-4", 4250});
+    });
     const Run text_body =
         run_on(target, {"publish", queue, "--content-type", "text/plain"}, {.input = "red \x1b[31m alert o-5"});
     INFO(told(text_body));

@@ -56,7 +56,7 @@ TEST_CASE("any exception from decoding parks the message and the consumer keeps 
             return acemq::accept();
         },
         options);
-    auto publisher = f.bus().publisher_to_queue(queue);
+    auto publisher = f.bus().publisher_to_queue(queue, {.codec = std::make_shared<acemq::MsgpackCodec>()});
     publisher.send_raw(raw("oom"));
     publisher.send_raw(raw("odd"));
     publisher.send(Order{"o-1", 100});

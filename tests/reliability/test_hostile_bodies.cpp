@@ -177,7 +177,7 @@ TEST_CASE("a content type no codec claims is named, with the codecs that were as
         CHECK(message ==
               "acemq: cannot decode a Payment from application/x-protobuf: no codec reads "
               "application/x-protobuf but as raw bytes, which a Payment cannot be made from (the codecs known "
-              "are MsgpackCodec, JsonCodec, TextCodec, BytesCodec); consume it as acemq::Bytes, publish it "
+              "are JsonCodec, MsgpackCodec, TextCodec, BytesCodec); consume it as acemq::Bytes, publish it "
               "with a content type one of them reads, or add a codec for it");
         CHECK_THAT(message, !Catch::Contains("expected a record"));
         // Raw bytes are still what a bytes consumer gets.

@@ -159,7 +159,7 @@ TEST_CASE("replay reports each unconfirmed republish as what it is, and keeps th
         const acemq::Envelope envelope = acemq::Envelope::for_new_message(answer.queue);
         const acemq::PublishResult seeded =
             direct->publish(acemq::OutboundMessage{.routing_key = dlq,
-                                                   .body = acemq::encode(*acemq::default_codec(), Order{"o-9", 9}).body,
+                                                   .body = acemq::encode(acemq::MsgpackCodec{}, Order{"o-9", 9}).body,
                                                    .content_type = "application/msgpack",
                                                    .message_id = envelope.id,
                                                    .headers = acemq::render_headers(envelope),

@@ -64,12 +64,13 @@ TEST_CASE("record encodes now, with the envelope's headers and the bus's origin 
         const acemq::Publisher direct = fixture.bus.publisher_to_queue("order.placed");
         CHECK(direct.exchange().empty());
         CHECK(direct.routing_key() == "order.placed");
-        CHECK(packed.content_type == "application/msgpack");
-        CHECK(acemq::decode<Order>(*acemq::default_codec(), packed.body, packed.content_type).id == "7");
-        acemq::Bus json_bus = acemq::connect("inproc://outbox-" + acemq::new_uuid(), {.codec = json});
-        const acemq::OutboxRecord written = acemq::record_to_queue(json_bus, "order.placed", Order{"7", 250});
-        CHECK(written.content_type == "application/json");
-        CHECK(body_text(written.body) == R"({"id":"7","cents":250})");
+        CHECK(packed.content_type == "application/json");
+        CHECK(body_text(packed.body) == R"({"id":"7","cents":250})");
+        acemq::Bus msgpack_bus =
+            acemq::connect("inproc://outbox-" + acemq::new_uuid(), {.codec = std::make_shared<acemq::MsgpackCodec>()});
+        const acemq::OutboxRecord written = acemq::record_to_queue(msgpack_bus, "order.placed", Order{"7", 250});
+        CHECK(written.content_type == "application/msgpack");
+        CHECK(acemq::decode<Order>(*acemq::default_codec(), written.body, written.content_type).id == "7");
     }
     SECTION("a caller's envelope is honoured; its empty fields take a new message's defaults, origin excepted") {
         acemq::Envelope given;
