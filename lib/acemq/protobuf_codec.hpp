@@ -43,7 +43,7 @@ inline constexpr std::string_view protobuf = "application/x-protobuf";
 }  // namespace content_types
 
 // Writes application/x-protobuf; reads that, application/protobuf,
-// application/vnd.google.protobuf and any +protobuf type (wire contract §7.2), never an
+// application/vnd.google.protobuf and any +protobuf type (docs/wire-contract.md §8), never an
 // untyped message. Put it in a CompositeCodec to read protobuf beside JSON and the rest.
 class ProtobufCodec final : public Codec {
 public:
@@ -62,7 +62,8 @@ namespace detail {
 // The message's bytes; throws EncodeError when a proto2 required field is unset or the
 // message is 2 GiB or more, which protobuf cannot carry.
 std::string serialize_protobuf(const google::protobuf::MessageLite& message);
-// Parses `value`'s bytes into `message`; throws DecodeError naming the message type.
+// Parses `value`'s bytes (or base64 text, as JSON carries bytes) into `message`; throws
+// DecodeError naming the message type.
 void parse_protobuf(const Value& value, google::protobuf::MessageLite& message);
 
 }  // namespace detail

@@ -43,18 +43,22 @@ std::string serialize_protobuf(const google::protobuf::MessageLite& message) {
 }
 
 void parse_protobuf(const Value& value, google::protobuf::MessageLite& message) {
-    if (value.kind() != Value::Kind::bytes)
-        throw DecodeError("acemq: a " + message.GetTypeName() + " reads from protobuf bytes, found " +
-                          std::string(kind_name(value.kind())) + "; publish it with ProtobufCodec");
-    const Value::Bytes& bytes = value.as_bytes();
+    // JSON has no bytes: a message inside a struct comes back from it as base64 text, which
+    // from_value reads as bytes does for any bytes field.
+    const Value::Bytes from_text =
+        value.kind() == Value::Kind::bytes ? Value::Bytes{} : from_value<Value::Bytes>(value);
+    const Value::Bytes& bytes = value.kind() == Value::Kind::bytes ? value.as_bytes() : from_text;
     if (bytes.size() > static_cast<std::size_t>(INT_MAX))
         throw DecodeError("acemq: a protobuf body of " + std::to_string(bytes.size()) +
                           " bytes is over protobuf's 2 GiB limit");
-    if (!message.ParseFromArray(bytes.data(), static_cast<int>(bytes.size())))
+    // ParseFromArray would log missing required fields to stderr itself; this says it in the error.
+    if (!message.ParsePartialFromArray(bytes.data(), static_cast<int>(bytes.size())))
         throw DecodeError("acemq: the " + std::to_string(bytes.size()) + "-byte body is not a valid " +
                           message.GetTypeName() +
-                          " (truncated, malformed, nested too deeply or missing a required field); "
-                          "check the sender's .proto and content type");
+                          " (truncated, malformed or nested too deeply); check the sender's .proto and content type");
+    if (!message.IsInitialized())
+        throw DecodeError("acemq: the " + message.GetTypeName() + " lacks required fields (" +
+                          message.InitializationErrorString() + "); the sender's .proto differs from yours");
 }
 
 }  // namespace detail
