@@ -16,6 +16,7 @@
 #include <acemq/protobuf_codec.hpp>
 #include <acemq/testing.hpp>
 
+#include "../support/fuzz_loop.hpp"
 #include "order_placed.pb.h"
 #include "with_required.pb.h"
 
@@ -178,4 +179,42 @@ TEST_CASE("a generated message goes through a bus on inproc and a bad body is pa
         CHECK(order.tenant() == "acme");
     }
     CHECK(content_types == std::vector<std::string>{"application/x-protobuf", "application/vnd.google.protobuf"});
+}
+
+TEST_CASE("fuzz: the protobuf reader ends every body in a message or a DecodeError") {
+    testing_support::Loop loop("protobuf");
+    std::vector<std::vector<std::byte>> valid{family_sample};
+    for (int i = 0; i < 16; ++i) {
+        OrderPlaced order;
+        order.set_order_id(std::string(loop.below(40), 'o'));
+        order.set_total_cents(static_cast<std::int64_t>(loop.rng()()));
+        order.set_tenant(std::string(loop.below(300), 't'));
+        valid.push_back(acemq::encode(codec, order).body);
+    }
+    // Valid bodies decode: the check has teeth, it is not refusing everything.
+    for (const auto& body : valid) REQUIRE_NOTHROW(decode_order(body));
+    std::size_t turn = 0;
+    loop.run(
+        [&] {
+            const auto& body = valid[loop.below(valid.size())];
+            switch (turn++ % 4) {
+            case 0: return loop.random_bytes(64);
+            case 1:
+                return std::vector<std::byte>(body.begin(),
+                                              body.begin() + static_cast<std::ptrdiff_t>(loop.below(body.size())));
+            case 2: {  // unknown groups, nested to a random depth, left open or closed
+                const std::size_t depth = loop.below(400);
+                std::vector<std::byte> nested(depth, std::byte{0x7b});
+                nested.insert(nested.end(), loop.below(depth + 1), std::byte{0x7c});
+                return nested;
+            }
+            default: return loop.mutated(body);
+            }
+        },
+        [&](const std::vector<std::byte>& input) {
+            try {
+                decode_order(input);
+            } catch (const acemq::DecodeError&) {  // the one refusal allowed; anything else is the finding
+            }
+        });
 }
