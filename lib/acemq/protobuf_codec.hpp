@@ -4,14 +4,17 @@
 // publisher and consumer of those types a ProtobufCodec:
 //
 //   auto codec = std::make_shared<acemq::ProtobufCodec>();
-//   bus.publisher({.codec = codec}).publish(order);                  // acme::OrderPlaced
+//   bus.publisher_to_queue("orders", {.codec = codec}).send(order);  // an acme::OrderPlaced
 //   bus.consume<acme::OrderPlaced>("orders", handler, {.codec = codec});
+//
+// docs/protobuf.md says how to build and link it, and what is refused.
 //
 // Any class derived from google::protobuf::MessageLite (full or lite runtime) is carried as
 // its protobuf bytes: that is its value_form (reflect.hpp), so the same message inside a
-// struct travels as a bytes field. The message type is the C++ type decode<T> is asked for,
-// so one codec serves every generated type (the family's "one message type per codec" is
-// each consumer's T).
+// struct travels as a bytes field (base64 text in JSON), and through another codec it goes
+// out as such a value, which only acemq-cpp reads back. The message type is the C++ type
+// decode<T> is asked for, so one codec serves every generated type (the family's "one
+// message type per codec" is each consumer's T).
 //
 // Reading is libprotobuf's parser: a body that is truncated, malformed, nests groups deeper
 // than its recursion limit (100), claims a length longer than the body, lacks a proto2
