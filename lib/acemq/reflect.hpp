@@ -10,6 +10,8 @@
 // aggregate structs of those, reflected with Boost.PFR so user types need no macros.
 // A struct becomes a record carrying its field keys, so JSON can key objects by them: the
 // writer's field_names() spells them, field_keys<T> renames the odd one (field_keys.hpp).
+// A type that is none of those takes part through a value_form<T> of its own (below): how
+// <acemq/protobuf_codec.hpp> carries generated protobuf messages.
 //
 // from_value is tolerant of how formats lose type information and strict about
 // everything else:
@@ -37,6 +39,14 @@
 #include <acemq/value_writer.hpp>
 
 namespace acemq {
+
+// Left undefined: a specialisation makes T a value of its own form, written and read by
+//   static void write(const T& value, ValueWriter& out);  // the events of one value
+//   static T read(const Value& value);  // throws DecodeError, saying what was wrong
+// in place of the rules above (T is then neither reflected nor refused). It must be visible
+// wherever T is encoded or decoded: the header that defines it goes with T's.
+template <class T>
+struct value_form;
 
 // Sends `value` to `out` as the events of its Value form, building no Value: the
 // streaming path codecs use to encode typed values.

@@ -8,6 +8,7 @@
 #include <acemq/json_codec.hpp>
 #include <acemq/msgpack_codec.hpp>
 #include "quoted_text.hpp"
+#include "scalar_writer.hpp"
 
 namespace acemq {
 
@@ -107,53 +108,6 @@ std::vector<std::byte> Codec::encode(ValueSource source) const {
     return encode(builder.take());
 }
 
-namespace {
-
-// TextCodec and BytesCodec carry a single string or bytes value: this writer keeps that
-// one and refuses any other kind as soon as its first event arrives, so a struct is
-// turned down before any of it is written.
-class ScalarWriter final : public ValueWriter {
-public:
-    // The refusal reads `before` + the kind found + `after`.
-    ScalarWriter(Value::Kind wanted, std::string_view before, std::string_view after)
-        : wanted_(wanted), before_(before), after_(after) {}
-
-    std::vector<std::byte> body;
-
-    void null() override { refuse(Value::Kind::null); }
-    void boolean(bool) override { refuse(Value::Kind::boolean); }
-    void int64(std::int64_t) override { refuse(Value::Kind::int64); }
-    void uint64(std::uint64_t) override { refuse(Value::Kind::uint64); }
-    void float64(double) override { refuse(Value::Kind::float64); }
-    void string(std::string_view text) override {
-        keep(Value::Kind::string, std::as_bytes(std::span(text.data(), text.size())));
-    }
-    void bytes(std::span<const std::byte> data) override { keep(Value::Kind::bytes, data); }
-    void begin_array(std::size_t) override { refuse(Value::Kind::array); }
-    void begin_map(std::size_t) override { refuse(Value::Kind::map); }
-    void begin_record(std::size_t) override { refuse(Value::Kind::record); }
-    // Never reached: the begin_ event before them has already thrown.
-    void end_array() override {}
-    void end_map() override {}
-    void field(std::string_view) override {}
-    void end_record() override {}
-
-private:
-    void keep(Value::Kind kind, std::span<const std::byte> data) {
-        if (kind != wanted_) refuse(kind);
-        body.assign(data.begin(), data.end());
-    }
-    [[noreturn]] void refuse(Value::Kind found) const {
-        throw EncodeError(std::string(before_) + std::string(kind_name(found)) + std::string(after_));
-    }
-
-    Value::Kind wanted_;
-    std::string_view before_;
-    std::string_view after_;
-};
-
-}  // namespace
-
 // ---- TextCodec ------------------------------------------------------------------------
 
 bool TextCodec::can_decode(std::string_view content_type) const noexcept {
@@ -161,8 +115,8 @@ bool TextCodec::can_decode(std::string_view content_type) const noexcept {
 }
 
 std::vector<std::byte> TextCodec::encode(ValueSource source) const {
-    ScalarWriter writer(Value::Kind::string, "acemq: TextCodec writes only strings, not ",
-                        " values; use JsonCodec or MsgpackCodec for structured data");
+    detail::ScalarWriter writer(Value::Kind::string, "acemq: TextCodec writes only strings, not ",
+                                " values; use JsonCodec or MsgpackCodec for structured data");
     source.write_to(writer);
     const std::string_view text(reinterpret_cast<const char*>(writer.body.data()), writer.body.size());
     if (const auto bad = detail::invalid_utf8_at(text))
@@ -182,8 +136,8 @@ Value TextCodec::decode(std::span<const std::byte> body, std::string_view) const
 bool BytesCodec::can_decode(std::string_view content_type) const noexcept { return !content_type.empty(); }
 
 std::vector<std::byte> BytesCodec::encode(ValueSource source) const {
-    ScalarWriter writer(Value::Kind::bytes, "acemq: BytesCodec writes only bytes (std::vector<std::byte>), not ",
-                        " values");
+    detail::ScalarWriter writer(Value::Kind::bytes,
+                                "acemq: BytesCodec writes only bytes (std::vector<std::byte>), not ", " values");
     source.write_to(writer);
     return std::move(writer.body);
 }

@@ -252,6 +252,9 @@ template <class T>
 inline constexpr bool is_reflected_struct = std::is_class_v<T> && std::is_aggregate_v<T> && !is_std_array<T>::value;
 
 template <class T>
+inline constexpr bool has_value_form = requires { sizeof(value_form<T>); };
+
+template <class T>
 inline constexpr bool unsupported = false;
 
 // Stops the build on a type write and decode cannot carry, with the list of those they can.
@@ -271,6 +274,8 @@ template <class T>
 void write(const T& v, ValueWriter& out) {
     if constexpr (std::is_same_v<T, Value>) {
         v.write_to(out);
+    } else if constexpr (has_value_form<T>) {
+        value_form<T>::write(v, out);
     } else if constexpr (std::is_same_v<T, bool>) {
         out.boolean(v);
     } else if constexpr (std::is_integral_v<T>) {
@@ -418,6 +423,8 @@ template <class T>
 T decode(const Value& v, const Path& at, FieldNames names) {
     if constexpr (std::is_same_v<T, Value>) {
         return v;
+    } else if constexpr (has_value_form<T>) {
+        return value_form<T>::read(v);
     } else if constexpr (std::is_same_v<T, bool>) {
         if (v.kind() != Value::Kind::boolean) throw_wrong_kind(at, "a bool", "bool", v.kind());
         return v.as_bool();
@@ -491,7 +498,7 @@ template <class T>
 T read(ValueReader& in, const Path& at) {
     if constexpr (std::is_same_v<T, Value>) {
         return in.value();
-    } else if constexpr (is_std_map<T>::value) {
+    } else if constexpr (has_value_form<T> || is_std_map<T>::value) {
         return decode<T>(in.value(), at, in.field_names());
     } else {
         const Value::Kind kind = in.next();

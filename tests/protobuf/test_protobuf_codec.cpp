@@ -1,0 +1,220 @@
+// ProtobufCodec: the family's sample body both ways, the content types it reads, hostile
+// bodies refused as DecodeErrors, and a generated message through a bus on inproc.
+#include <catch2/catch.hpp>
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <acemq/acemq.hpp>
+#include <acemq/json_codec.hpp>
+#include <acemq/msgpack_codec.hpp>
+#include <acemq/protobuf_codec.hpp>
+#include <acemq/testing.hpp>
+
+#include "../support/fuzz_loop.hpp"
+#include "order_placed.pb.h"
+#include "with_required.pb.h"
+
+using namespace std::chrono_literals;
+using acemq::test::OrderPlaced;
+
+namespace {
+
+std::vector<std::byte> from_hex(std::string_view hex) {
+    std::vector<std::byte> bytes;
+    for (std::size_t i = 0; i + 1 < hex.size(); i += 2)
+        bytes.push_back(static_cast<std::byte>(std::stoi(std::string(hex.substr(i, 2)), nullptr, 16)));
+    return bytes;
+}
+
+// The family's sample, written by its Go member (docs/protobuf.md §2).
+const std::vector<std::byte> family_sample = from_hex("0a036f2d31109a211a0461636d65");
+
+OrderPlaced sample_order() {
+    OrderPlaced order;
+    order.set_order_id("o-1");
+    order.set_total_cents(4250);
+    order.set_tenant("acme");
+    return order;
+}
+
+const acemq::ProtobufCodec codec;
+
+OrderPlaced decode_order(const std::vector<std::byte>& body) {
+    return acemq::decode<OrderPlaced>(codec, body, acemq::content_types::protobuf);
+}
+
+}  // namespace
+
+TEST_CASE("the family's protobuf sample decodes to o-1, 4250, acme") {
+    const OrderPlaced order = decode_order(family_sample);
+    CHECK(order.order_id() == "o-1");
+    CHECK(order.total_cents() == 4250);
+    CHECK(order.tenant() == "acme");
+}
+
+TEST_CASE("a generated message encodes to the family's sample byte for byte, as application/x-protobuf") {
+    const acemq::Encoded encoded = acemq::encode(codec, sample_order());
+    CHECK(encoded.content_type == "application/x-protobuf");
+    CHECK(encoded.body == family_sample);
+}
+
+TEST_CASE("ProtobufCodec reads every protobuf content type the family reads and no other") {
+    for (const char* type :
+         {"application/x-protobuf", "application/protobuf", "application/vnd.google.protobuf",
+          "application/vnd.acme.order+protobuf", "APPLICATION/X-PROTOBUF; proto=acemq.test.OrderPlaced"})
+        CHECK(codec.can_decode(type));
+    for (const char* type :
+         {"", "application/json", "application/msgpack", "application/octet-stream", "avro/binary", "text/plain"})
+        CHECK_FALSE(codec.can_decode(type));
+}
+
+TEST_CASE("a composite with ProtobufCodec reads protobuf beside JSON by content type") {
+    const acemq::CompositeCodec both({std::make_shared<acemq::JsonCodec>(), std::make_shared<acemq::ProtobufCodec>()});
+    CHECK(acemq::decode<OrderPlaced>(both, family_sample, "application/protobuf").tenant() == "acme");
+}
+
+TEST_CASE("ProtobufCodec refuses to write what is not a generated message") {
+    struct Plain {
+        std::string order_id;
+    };
+    CHECK_THROWS_WITH(acemq::encode(codec, Plain{"o-1"}),
+                      Catch::Matchers::Contains("ProtobufCodec writes only messages protoc generated") &&
+                          Catch::Matchers::Contains("not record values"));
+}
+
+TEST_CASE("hostile protobuf bodies are DecodeErrors and nothing else") {
+    SECTION("truncated") {
+        std::vector<std::byte> body = family_sample;
+        body.pop_back();
+        CHECK_THROWS_AS(decode_order(body), acemq::DecodeError);
+    }
+    SECTION("a length of 2^62 for order_id") {
+        // tag 0x0a (field 1, length-delimited), then 2^62 as a varint: nothing may be set aside for it.
+        CHECK_THROWS_AS(decode_order(from_hex("0a80808080808080804041")), acemq::DecodeError);
+    }
+    SECTION("groups nested deeper than protobuf's recursion limit") {
+        // Start-group tags of field 15 (0x7b), each closed by an end-group tag (0x7c).
+        const auto nested = [](std::size_t depth) {
+            std::vector<std::byte> body(depth, std::byte{0x7b});
+            body.insert(body.end(), depth, std::byte{0x7c});
+            return body;
+        };
+        CHECK_NOTHROW(decode_order(nested(50)));  // unknown fields protobuf keeps: not refused as such
+        CHECK_THROWS_AS(decode_order(nested(100'000)), acemq::DecodeError);
+    }
+    SECTION("a wire type that does not exist") { CHECK_THROWS_AS(decode_order(from_hex("0f")), acemq::DecodeError); }
+}
+
+TEST_CASE("a refused protobuf body names the message type and what to check") {
+    try {
+        decode_order(from_hex("0a05"));
+        FAIL("decoded a truncated body");
+    } catch (const acemq::DecodeError& error) {
+        CHECK(std::string(error.what()) ==
+              "acemq: cannot decode an acemq::test::OrderPlaced from application/x-protobuf: the "
+              "2-byte body is not a valid acemq.test.OrderPlaced (truncated, malformed or nested too deeply); "
+              "check the sender's .proto and content type");
+    }
+}
+
+TEST_CASE("a proto2 required field is needed both ways") {
+    CHECK_THROWS_WITH(acemq::encode(codec, acemq::test::WithRequired{}),
+                      Catch::Matchers::Contains("the acemq.test.WithRequired lacks required fields (id)"));
+    CHECK_THROWS_WITH(acemq::decode<acemq::test::WithRequired>(codec, {}, acemq::content_types::protobuf),
+                      Catch::Matchers::Contains("the acemq.test.WithRequired lacks required fields (id)"));
+    acemq::test::WithRequired given;
+    given.set_id("w-1");
+    const acemq::Encoded encoded = acemq::encode(codec, given);
+    CHECK(acemq::decode<acemq::test::WithRequired>(codec, encoded.body, encoded.content_type).id() == "w-1");
+}
+
+TEST_CASE("a generated message inside a struct travels as bytes through msgpack and JSON") {
+    struct Shipment {
+        std::string carrier;
+        OrderPlaced order;
+    };
+    for (const auto& other : std::vector<std::shared_ptr<const acemq::Codec>>{std::make_shared<acemq::MsgpackCodec>(),
+                                                                              std::make_shared<acemq::JsonCodec>()}) {
+        const acemq::Encoded encoded = acemq::encode(*other, Shipment{"dhl", sample_order()});
+        const auto back = acemq::decode<Shipment>(*other, encoded.body, encoded.content_type);
+        CHECK(back.carrier == "dhl");
+        CHECK(back.order.SerializeAsString() == sample_order().SerializeAsString());
+    }
+}
+
+TEST_CASE("a generated message goes through a bus on inproc and a bad body is parked") {
+    acemq::Bus bus = acemq::connect("inproc://protobuf-" + acemq::new_uuid());
+    const acemq::testing::Harness harness{bus};
+    bus.declare(acemq::Topology{}.queue("orders.placed", {.dead_letter = true}));
+    const auto protobuf = std::make_shared<acemq::ProtobufCodec>();
+    std::mutex lock;
+    std::vector<OrderPlaced> seen;
+    std::vector<std::string> content_types;
+    auto consumer = bus.consume<OrderPlaced>("orders.placed",
+                                             [&](const acemq::Message<OrderPlaced>& message) {
+                                                 const std::lock_guard guard(lock);
+                                                 seen.push_back(message.payload);
+                                                 content_types.push_back(message.content_type);
+                                                 return acemq::accept();
+                                             },
+                                             {.codec = protobuf});
+    const acemq::Publisher publisher = bus.publisher_to_queue("orders.placed", {.codec = protobuf});
+    publisher.send(sample_order());
+    publisher.send_raw(acemq::Encoded{family_sample, "application/vnd.google.protobuf"});
+    publisher.send_raw(acemq::Encoded{from_hex("0a80808080808080804041"), "application/x-protobuf"});
+    REQUIRE(harness.wait_parked("orders.placed", 1, 10s));
+    REQUIRE(harness.wait_consumed("orders.placed", 3, 10s));
+    consumer.close();
+    const std::lock_guard guard(lock);
+    REQUIRE(seen.size() == 2);
+    for (const OrderPlaced& order : seen) {
+        CHECK(order.order_id() == "o-1");
+        CHECK(order.total_cents() == 4250);
+        CHECK(order.tenant() == "acme");
+    }
+    CHECK(content_types == std::vector<std::string>{"application/x-protobuf", "application/vnd.google.protobuf"});
+}
+
+TEST_CASE("fuzz: the protobuf reader ends every body in a message or a DecodeError") {
+    testing_support::Loop loop("protobuf");
+    std::vector<std::vector<std::byte>> valid{family_sample};
+    for (int i = 0; i < 16; ++i) {
+        OrderPlaced order;
+        order.set_order_id(std::string(loop.below(40), 'o'));
+        order.set_total_cents(static_cast<std::int64_t>(loop.rng()()));
+        order.set_tenant(std::string(loop.below(300), 't'));
+        valid.push_back(acemq::encode(codec, order).body);
+    }
+    // Valid bodies decode: the check has teeth, it is not refusing everything.
+    for (const auto& body : valid) REQUIRE_NOTHROW(decode_order(body));
+    std::size_t turn = 0;
+    loop.run(
+        [&] {
+            const auto& body = valid[loop.below(valid.size())];
+            switch (turn++ % 4) {
+            case 0: return loop.random_bytes(64);
+            case 1:
+                return std::vector<std::byte>(body.begin(),
+                                              body.begin() + static_cast<std::ptrdiff_t>(loop.below(body.size())));
+            case 2: {  // unknown groups, nested to a random depth, left open or closed
+                const std::size_t depth = loop.below(400);
+                std::vector<std::byte> nested(depth, std::byte{0x7b});
+                nested.insert(nested.end(), loop.below(depth + 1), std::byte{0x7c});
+                return nested;
+            }
+            default: return loop.mutated(body);
+            }
+        },
+        [&](const std::vector<std::byte>& input) {
+            try {
+                decode_order(input);
+            } catch (const acemq::DecodeError&) {  // the one refusal allowed; anything else is the finding
+            }
+        });
+}
