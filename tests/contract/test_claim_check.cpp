@@ -4,13 +4,20 @@
 // and path-safe files.
 #include <catch2/catch.hpp>
 
+#include <acemq/bus.hpp>
 #include <acemq/claim_check.hpp>
 #include <acemq/codec.hpp>
 #include <acemq/error.hpp>
 #include <acemq/json_codec.hpp>
+#include <acemq/testing.hpp>
+#include <acemq/topology.hpp>
+#include <acemq/transport.hpp>
 #include <acemq/uuid.hpp>
 
+#include <chrono>
+#include <cstdint>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -42,6 +49,11 @@ std::string decode_error(const acemq::Codec& codec, std::span<const std::byte> b
     FAIL("decoded a body it should have refused");
     return {};
 }
+
+struct Shipment {
+    std::string shipment_id;
+    std::string manifest;
+};
 
 struct TempDir {
     std::filesystem::path path = std::filesystem::temp_directory_path() / ("acemq-claims-" + acemq::new_uuid());
@@ -138,4 +150,34 @@ TEST_CASE(
     CHECK_THAT(message, Catch::Contains("\"../../etc/passwd\" is not a key this claim-check store issued"));
     const Bytes body = codec.encode(acemq::Value(payload));
     CHECK(codec.decode(body, "") == acemq::Value(payload));
+}
+
+TEST_CASE("through a bus, a large payload travels as its key and is read back whole") {
+    using namespace std::chrono_literals;
+    acemq::Bus bus = acemq::connect("inproc://claims-" + acemq::new_uuid());
+    const acemq::testing::Harness harness{bus};
+    const std::string queue = "shipments.claimed";
+    bus.declare(acemq::Topology{}.queue(queue, {.dead_letter = true}).queue(queue + ".wire"));
+    auto store = std::make_shared<acemq::InMemoryClaimCheckStore>();
+    const auto codec = std::make_shared<acemq::ClaimCheckCodec>(std::make_shared<acemq::JsonCodec>(), store, 1024);
+    const Shipment big{"s-1", std::string(100'000, 'm')};
+
+    bus.publisher_to_queue(queue + ".wire", {.codec = codec}).send(big);
+    const std::optional<acemq::Delivery> held = bus.transport().pull(queue + ".wire");
+    REQUIRE(held.has_value());
+    CHECK(held->message().body.size() == 3 + 36);
+    CHECK(held->message().content_type == "application/json");
+
+    std::string manifest;
+    auto consumer = bus.consume<Shipment>(queue,
+                                          [&](const acemq::Message<Shipment>& message) {
+                                              manifest = message.payload.manifest;
+                                              return acemq::accept();
+                                          },
+                                          {.codec = codec});
+    bus.publisher_to_queue(queue, {.codec = codec}).send(big);
+    REQUIRE(harness.wait_settled(queue, acemq::Outcome::acked, 1, 10s));
+    consumer.close();
+    CHECK(manifest == big.manifest);
+    CHECK(store->size() == 2);
 }
