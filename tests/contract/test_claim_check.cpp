@@ -17,6 +17,7 @@
 #include <chrono>
 #include <cstdint>
 #include <filesystem>
+#include <fstream>
 #include <optional>
 #include <string>
 #include <vector>
@@ -123,8 +124,16 @@ TEST_CASE("a claimed payload missing from the store is a DecodeError naming the 
 
 TEST_CASE(
     "the filesystem store writes whole files under fresh keys and refuses keys that are no file name of its own") {
+    // Deep enough that every hostile key below resolves inside this directory, to canaries
+    // planted there, never to a file of the system: a store whose key check broke must not
+    // delete /etc/passwd while its test is finding out.
     const TempDir dir;
-    auto store = std::make_shared<acemq::FilesystemClaimCheckStore>(dir.path / "nested");
+    auto store = std::make_shared<acemq::FilesystemClaimCheckStore>(dir.path / "a" / "b" / "nested");
+    const std::filesystem::path absolute_canary = dir.path / "canary";
+    const std::filesystem::path relative_canary = dir.path / "a" / "etc" / "passwd";
+    std::filesystem::create_directories(relative_canary.parent_path());
+    std::ofstream(absolute_canary) << "keep me";
+    std::ofstream(relative_canary) << "keep me";
     const Bytes payload(100'000, std::byte{0x5A});
     const std::string key = store->put(payload);
     CHECK(acemq::is_canonical_uuid(key));
@@ -138,12 +147,14 @@ TEST_CASE(
     CHECK_FALSE(store->get(key).has_value());
     CHECK_FALSE(store->get("Abc.1_2-3").has_value());
 
-    for (const std::string& bad :
-         std::vector<std::string>{"../../etc/passwd", "/etc/passwd", "", ".hidden", "a/b", std::string(129, 'a')}) {
+    for (const std::string& bad : std::vector<std::string>{"../../etc/passwd", absolute_canary.string(), "", ".hidden",
+                                                           "a/b", std::string(129, 'a')}) {
         CAPTURE(bad);
         CHECK_THROWS_WITH(store->get(bad), Catch::Contains("is not a key this claim-check store issued"));
         CHECK_THROWS_AS(store->remove(bad), acemq::InvalidArgument);
     }
+    CHECK(std::filesystem::exists(absolute_canary));
+    CHECK(std::filesystem::exists(relative_canary));
 
     const acemq::ClaimCheckCodec codec(std::make_shared<acemq::BytesCodec>(), store, 10);
     const std::string message = decode_error(codec, framed(0x01, bytes_of("../../etc/passwd")));
