@@ -148,6 +148,13 @@ private:
 // on the bus, publisher or consumer for it), text and bytes read by content type. One shared immutable instance.
 std::shared_ptr<const Codec> default_codec();
 
+// The default codec reading more formats by content type: JSON writes; a message is read by
+// JSON, msgpack, text, then the first of `more` that claims it (a YAML, protobuf or Avro
+// codec, say), and BytesCodec last. Throws InvalidArgument for a null codec in `more`.
+//
+//   .codec = acemq::default_codec_reading({std::make_shared<acemq::YamlCodec>()})
+std::shared_ptr<const Codec> default_codec_reading(std::vector<std::shared_ptr<const Codec>> more);
+
 struct Encoded {
     std::vector<std::byte> body;
     std::string content_type;

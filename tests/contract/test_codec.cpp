@@ -462,6 +462,28 @@ TEST_CASE("generated structs survive msgpack and JSON unchanged") {
     }
 }
 
+TEST_CASE("default_codec_reading writes JSON and reads the codecs it is given by content type, bytes last") {
+    struct Tagged final : acemq::Codec {
+        std::string_view name() const noexcept override { return "TaggedCodec"; }
+        std::string_view content_type() const noexcept override { return "application/x-tagged"; }
+        bool can_decode(std::string_view content_type) const noexcept override {
+            return content_type == "application/x-tagged";
+        }
+        std::vector<std::byte> encode(const Value&) const override { return {}; }
+        Value decode(std::span<const std::byte>, std::string_view) const override { return Value("tagged"); }
+    };
+    const auto codec = acemq::default_codec_reading({std::make_shared<Tagged>()});
+    CHECK(codec->content_type() == acemq::content_types::json);
+    const std::vector<std::byte> body{std::byte{'x'}};
+    CHECK(codec->decode(body, "application/x-tagged") == Value("tagged"));
+    const auto& composite = dynamic_cast<const acemq::CompositeCodec&>(*codec);
+    REQUIRE(composite.codecs().size() == 5);
+    CHECK(composite.codecs()[3]->name() == "TaggedCodec");
+    CHECK(composite.claimant("application/x-other")->name() == "BytesCodec");
+    CHECK(composite.claimant("application/msgpack")->name() == "MsgpackCodec");
+    CHECK_THROWS_AS(acemq::default_codec_reading({nullptr}), acemq::InvalidArgument);
+}
+
 TEST_CASE("generated dynamic values survive msgpack and JSON unchanged") {
     Generator gen(7);
     for (int i = 0; i < 1000; ++i) {
