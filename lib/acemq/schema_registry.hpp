@@ -27,9 +27,9 @@ struct SchemaDefinition {
     std::int64_t id = 0;
     std::string subject;
     std::int32_t version = 0;
-    std::string format;      // "avro", "protobuf", "json": what `definition` is written in
-    std::string definition;  // the schema's text, exactly as registered
-    std::string fingerprint; // fingerprint(definition)
+    std::string format;                 // "avro", "protobuf", "json": what `definition` is written in
+    std::string definition;             // the schema's text, exactly as registered
+    std::string fingerprint;            // fingerprint(definition)
     std::int64_t registered_at_ms = 0;  // epoch milliseconds
 
     bool operator==(const SchemaDefinition&) const = default;

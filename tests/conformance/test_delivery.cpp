@@ -279,3 +279,39 @@ TEST_CASE("health: up while the transport answers, creating nothing; down once t
     CHECK(after.status == acemq::Health::Status::down);
     CHECK(after.detail == "the bus is closed");
 }
+
+TEST_CASE("a consumer on the default codec reads JSON, msgpack and text by content type") {
+    Fixture f;
+    const std::string orders = f.source_queue("any-format"), notes = f.source_queue("notes");
+    std::mutex lock;
+    std::vector<std::pair<std::string, Order>> seen_orders;
+    std::vector<std::string> seen_notes;
+    auto order_consumer = f.bus().consume<Order>(orders, [&](const Message<Order>& message) {
+        std::lock_guard guard(lock);
+        seen_orders.emplace_back(message.content_type, message.payload);
+        return acemq::accept();
+    });
+    auto note_consumer = f.bus().consume<std::string>(notes, [&](const Message<std::string>& message) {
+        std::lock_guard guard(lock);
+        seen_notes.push_back(message.payload);
+        return acemq::accept();
+    });
+    f.bus().publisher_to_queue(orders).send(Order{"o-json", 1});
+    f.bus().publisher_to_queue(orders, {.codec = std::make_shared<acemq::MsgpackCodec>()}).send(Order{"o-msgpack", 2});
+    f.bus().publisher_to_queue(notes, {.codec = std::make_shared<acemq::TextCodec>()}).send(std::string("hello"));
+    REQUIRE(f.harness().wait_settled(orders, Outcome::acked, 2, 5s));
+    REQUIRE(f.harness().wait_settled(notes, Outcome::acked, 1, 5s));
+    order_consumer.close();
+    note_consumer.close();
+    std::lock_guard guard(lock);
+    std::sort(seen_orders.begin(), seen_orders.end(),
+              [](const auto& a, const auto& b) { return a.second.id < b.second.id; });
+    REQUIRE(seen_orders.size() == 2);
+    CHECK(seen_orders[0].first == "application/json");
+    CHECK(seen_orders[0].second.id == "o-json");
+    CHECK(seen_orders[0].second.cents == 1);
+    CHECK(seen_orders[1].first == "application/msgpack");
+    CHECK(seen_orders[1].second.id == "o-msgpack");
+    CHECK(seen_orders[1].second.cents == 2);
+    CHECK(seen_notes == std::vector<std::string>{"hello"});
+}
