@@ -12,14 +12,10 @@
 using acemq::SchemaDefinition;
 using acemq::SchemaNotFoundError;
 using registry_targets::MemoryTarget;
-
-namespace {
-
-const std::string order_v1 = R"({"type":"record","name":"OrderPlaced","fields":[{"name":"id","type":"string"}]})";
-const std::string order_v2 =
-    R"({"type":"record","name":"OrderPlaced","fields":[{"name":"id","type":"string"},{"name":"total","type":"long"}]})";
-
-}  // namespace
+using registry_targets::order_v1;
+using registry_targets::order_v2;
+using registry_targets::PostgresTarget;
+using registry_targets::SqliteTarget;
 
 TEST_CASE("fingerprint is the lowercase hex SHA-256 of the exact bytes (pinned)", "[registry]") {
     CHECK(acemq::fingerprint("") == "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
@@ -40,7 +36,8 @@ TEST_CASE("a schema reads as \"<subject> v<version> (<format>, id <id>)\" (pinne
     CHECK(acemq::to_string(schema) == "orders.OrderPlaced v2 (avro, id 7)");
 }
 
-TEMPLATE_TEST_CASE("registering the same definition twice answers the same id, version 1", "[registry]", MemoryTarget) {
+TEMPLATE_TEST_CASE("registering the same definition twice answers the same id, version 1", "[registry]", MemoryTarget,
+                   SqliteTarget, PostgresTarget) {
     TestType target;
     acemq::SchemaRegistry& registry = target.registry();
     const SchemaDefinition first = registry.register_schema("orders.OrderPlaced", "avro", order_v1);
@@ -55,7 +52,8 @@ TEMPLATE_TEST_CASE("registering the same definition twice answers the same id, v
     CHECK(registry.versions("orders.OrderPlaced") == std::vector{first});
 }
 
-TEMPLATE_TEST_CASE("ids are global from 1, versions count per subject from 1", "[registry]", MemoryTarget) {
+TEMPLATE_TEST_CASE("ids are global from 1, versions count per subject from 1", "[registry]", MemoryTarget, SqliteTarget,
+                   PostgresTarget) {
     TestType target;
     acemq::SchemaRegistry& registry = target.registry();
     const SchemaDefinition order1 = registry.register_schema("orders.OrderPlaced", "avro", order_v1);
@@ -77,7 +75,7 @@ TEMPLATE_TEST_CASE("ids are global from 1, versions count per subject from 1", "
 }
 
 TEMPLATE_TEST_CASE("an unknown id or subject is SchemaNotFoundError; versions of none is empty", "[registry]",
-                   MemoryTarget) {
+                   MemoryTarget, SqliteTarget, PostgresTarget) {
     TestType target;
     acemq::SchemaRegistry& registry = target.registry();
     CHECK_THROWS_MATCHES(registry.by_id(1), SchemaNotFoundError,
@@ -96,7 +94,7 @@ TEMPLATE_TEST_CASE("an unknown id or subject is SchemaNotFoundError; versions of
 }
 
 TEMPLATE_TEST_CASE("an empty subject or definition, or an overlong subject or format, is refused", "[registry]",
-                   MemoryTarget) {
+                   MemoryTarget, SqliteTarget, PostgresTarget) {
     TestType target;
     acemq::SchemaRegistry& registry = target.registry();
     const auto needs_both = Catch::Matchers::Message("acemq: a schema needs a subject and a definition");
