@@ -57,6 +57,8 @@ public:
     }
     virtual acemq::sql::Database& database() = 0;
     virtual const std::string& table() const = 0;
+    // Makes every insert into the registry table fail, as a trigger of a real schema could.
+    void refuse_inserts() { testing_support::refuse_inserts(database(), table(), "no schemas today"); }
 
 protected:
     SqlTarget() = default;
@@ -74,12 +76,6 @@ public:
     // What a worker process is told to open.
     std::string location() const { return file_; }
     static constexpr const char* driver = "sqlite";
-
-    // Makes every insert into the registry table fail, as a trigger of a real schema could.
-    void refuse_inserts() {
-        database_.connect()->execute("CREATE TRIGGER " + table_ + "_refuse BEFORE INSERT ON " + table_ +
-                                     " BEGIN SELECT RAISE(ABORT, 'no schemas today'); END");
-    }
 
 private:
     testing_support::TempDir directory_{"registry"};
@@ -106,15 +102,6 @@ public:
     const std::string& table() const override { return table_; }
     std::string location() const { return url_; }
     static constexpr const char* driver = "postgres";
-
-    void refuse_inserts() {
-        auto connection = database_.connect();
-        connection->execute("CREATE FUNCTION " + table_ +
-                            "_refuse() RETURNS trigger AS $$ BEGIN RAISE EXCEPTION 'no schemas today'; END $$ "
-                            "LANGUAGE plpgsql");
-        connection->execute("CREATE TRIGGER " + table_ + "_refuse BEFORE INSERT ON " + table_ +
-                            " FOR EACH ROW EXECUTE FUNCTION " + table_ + "_refuse()");
-    }
 
 private:
     std::string url_ = testing_support::postgres_url();

@@ -1,4 +1,4 @@
-// The schema registry's contract (patterns §5.9, §8 item 45) on every implementation: the
+// The schema registry's contract (docs/schema-registry.md §1, §3) on every implementation: the
 // pinned fingerprint and text, ids global from 1, versions per subject from 1, idempotent
 // registration, refusals and "not found". registry_targets.hpp says what each target is.
 #include "registry_targets.hpp"

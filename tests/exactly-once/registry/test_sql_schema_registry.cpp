@@ -1,4 +1,4 @@
-// SqlSchemaRegistry (patterns §5.9, §8 item 45) on SQLite and PostgreSQL: what one registry
+// SqlSchemaRegistry (docs/schema-registry.md §2, §3) on SQLite and PostgreSQL: what one registry
 // registered another finds; threads and processes registering one schema at once get one
 // id; a failing database is thrown after the family's 5 attempts, never read as "not found".
 #include "registry_targets.hpp"
