@@ -1,6 +1,6 @@
-// A schema registry in a SQL table (patterns §5.9), shared by every process that uses the
-// same database: the id a publisher registers is the id every consumer reads, across
-// restarts. SQLite and PostgreSQL run the same statements; create the tables with
+// A schema registry in a SQL table (docs/schema-registry.md §2), shared by every process
+// that uses the same database: the id a publisher registers is the id every consumer reads,
+// across restarts. SQLite and PostgreSQL run the same statements; create the tables with
 // create_schema (or copy schema_ddl into your migrations): the registry table, its
 // {table}_fingerprint and {table}_version unique indexes and the {table}_seq id counter.
 //
