@@ -147,7 +147,7 @@ TEMPLATE_TEST_CASE("a new registry on the same tables finds what an earlier one 
 }
 
 TEMPLATE_TEST_CASE("4 threads registering one schema at once get one id; 4 definitions of a subject get 4 versions",
-                   "[registry][sql]", SqliteTarget, PostgresTarget) {
+                   "[registry][sql][threads]", SqliteTarget, PostgresTarget) {
     TestType target;
     constexpr int racers = 4;
     constexpr int rounds = 5;
@@ -166,6 +166,8 @@ TEMPLATE_TEST_CASE("4 threads registering one schema at once get one id; 4 defin
                     same[i].push_back(registries[i]->register_schema(subject, "avro", order_v1));
                     different[i].push_back(registries[i]->register_schema("mixed." + std::to_string(round), "avro",
                                                                           R"({"racer":)" + std::to_string(i) + "}"));
+                    // One registry's by_id cache, read and filled from every thread.
+                    if (!(registries[0]->by_id(different[i].back().id) == different[i].back())) ++failures;
                 }
             } catch (const std::exception& error) {
                 ++failures;  // counted and reported below: a race must not error either
