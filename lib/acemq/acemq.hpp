@@ -42,6 +42,7 @@
 #include <acemq/saga.hpp>
 #include <acemq/scheduler.hpp>
 #include <acemq/schema.hpp>
+#include <acemq/schema_registry.hpp>
 #include <acemq/settlement.hpp>
 #include <acemq/sql.hpp>
 #include <acemq/stream.hpp>

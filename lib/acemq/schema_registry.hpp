@@ -1,5 +1,5 @@
 // Where writers' schemas are kept under a small numeric id, so a message can carry the id
-// instead of the schema (the family's patterns §5.9; the Avro codec's registered framing,
+// instead of the schema (docs/schema-registry.md; the Avro codec's registered framing,
 // docs/avro.md). A schema is registered under a subject (usually the message type, e.g.
 // "orders.OrderPlaced"); registering the same definition under the same subject again
 // answers the same id, so every publisher may register at start-up.

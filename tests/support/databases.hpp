@@ -4,6 +4,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <acemq/sql.hpp>
 #include <acemq/uuid.hpp>
 
 #include <cstdlib>
@@ -27,6 +28,22 @@ inline std::string unique_suffix() {
     std::string suffix = acemq::new_uuid().substr(0, 13);
     std::erase(suffix, '-');
     return suffix;
+}
+
+// Makes every insert into `table` fail with `why`, as a trigger or a constraint of a real
+// schema could. On PostgreSQL the trigger's function is `<table>_refuse()`: drop it with the
+// table.
+inline void refuse_inserts(acemq::sql::Database& database, const std::string& table, const std::string& why) {
+    auto connection = database.connect();
+    if (database.dialect() == acemq::sql::Dialect::sqlite) {
+        connection->execute("CREATE TRIGGER " + table + "_refuse BEFORE INSERT ON " + table +
+                            " BEGIN SELECT RAISE(ABORT, '" + why + "'); END");
+        return;
+    }
+    connection->execute("CREATE FUNCTION " + table + "_refuse() RETURNS trigger AS $$ BEGIN RAISE EXCEPTION '" + why +
+                        "'; END $$ LANGUAGE plpgsql");
+    connection->execute("CREATE TRIGGER " + table + "_refuse BEFORE INSERT ON " + table +
+                        " FOR EACH ROW EXECUTE FUNCTION " + table + "_refuse()");
 }
 
 }  // namespace testing_support

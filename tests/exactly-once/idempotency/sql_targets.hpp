@@ -47,10 +47,7 @@ public:
     const std::string& table() const { return table_; }
 
     // Makes every insert into the table fail, as a trigger or a constraint of a real schema could.
-    void refuse_inserts() {
-        database_.connect()->execute("CREATE TRIGGER " + table_ + "_refuse BEFORE INSERT ON " + table_ +
-                                     " BEGIN SELECT RAISE(ABORT, 'no claims today'); END");
-    }
+    void refuse_inserts() { testing_support::refuse_inserts(database_, table_, "no claims today"); }
 
 private:
     static std::filesystem::path make_directory() {
@@ -85,14 +82,7 @@ public:
     acemq::sql::Database& database() { return database_; }
     const std::string& table() const { return table_; }
 
-    void refuse_inserts() {
-        auto connection = database_.connect();
-        connection->execute("CREATE FUNCTION " + table_ +
-                            "_refuse() RETURNS trigger AS $$ BEGIN RAISE EXCEPTION 'no claims today'; END $$ "
-                            "LANGUAGE plpgsql");
-        connection->execute("CREATE TRIGGER " + table_ + "_refuse BEFORE INSERT ON " + table_ +
-                            " FOR EACH ROW EXECUTE FUNCTION " + table_ + "_refuse()");
-    }
+    void refuse_inserts() { testing_support::refuse_inserts(database_, table_, "no claims today"); }
 
 private:
     acemq::postgres::Database database_;
