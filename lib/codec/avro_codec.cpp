@@ -112,7 +112,9 @@ std::vector<std::byte> AvroCodec::encode(const Value& value) const {
     return body;
 }
 
-std::vector<std::byte> AvroCodec::encode(ValueSource source) const { return encode(named_value(source, options_.names)); }
+std::vector<std::byte> AvroCodec::encode(ValueSource source) const {
+    return encode(named_value(source, options_.names));
+}
 
 Value AvroCodec::decode(std::span<const std::byte> body, std::string_view) const {
     return schema_->decode(body, options_.max_values);
@@ -126,15 +128,14 @@ RegisteredAvroCodec::RegisteredAvroCodec(std::shared_ptr<SchemaRegistry> registr
 
 RegisteredAvroCodec::RegisteredAvroCodec(std::shared_ptr<SchemaRegistry> registry, std::string_view subject,
                                          std::string_view schema, Options options)
-    : registry_(std::move(registry)),
-      writer_(parse_schema(schema, "the RegisteredAvroCodec's schema")),
+    : registry_(std::move(registry)), writer_(parse_schema(schema, "the RegisteredAvroCodec's schema")),
       reader_(options.reader_schema.empty() ? writer_ : parse_schema(options.reader_schema, "the reader_schema")),
-      cache_(std::make_unique<detail::AvroSchemaCache>()),
-      options_(std::move(options)) {
+      cache_(std::make_unique<detail::AvroSchemaCache>()), options_(std::move(options)) {
     if (registry_ == nullptr) throw InvalidArgument("acemq: a RegisteredAvroCodec needs a schema registry, not null");
     if (subject.empty())
-        throw InvalidArgument("acemq: a RegisteredAvroCodec needs a subject to register its schema under "
-                              "(usually the message type, e.g. \"orders.OrderPlaced\")");
+        throw InvalidArgument(
+            "acemq: a RegisteredAvroCodec needs a subject to register its schema under "
+            "(usually the message type, e.g. \"orders.OrderPlaced\")");
     check_max_values(options_.max_values, "a RegisteredAvroCodec");
     registered_ = registry_->register_schema(subject, "avro", schema);
     if (registered_.id < 0 || registered_.id > std::numeric_limits<std::uint32_t>::max())
@@ -164,8 +165,9 @@ std::vector<std::byte> RegisteredAvroCodec::encode(ValueSource source) const {
 Value RegisteredAvroCodec::decode(std::span<const std::byte> body, std::string_view) const {
     if (body.size() < framing_size || body[0] != std::byte{0})
         throw DecodeError("acemq: a registered Avro body starts with a 0x00 byte and a 4-byte schema id, and this " +
-                          std::string(body.empty() ? "one is empty" : body[0] != std::byte{0} ? "one does not start with 0x00"
-                                                                                            : "one is shorter than 5 bytes") +
+                          std::string(body.empty()              ? "one is empty"
+                                      : body[0] != std::byte{0} ? "one does not start with 0x00"
+                                                                : "one is shorter than 5 bytes") +
                           " (an Avro body without the framing is read by AvroCodec, as avro/binary)");
     std::int64_t id = 0;
     for (std::size_t i = 1; i < framing_size; ++i) id = (id << 8) | std::to_integer<std::int64_t>(body[i]);
@@ -179,12 +181,13 @@ Value RegisteredAvroCodec::decode(std::span<const std::byte> body, std::string_v
                               ", which the registry does not have (written against another registry?)");
         }
         if (found.format != "avro")
-            throw DecodeError("acemq: the body names schema id " + std::to_string(id) + ", which is " + to_string(found) +
-                              ", not an Avro schema");
+            throw DecodeError("acemq: the body names schema id " + std::to_string(id) + ", which is " +
+                              to_string(found) + ", not an Avro schema");
         try {
             writer = std::make_shared<const detail::AvroSchema>(found.definition);
         } catch (const InvalidArgument& e) {
-            throw DecodeError("acemq: the writer's schema, " + to_string(found) + ", is " + std::string(without_prefix(e.what())));
+            throw DecodeError("acemq: the writer's schema, " + to_string(found) + ", is " +
+                              std::string(without_prefix(e.what())));
         }
         cache_->add(id, writer);
     }

@@ -43,7 +43,8 @@ std::string a(std::string_view word) {
 }
 
 std::string describe(const Node& node) {
-    return node.name.empty() ? a(type_word(node.type)) : a(type_word(node.type)) + " " + std::string(avro_short_name(node.name));
+    return node.name.empty() ? a(type_word(node.type))
+                             : a(type_word(node.type)) + " " + std::string(avro_short_name(node.name));
 }
 
 std::string in_quotes(std::string_view text) { return "'" + std::string(text) + "'"; }
@@ -118,7 +119,8 @@ std::size_t AvroSchema::parse(const Value& json, const std::string& space, const
     case Value::Kind::string: {
         if (auto index = primitive(json.as_string())) return *index;
         if (auto index = lookup(json.as_string(), space)) return *index;
-        bad_schema(where, "unknown type " + in_quotes(json.as_string()) + " (not a primitive, nor a type named before)");
+        bad_schema(where,
+                   "unknown type " + in_quotes(json.as_string()) + " (not a primitive, nor a type named before)");
     }
     case Value::Kind::array: {
         if (json.as_array().empty()) bad_schema(where, "a union needs at least one branch");
@@ -141,7 +143,8 @@ std::size_t AvroSchema::parse(const Value& json, const std::string& space, const
         if (word == "fixed") return named(json, Type::fixed, space, where);
         if (word == "array" || word == "map") {
             const Value* inner = json.find(word == "array" ? "items" : "values");
-            if (inner == nullptr) bad_schema(where, "an " + word + " needs \"" + (word == "array" ? "items" : "values") + "\"");
+            if (inner == nullptr)
+                bad_schema(where, "an " + word + " needs \"" + (word == "array" ? "items" : "values") + "\"");
             const std::size_t child = parse(*inner, space, where);
             nodes_.push_back(Node{.type = word == "array" ? Type::array : Type::map, .children = {child}});
             return nodes_.size() - 1;
@@ -170,7 +173,8 @@ std::size_t AvroSchema::named(const Value& json, Type type, const std::string& s
     const std::string here = std::string(avro_short_name(full));
     if (type == Type::fixed) {
         const Value* size = json.find("size");
-        if (size == nullptr || !is_integer(*size) || size->as_int64() < 0 || size->as_int64() > std::numeric_limits<std::int32_t>::max())
+        if (size == nullptr || !is_integer(*size) || size->as_int64() < 0 ||
+            size->as_int64() > std::numeric_limits<std::int32_t>::max())
             bad_schema(here, "a fixed needs a \"size\" of 0 or more");
         nodes_[self].size = static_cast<std::size_t>(size->as_int64());
     } else if (type == Type::enumeration) {
@@ -212,8 +216,7 @@ Value AvroSchema::default_of(std::size_t index, const Value& json, const std::st
     case Type::null: return json.is_null() ? Value() : wrong();
     case Type::boolean: return json.kind() == Value::Kind::boolean ? json : wrong();
     case Type::int32: return is_integer(json) && fits_int32(json.as_int64()) ? Value(json.as_int64()) : wrong();
-    case Type::int64:
-        return json.kind() == Value::Kind::int64 ? json : wrong();
+    case Type::int64: return json.kind() == Value::Kind::int64 ? json : wrong();
     case Type::float32:
     case Type::float64:
         return is_integer(json) || json.kind() == Value::Kind::float64 ? Value(json.as_double()) : wrong();
@@ -226,7 +229,8 @@ Value AvroSchema::default_of(std::size_t index, const Value& json, const std::st
         return Value(std::move(*bytes));
     }
     case Type::enumeration:
-        return json.kind() == Value::Kind::string && std::ranges::find(node.symbols, json.as_string()) != node.symbols.end()
+        return json.kind() == Value::Kind::string &&
+                       std::ranges::find(node.symbols, json.as_string()) != node.symbols.end()
                    ? json
                    : wrong();
     case Type::array: {
@@ -238,7 +242,8 @@ Value AvroSchema::default_of(std::size_t index, const Value& json, const std::st
     case Type::map: {
         if (json.kind() != Value::Kind::map) return wrong();
         Value::Map entries;
-        for (const auto& [key, value] : json.as_map()) entries.emplace_back(key, default_of(node.children[0], value, where));
+        for (const auto& [key, value] : json.as_map())
+            entries.emplace_back(key, default_of(node.children[0], value, where));
         return Value(std::move(entries));
     }
     case Type::record: {
@@ -275,9 +280,10 @@ bool takes(const Node& node, const Value& value) {
                (node.type == Type::int32 && value.kind() == Value::Kind::int64 && fits_int32(value.as_int64()));
     case Value::Kind::float64: return node.type == Type::float32 || node.type == Type::float64;
     case Value::Kind::string:
-        return node.type == Type::string ||
-               (node.type == Type::enumeration && std::ranges::find(node.symbols, value.as_string()) != node.symbols.end());
-    case Value::Kind::bytes: return node.type == Type::bytes || (node.type == Type::fixed && value.as_bytes().size() == node.size);
+        return node.type == Type::string || (node.type == Type::enumeration &&
+                                             std::ranges::find(node.symbols, value.as_string()) != node.symbols.end());
+    case Value::Kind::bytes:
+        return node.type == Type::bytes || (node.type == Type::fixed && value.as_bytes().size() == node.size);
     case Value::Kind::array: return node.type == Type::array;
     case Value::Kind::map:
     case Value::Kind::record: return node.type == Type::record || node.type == Type::map;
@@ -303,10 +309,12 @@ public:
             return;
         case Type::int32:
         case Type::int64: {
-            if (!is_integer(value) || (value.kind() == Value::Kind::uint64 && value.as_uint64() > std::numeric_limits<std::int64_t>::max()))
+            if (!is_integer(value) ||
+                (value.kind() == Value::Kind::uint64 && value.as_uint64() > std::numeric_limits<std::int64_t>::max()))
                 mismatch(node, value);
             const std::int64_t i = value.as_int64();
-            if (node.type == Type::int32 && !fits_int32(i)) fail(std::to_string(i) + " does not fit an Avro int (32 bits); make the field a long");
+            if (node.type == Type::int32 && !fits_int32(i))
+                fail(std::to_string(i) + " does not fit an Avro int (32 bits); make the field a long");
             long_(i);
             return;
         }
@@ -335,7 +343,8 @@ public:
         case Type::fixed:
             if (value.kind() != Value::Kind::bytes) mismatch(node, value);
             if (value.as_bytes().size() != node.size)
-                fail(std::to_string(value.as_bytes().size()) + " bytes for " + describe(node) + " of " + std::to_string(node.size));
+                fail(std::to_string(value.as_bytes().size()) + " bytes for " + describe(node) + " of " +
+                     std::to_string(node.size));
             out_.insert(out_.end(), value.as_bytes().begin(), value.as_bytes().end());
             return;
         case Type::enumeration: {
@@ -390,7 +399,8 @@ private:
         } else if (value.kind() == Value::Kind::map) {
             if (!value.as_map().empty()) long_(static_cast<std::int64_t>(value.as_map().size()));
             for (const auto& [key, mapped] : value.as_map()) {
-                if (key.kind() != Value::Kind::string) fail("an Avro map's keys are strings, not " + a(kind_name(key.kind())));
+                if (key.kind() != Value::Kind::string)
+                    fail("an Avro map's keys are strings, not " + a(kind_name(key.kind())));
                 entry(key.as_string(), mapped);
             }
         } else {
@@ -412,7 +422,8 @@ private:
             return nullptr;
         };
         if (value.kind() != Value::Kind::record && value.kind() != Value::Kind::map) mismatch(node, value);
-        const std::size_t given = value.kind() == Value::Kind::record ? value.as_record().size() : value.as_map().size();
+        const std::size_t given =
+            value.kind() == Value::Kind::record ? value.as_record().size() : value.as_map().size();
         const std::size_t mark = path_.size();
         if (path_.empty()) path_ = avro_short_name(node.name);
         std::size_t found = 0;
@@ -420,8 +431,10 @@ private:
             const std::size_t inner = path_.size();
             path_ += "." + field.name;
             const Value* member = field_of(field.name);
-            if (member != nullptr) ++found;
-            else if (!field.fallback) fail("missing, and the schema gives it no default");
+            if (member != nullptr)
+                ++found;
+            else if (!field.fallback)
+                fail("missing, and the schema gives it no default");
             write(field.type, member != nullptr ? *member : *field.fallback, depth + 1);
             path_.resize(inner);
         }
@@ -444,8 +457,8 @@ private:
         }
         std::string fields;
         for (const AvroSchema::Field& f : node.fields) fields += (fields.empty() ? "" : ", ") + f.name;
-        fail("the schema of " + std::string(avro_short_name(node.name)) + " has no field " + in_quotes(key) + " (it has " + fields +
-             "); add it to the schema, or rename it with acemq::field_keys");
+        fail("the schema of " + std::string(avro_short_name(node.name)) + " has no field " + in_quotes(key) +
+             " (it has " + fields + "); add it to the schema, or rename it with acemq::field_keys");
     }
 
     void long_(std::int64_t i) {
@@ -506,7 +519,8 @@ public:
             return Value(i);
         }
         case Type::int64: return Value(long_("a long"));
-        case Type::float32: return Value(static_cast<double>(std::bit_cast<float>(static_cast<std::uint32_t>(raw(4, "a float")))));
+        case Type::float32:
+            return Value(static_cast<double>(std::bit_cast<float>(static_cast<std::uint32_t>(raw(4, "a float")))));
         case Type::float64: return Value(std::bit_cast<double>(raw(8, "a double")));
         case Type::string: {
             const auto data = take(length("a string"), "a string");
@@ -526,7 +540,8 @@ public:
         case Type::enumeration: {
             const std::int64_t i = long_("an enum index");
             if (i < 0 || static_cast<std::uint64_t>(i) >= node.symbols.size())
-                fail("the enum index " + std::to_string(i) + ", but " + describe(node) + " has " + std::to_string(node.symbols.size()) + " symbols");
+                fail("the enum index " + std::to_string(i) + ", but " + describe(node) + " has " +
+                     std::to_string(node.symbols.size()) + " symbols");
             return Value(node.symbols[static_cast<std::size_t>(i)]);
         }
         case Type::array: {
@@ -569,7 +584,8 @@ public:
         case Type::union_: {
             const std::int64_t i = long_("a union index");
             if (i < 0 || static_cast<std::uint64_t>(i) >= node.children.size())
-                fail("the union index " + std::to_string(i) + ", but the union has " + std::to_string(node.children.size()) + " branches");
+                fail("the union index " + std::to_string(i) + ", but the union has " +
+                     std::to_string(node.children.size()) + " branches");
             return read(node.children[static_cast<std::size_t>(i)], depth);
         }
         }
@@ -578,7 +594,8 @@ public:
 
     void finish() const {
         if (at_ != body_.size())
-            fail(std::to_string(body_.size() - at_) + " bytes left over after the value (a body written with another schema?)");
+            fail(std::to_string(body_.size() - at_) +
+                 " bytes left over after the value (a body written with another schema?)");
     }
 
 private:
@@ -597,12 +614,13 @@ private:
             std::int64_t count = long_(what == "an array" ? "an array block count" : "a map block count");
             if (count == 0) return;
             if (count < 0) {
-                if (count == std::numeric_limits<std::int64_t>::min()) fail("a block count of " + std::to_string(count));
+                if (count == std::numeric_limits<std::int64_t>::min())
+                    fail("a block count of " + std::to_string(count));
                 count = -count;
                 length("a block size");
             }
             if (static_cast<std::uint64_t>(count) > budget_)
-                fail(std::string(what) + " of " + std::to_string(count) + " more items than the " +
+                fail(std::string(what) + " block of " + std::to_string(count) + " items, more than the " +
                      std::to_string(budget_) + " values left of the codec's max_values");
             budget_ -= static_cast<std::size_t>(count);
             items(static_cast<std::size_t>(count));
@@ -612,7 +630,8 @@ private:
     Value read_string_key() {
         const auto data = take(length("a map key"), "a map key");
         std::string text(reinterpret_cast<const char*>(data.data()), data.size());
-        if (const auto bad = invalid_utf8_at(text)) fail("a map key that is not valid UTF-8 (bad byte at offset " + std::to_string(*bad) + " of it)");
+        if (const auto bad = invalid_utf8_at(text))
+            fail("a map key that is not valid UTF-8 (bad byte at offset " + std::to_string(*bad) + " of it)");
         return Value(std::move(text));
     }
 
@@ -649,7 +668,8 @@ private:
     std::uint64_t raw(std::size_t n, std::string_view what) {
         const auto data = take(n, what);
         std::uint64_t bits = 0;
-        for (std::size_t i = 0; i < n; ++i) bits |= static_cast<std::uint64_t>(std::to_integer<std::uint8_t>(data[i])) << (8 * i);
+        for (std::size_t i = 0; i < n; ++i)
+            bits |= static_cast<std::uint64_t>(std::to_integer<std::uint8_t>(data[i])) << (8 * i);
         return bits;
     }
 
@@ -721,7 +741,8 @@ public:
             return value;
         case Type::enumeration:
             if (std::ranges::find(rn.symbols, value.as_string()) == rn.symbols.end())
-                fail("the writer's symbol " + in_quotes(value.as_string()) + " is not one of the reader's " + describe(rn));
+                fail("the writer's symbol " + in_quotes(value.as_string()) + " is not one of the reader's " +
+                     describe(rn));
             return value;
         case Type::array: {
             Value::Array items;
@@ -732,7 +753,8 @@ public:
         case Type::map: {
             Value::Map entries;
             entries.reserve(value.as_map().size());
-            for (const auto& [key, mapped] : value.as_map()) entries.emplace_back(key, resolve(wn.children[0], rn.children[0], mapped));
+            for (const auto& [key, mapped] : value.as_map())
+                entries.emplace_back(key, resolve(wn.children[0], rn.children[0], mapped));
             return Value(std::move(entries));
         }
         case Type::record: return record(wn, rn, value);
@@ -770,7 +792,9 @@ private:
             path_ += "." + field.name;
             const auto w = std::ranges::find(wn.fields, field.name, &AvroSchema::Field::name);
             if (w != wn.fields.end()) {
-                fields.emplace_back(field.name, resolve(w->type, field.type, written[static_cast<std::size_t>(w - wn.fields.begin())].second));
+                fields.emplace_back(
+                    field.name,
+                    resolve(w->type, field.type, written[static_cast<std::size_t>(w - wn.fields.begin())].second));
             } else if (field.fallback) {
                 fields.emplace_back(field.name, *field.fallback);
             } else {

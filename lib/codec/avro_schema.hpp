@@ -16,7 +16,22 @@ namespace acemq::detail {
 
 class AvroSchema {
 public:
-    enum class Type { null, boolean, int32, int64, float32, float64, bytes, string, record, enumeration, array, map, fixed, union_ };
+    enum class Type {
+        null,
+        boolean,
+        int32,
+        int64,
+        float32,
+        float64,
+        bytes,
+        string,
+        record,
+        enumeration,
+        array,
+        map,
+        fixed,
+        union_
+    };
 
     struct Field {
         std::string name;
@@ -27,11 +42,11 @@ public:
     // Named types are nodes once, referred to by index, so a schema may name itself.
     struct Node {
         Type type = Type::null;
-        std::string name = {};                  // a named type's full name ("org.acemq.test.OrderPlaced")
-        std::vector<Field> fields = {};         // record
-        std::vector<std::string> symbols = {};  // enum
-        std::vector<std::size_t> children = {}; // array items, map values: one; union branches
-        std::size_t size = 0;                   // fixed
+        std::string name = {};                   // a named type's full name ("org.acemq.test.OrderPlaced")
+        std::vector<Field> fields = {};          // record
+        std::vector<std::string> symbols = {};   // enum
+        std::vector<std::size_t> children = {};  // array items, map values: one; union branches
+        std::size_t size = 0;                    // fixed
     };
 
     // Throws InvalidArgument saying what is wrong and where ("field 'orderId' has no type").
