@@ -75,6 +75,28 @@ bool fits_int32(std::int64_t i) noexcept {
 
 bool is_integer(const Value& v) noexcept { return v.kind() == Value::Kind::int64 || v.kind() == Value::Kind::uint64; }
 
+// An encoding or decoding error on its way up: each record field, array item and map entry it
+// leaves prefixes its step, so the path costs nothing until something fails.
+struct Trail {
+    std::string path;  // ".items[2].sku"
+    std::string what;
+};
+
+template <class Step, class Body>
+void along(Step step, Body body) {
+    try {
+        body();
+    } catch (Trail& trail) {
+        trail.path.insert(0, step());
+        throw;
+    }
+}
+
+// "OrderPlaced.items[2].sku", or "" for an error at the top of a schema that is not a record.
+std::string trail_path(const Node& root, const Trail& trail) {
+    return std::string(avro_short_name(root.name)) + trail.path;
+}
+
 }  // namespace
 
 std::string_view avro_short_name(std::string_view full) noexcept {
@@ -359,12 +381,9 @@ public:
             if (value.kind() != Value::Kind::array) mismatch(node, value);
             const Value::Array& items = value.as_array();
             if (!items.empty()) long_(static_cast<std::int64_t>(items.size()));
-            for (std::size_t i = 0; i < items.size(); ++i) {
-                const std::size_t mark = path_.size();
-                path_ += "[" + std::to_string(i) + "]";
-                write(node.children[0], items[i], depth + 1);
-                path_.resize(mark);
-            }
+            for (std::size_t i = 0; i < items.size(); ++i)
+                along([i] { return "[" + std::to_string(i) + "]"; },
+                      [&] { write(node.children[0], items[i], depth + 1); });
             long_(0);
             return;
         }
@@ -388,10 +407,7 @@ private:
     void map(const Node& node, const Value& value, std::size_t depth) {
         const auto entry = [&](std::string_view key, const Value& mapped) {
             bytes(std::as_bytes(std::span(key.data(), key.size())));
-            const std::size_t mark = path_.size();
-            path_ += "[" + std::string(key) + "]";
-            write(node.children[0], mapped, depth + 1);
-            path_.resize(mark);
+            along([key] { return "[" + std::string(key) + "]"; }, [&] { write(node.children[0], mapped, depth + 1); });
         };
         if (value.kind() == Value::Kind::record) {
             if (!value.as_record().empty()) long_(static_cast<std::int64_t>(value.as_record().size()));
@@ -424,22 +440,18 @@ private:
         if (value.kind() != Value::Kind::record && value.kind() != Value::Kind::map) mismatch(node, value);
         const std::size_t given =
             value.kind() == Value::Kind::record ? value.as_record().size() : value.as_map().size();
-        const std::size_t mark = path_.size();
-        if (path_.empty()) path_ = avro_short_name(node.name);
         std::size_t found = 0;
-        for (const AvroSchema::Field& field : node.fields) {
-            const std::size_t inner = path_.size();
-            path_ += "." + field.name;
-            const Value* member = field_of(field.name);
-            if (member != nullptr)
-                ++found;
-            else if (!field.fallback)
-                fail("missing, and the schema gives it no default");
-            write(field.type, member != nullptr ? *member : *field.fallback, depth + 1);
-            path_.resize(inner);
-        }
+        for (const AvroSchema::Field& field : node.fields)
+            along([&field] { return "." + field.name; },
+                  [&] {
+                      const Value* member = field_of(field.name);
+                      if (member != nullptr)
+                          ++found;
+                      else if (!field.fallback)
+                          fail("missing, and the schema gives it no default");
+                      write(field.type, member != nullptr ? *member : *field.fallback, depth + 1);
+                  });
         if (found != given) extra(node, value);
-        path_.resize(mark);
     }
 
     [[noreturn]] void extra(const Node& node, const Value& value) {
@@ -481,18 +493,22 @@ private:
         fail("expected " + describe(node) + ", found " + a(kind_name(value.kind())));
     }
     [[noreturn]] void fail(const std::string& what) {
-        throw EncodeError("acemq: " + (path_.empty() ? std::string() : path_ + ": ") + what);
+        throw Trail{{}, what};
     }
 
     const AvroSchema& schema_;
     std::vector<std::byte>& out_;
-    std::string path_;  // "OrderPlaced.items[2].sku", for the errors
 };
 
 }  // namespace
 
 void AvroSchema::encode(const Value& value, std::vector<std::byte>& body) const {
-    Encoder(*this, body).write(root_, value, 0);
+    try {
+        Encoder(*this, body).write(root_, value, 0);
+    } catch (const Trail& trail) {
+        const std::string path = trail_path(root(), trail);
+        throw EncodeError("acemq: " + (path.empty() ? std::string() : path + ": ") + trail.what);
+    }
 }
 
 // ---- decoding --------------------------------------------------------------------------
@@ -569,16 +585,9 @@ public:
             deeper(depth);
             Value::Record fields;
             fields.reserve(node.fields.size());
-            const std::size_t mark = path_.size();
-            if (path_.empty()) path_ = avro_short_name(node.name);
-            for (const AvroSchema::Field& field : node.fields) {
-                const std::size_t inner = path_.size();
-                path_ += '.';
-                path_ += field.name;
-                fields.emplace_back(field.name, read(field.type, depth + 1));
-                path_.resize(inner);
-            }
-            path_.resize(mark);
+            for (const AvroSchema::Field& field : node.fields)
+                along([&field] { return "." + field.name; },
+                      [&] { fields.emplace_back(field.name, read(field.type, depth + 1)); });
             return Value(std::move(fields));
         }
         case Type::union_: {
@@ -675,24 +684,27 @@ private:
 
     [[noreturn]] void fail(const std::string& what) const { fail_at(at_, what); }
     [[noreturn]] void fail_at(std::size_t at, const std::string& what) const {
-        throw DecodeError("acemq: the Avro body has " + what + " at byte " + std::to_string(at) +
-                          (path_.empty() ? std::string() : " (in " + path_ + ")"));
+        throw Trail{{}, what + " at byte " + std::to_string(at)};
     }
 
     const AvroSchema& schema_;
     std::span<const std::byte> body_;
     std::size_t at_ = 0;
     std::size_t budget_;
-    std::string path_;
 };
 
 }  // namespace
 
 Value AvroSchema::decode(std::span<const std::byte> body, std::size_t max_values) const {
-    Decoder decoder(*this, body, max_values);
-    Value value = decoder.read(root_, 0);
-    decoder.finish();
-    return value;
+    try {
+        Decoder decoder(*this, body, max_values);
+        Value value = decoder.read(root_, 0);
+        decoder.finish();
+        return value;
+    } catch (const Trail& trail) {
+        throw DecodeError("acemq: the Avro body has " + trail.what +
+                          (trail.path.empty() ? std::string() : " (in " + trail_path(root(), trail) + ")"));
+    }
 }
 
 // ---- resolution ------------------------------------------------------------------------
