@@ -139,8 +139,8 @@ int main() {
 
     const double ours_encode = bench::ns_per_op([&] { bench::keep(acemq::encode(codec, order)); });
     const double theirs_encode = bench::ns_per_op([&] { bench::keep(libavro.encode(order)); });
-    const double ours_decode =
-        bench::ns_per_op([&] { bench::keep(acemq::decode<OrderPlaced>(codec, ours_body.body, ours_body.content_type)); });
+    const double ours_decode = bench::ns_per_op(
+        [&] { bench::keep(acemq::decode<OrderPlaced>(codec, ours_body.body, ours_body.content_type)); });
     const double theirs_decode = bench::ns_per_op([&] { bench::keep(libavro.decode(theirs_body)); });
 
     bench::report_ratio("encode: acemq AvroCodec / libavro generic value + write", ours_encode, theirs_encode);

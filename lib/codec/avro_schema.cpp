@@ -492,9 +492,7 @@ private:
     [[noreturn]] void mismatch(const Node& node, const Value& value) {
         fail("expected " + describe(node) + ", found " + a(kind_name(value.kind())));
     }
-    [[noreturn]] void fail(const std::string& what) {
-        throw Trail{{}, what};
-    }
+    [[noreturn]] void fail(const std::string& what) { throw Trail{{}, what}; }
 
     const AvroSchema& schema_;
     std::vector<std::byte>& out_;

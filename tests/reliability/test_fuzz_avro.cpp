@@ -21,8 +21,8 @@ acemq::Value random_fuzz(Loop& loop, int depth) {
     for (std::size_t n = loop.below(4); n > 0; --n) longs.emplace_back(static_cast<std::int64_t>(loop.rng()()));
     acemq::Value::Map map;
     for (std::size_t n = loop.below(3); n > 0; --n)
-        map.emplace_back(acemq::Value(text()), depth > 0 && loop.below(3) == 0 ? random_fuzz(loop, depth - 1)
-                                                                                : acemq::Value(text()));
+        map.emplace_back(acemq::Value(text()),
+                         depth > 0 && loop.below(3) == 0 ? random_fuzz(loop, depth - 1) : acemq::Value(text()));
     static constexpr const char* colours[] = {"RED", "GREEN", "BLUE"};
     return acemq::Value(acemq::Value::Record{
         {"b", acemq::Value(loop.below(2) == 1)},
