@@ -6,15 +6,23 @@
 // compiles (boost/json/src.hpp there), so this file includes only its headers.
 // Then the same hostile bodies to both, to show which refuses what: the hand-written codec
 // is kept only while it is as fast and as strict (issue 31).
-// simdjson (Debian's libsimdjson-dev) is not measured here yet: the bench says so.
+// simdjson (Debian's libsimdjson-dev, when the build found it: a bench-only dependency)
+// reads the same body with its On-Demand API into the same struct, the body first copied
+// into a reused buffer with the padding simdjson reads past the end (a message's body has
+// none); and with its DOM parser, which checks the whole body as JsonCodec and Boost.JSON
+// do (its hostile-body column is the DOM parser too).
 //
 //   build-bench/bench/json_bench
 #include <acemq/acemq.hpp>
 
 #include <boost/json.hpp>
 
+#include <algorithm>
 #include <cstdio>
 #include <string>
+#if ACEMQ_BENCH_SIMDJSON
+#include <simdjson.h>
+#endif
 
 #include "measure.hpp"
 
@@ -58,6 +66,47 @@ std::string boost_encode(const Payment& payment) { return boost::json::serialize
 
 Payment boost_decode(std::string_view text) { return boost::json::value_to<Payment>(boost::json::parse(text)); }
 
+#if ACEMQ_BENCH_SIMDJSON
+// The body copied into `buffer`, which keeps simdjson's padding after it.
+simdjson::padded_string_view padded(std::string_view body, std::vector<char>& buffer) {
+    buffer.resize(body.size() + simdjson::SIMDJSON_PADDING);
+    std::copy(body.begin(), body.end(), buffer.begin());
+    return simdjson::padded_string_view(buffer.data(), body.size(), buffer.size());
+}
+
+// Fields looked up by key, as On-Demand reads: it checks the UTF-8 and the structure's
+// brackets of the whole body, but a value only when read, and nothing after the last read
+// (simdjson 3.0.1's document has no at_end()), so it is the less strict reading here.
+Payment simdjson_decode(simdjson::ondemand::parser& parser, std::string_view body, std::vector<char>& buffer) {
+    simdjson::ondemand::document document = parser.iterate(padded(body, buffer));
+    simdjson::ondemand::object object = document.get_object();
+    Payment payment{std::string(std::string_view(object["paymentId"])),
+                    std::int64_t(object["amountCents"]),
+                    std::string(std::string_view(object["currency"])),
+                    {},
+                    std::nullopt};
+    for (auto item : object["items"].get_array()) payment.items.emplace_back(std::string_view(item));
+    simdjson::ondemand::value note = object["note"];
+    if (!note.is_null()) payment.note = std::string(std::string_view(note));
+    return payment;
+}
+
+// The DOM parser checks the whole body first (and picks its SIMD kernel at run time).
+Payment simdjson_dom_decode(simdjson::dom::parser& parser, std::string_view body, std::vector<char>& buffer) {
+    padded(body, buffer);
+    const simdjson::dom::object object = parser.parse(buffer.data(), body.size(), false);
+    Payment payment{std::string(std::string_view(object["paymentId"])),
+                    std::int64_t(object["amountCents"]),
+                    std::string(std::string_view(object["currency"])),
+                    {},
+                    std::nullopt};
+    for (const std::string_view item : object["items"].get_array()) payment.items.emplace_back(item);
+    const simdjson::dom::element note = object["note"];
+    if (!note.is_null()) payment.note = std::string(std::string_view(note));
+    return payment;
+}
+#endif
+
 std::span<const std::byte> bytes_of(std::string_view text) {
     return std::as_bytes(std::span(text.data(), text.size()));
 }
@@ -76,8 +125,14 @@ void compare_refusal(const char* what, const std::string& body, const acemq::Cod
     } catch (const std::exception&) {
         theirs = true;
     }
-    std::printf("  %-44s acemq %-8s Boost.JSON %s\n", what, ours ? "refuses" : "accepts",
+    std::printf("  %-44s acemq %-8s Boost.JSON %-8s", what, ours ? "refuses" : "accepts",
                 theirs ? "refuses" : "accepts");
+#if ACEMQ_BENCH_SIMDJSON
+    simdjson::dom::parser parser;
+    const bool simdjson_refuses = parser.parse(body).error() != simdjson::SUCCESS;
+    std::printf(" simdjson %s", simdjson_refuses ? "refuses" : "accepts");
+#endif
+    std::puts("");
 }
 
 }  // namespace
@@ -114,7 +169,29 @@ int main() {
     bench::report_ratio("encode: acemq JsonCodec / Boost.JSON value_from + serialize", ours_encode, boost_encode_ns);
     bench::report_ratio("decode: acemq JsonCodec / Boost.JSON parse + value_to", ours_decode, boost_decode_ns);
     bench::report_ratio("decode via default_codec() / Boost.JSON", default_decode, boost_decode_ns);
-    std::puts("  simdjson: not measured (this bench has no simdjson row yet; Debian's libsimdjson-dev)");
+#if ACEMQ_BENCH_SIMDJSON
+    simdjson::ondemand::parser simdjson_parser;
+    std::vector<char> simdjson_buffer;
+    simdjson::dom::parser simdjson_dom;
+    if (simdjson_decode(simdjson_parser, ours_text, simdjson_buffer).items != payment.items ||
+        simdjson_dom_decode(simdjson_dom, ours_text, simdjson_buffer).items != payment.items) {
+        std::fputs("json_bench: simdjson did not read the body back as the Payment written\n", stderr);
+        return 1;
+    }
+    const double simdjson_decode_ns =
+        bench::ns_per_op([&] { bench::keep(simdjson_decode(simdjson_parser, ours_text, simdjson_buffer)); });
+    const double simdjson_dom_ns =
+        bench::ns_per_op([&] { bench::keep(simdjson_dom_decode(simdjson_dom, ours_text, simdjson_buffer)); });
+    bench::report_ratio("decode: acemq JsonCodec / simdjson On-Demand", ours_decode, simdjson_decode_ns);
+    bench::report_ratio("decode: Boost.JSON / simdjson On-Demand", boost_decode_ns, simdjson_decode_ns);
+    bench::report_ratio("decode: acemq JsonCodec / simdjson DOM", ours_decode, simdjson_dom_ns);
+    std::printf("  ns per decode: acemq %.0f, Boost.JSON %.0f, simdjson On-Demand %.0f, DOM %.0f\n", ours_decode,
+                boost_decode_ns, simdjson_decode_ns, simdjson_dom_ns);
+#else
+    std::puts(
+        "  simdjson: not measured (the build found no simdjson; install Debian's libsimdjson-dev and "
+        "reconfigure)");
+#endif
     bench::record({.name = "JSON encode of a 5-field struct",
                    .ours = ours_encode,
                    .against = "Boost.JSON value_from + serialize",
@@ -130,6 +207,19 @@ int main() {
                    .against = "Boost.JSON parse + value_to",
                    .underneath = boost_decode_ns,
                    .unit = "ns/op"});
+
+#if ACEMQ_BENCH_SIMDJSON
+    bench::record({.name = "JSON decode of a 5-field struct, against simdjson",
+                   .ours = ours_decode,
+                   .against = "simdjson On-Demand (padded copy)",
+                   .underneath = simdjson_decode_ns,
+                   .unit = "ns/op"});
+    bench::record({.name = "JSON decode of a 5-field struct, against simdjson's DOM",
+                   .ours = ours_decode,
+                   .against = "simdjson DOM parse + lookups (padded copy)",
+                   .underneath = simdjson_dom_ns,
+                   .unit = "ns/op"});
+#endif
 
     std::puts("hostile bodies, each read as a JSON value:");
     compare_refusal("invalid UTF-8 in a string", "{\"note\":\"\xC3\x28\"}", codec);

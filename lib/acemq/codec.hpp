@@ -3,7 +3,7 @@
 // decode<T>), which go through reflect.hpp for the C++ side. Encoding streams: the value
 // is handed over as a ValueSource and written straight to bytes, with no Value tree in
 // between (a publish has about 600 ns for everything; building the tree took a third).
-// Decoding does the same where the codec offers a ValueReader (msgpack does).
+// Decoding does the same where the codec offers a ValueReader (msgpack and JSON do).
 //
 // A decode failure is a DecodeError, which the engine treats as fatal (the same bytes fail
 // the same way every time, so the message is parked, not retried). Codecs hold no mutable
@@ -19,6 +19,7 @@
 #include <vector>
 
 #include <acemq/detail/codec.hpp>
+#include <acemq/error.hpp>
 #include <acemq/reflect.hpp>
 #include <acemq/value.hpp>
 #include <acemq/value_reader.hpp>
@@ -180,7 +181,15 @@ T decode(const Codec& codec, std::span<const std::byte> body, std::string_view c
         // A Value is what decode() gives already; anything else is read straight off the
         // body when the codec can (the same value and errors, without the tree in between).
         if constexpr (!std::is_same_v<T, Value>) {
-            if (const std::unique_ptr<ValueReader> in = codec.reader(body, content_type)) return read_value<T>(*in);
+            if (const std::unique_ptr<ValueReader> in = codec.reader(body, content_type)) {
+                try {
+                    return read_value<T>(*in);
+                } catch (const DecodeError&) {
+                    // The reader meets a body's faults in the body's order (a JSON object's
+                    // keys come in any); the tree below names the first in T's declaration
+                    // order, the message decode<T> has always given. Only refusals pay.
+                }
+            }
         }
         return from_value<T>(codec.decode(body, content_type), codec.field_names(content_type));
     } catch (...) {  // translated (or passed on, for bad_alloc) by the helper, never swallowed

@@ -23,6 +23,7 @@
 #pragma once
 
 #include <cstddef>
+#include <memory>
 #include <string>
 #include <string_view>
 
@@ -53,6 +54,8 @@ public:
     std::vector<std::byte> encode(ValueSource source) const override;
     std::vector<std::byte> encode(const Value& value) const override { return encode(ValueSource(value)); }
     Value decode(std::span<const std::byte> body, std::string_view content_type) const override;
+    // Reads the body checked as decode() does, without building a Value.
+    std::unique_ptr<ValueReader> reader(std::span<const std::byte> body, std::string_view content_type) const override;
     FieldNames field_names(std::string_view) const noexcept override { return names_; }
 
 private:

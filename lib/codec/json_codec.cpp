@@ -2,9 +2,11 @@
 
 // Boost.JSON, header-only: this is the one translation unit that compiles it.
 #include <algorithm>
+#include <bit>
 #include <boost/json/src.hpp>
 #include <charconv>
 #include <cmath>
+#include <functional>
 #include <limits>
 #include <ranges>
 #include <string>
@@ -211,80 +213,68 @@ private:
     std::string key_text_;
 };
 
-// Builds a Value straight from Boost.JSON's SAX events. Going through json::value would
-// lose doubles: Boost 1.81 parses them imprecisely (about one in four random doubles comes
-// back one ulp off), so numbers are re-read from their text with std::from_chars.
-class SaxReader {
+// A parsed body, flat: each value one token in document order, an array or object first
+// with its count (elements; an object's key and value pairs), its members after it. The
+// reader walks it, so a struct is read with no Value tree, and decode() builds its Value
+// from it the same way.
+struct Token {
+    Value::Kind kind;
+    bool owned;            // a string in Tape::text, not in the body
+    std::uint64_t number;  // a bool, an integer's or a double's bits, a count; a string's size
+    std::size_t offset;    // a string's start, in the body or in Tape::text
+};
+
+struct Tape {
+    std::vector<Token> tokens;
+    std::string text;  // the strings the body does not hold as they read: escaped, or split
+};
+
+// Boost.JSON's SAX events into a Tape. Numbers are re-read from their text with
+// std::from_chars: Boost 1.81 parses doubles imprecisely (about one in four random doubles
+// comes back one ulp off).
+class TapeBuilder {
 public:
     static constexpr std::size_t max_object_size = json::object::max_size();
     static constexpr std::size_t max_array_size = json::array::max_size();
     static constexpr std::size_t max_key_size = json::string::max_size();
     static constexpr std::size_t max_string_size = json::string::max_size();
 
-    explicit SaxReader(std::size_t max_values) : max_values_(max_values) {}
+    TapeBuilder(std::string_view body, std::size_t max_values) : body_(body), max_values_(max_values) {
+        // One allocation for a typical message: no value takes less than two bytes but a
+        // lone digit's.
+        tape_.tokens.reserve(std::min<std::size_t>(body.size() / 4 + 4, 4096));
+    }
 
-    Value take_result() { return out_.take(); }
+    Tape take_result() { return std::move(tape_); }
     // Whether the parse stopped because the body holds more than max_values values.
     bool too_many() const { return values_ > max_values_; }
 
     bool on_document_begin(json::error_code&) { return true; }
     bool on_document_end(json::error_code&) { return true; }
-    // An object is a map whose keys are strings: on_key is the key's event. Sizes are not
-    // known up front; ValueBuilder takes 0.
-    bool on_object_begin(json::error_code& error) {
-        if (!count(error)) return false;
-        out_.begin_map(0);
-        return true;
-    }
-    bool on_object_end(std::size_t, json::error_code&) {
-        out_.end_map();
-        return true;
-    }
-    bool on_array_begin(json::error_code& error) {
-        if (!count(error)) return false;
-        out_.begin_array(0);
-        return true;
-    }
-    bool on_array_end(std::size_t, json::error_code&) {
-        out_.end_array();
-        return true;
-    }
-    bool on_key_part(json::string_view part, std::size_t, json::error_code&) {
-        text_.append(part.data(), part.size());
-        return true;
-    }
-    bool on_key(json::string_view part, std::size_t, json::error_code& error) { return count(error) && text(part); }
-    bool on_string_part(json::string_view part, std::size_t, json::error_code&) {
-        text_.append(part.data(), part.size());
-        return true;
-    }
-    bool on_string(json::string_view part, std::size_t, json::error_code& error) { return count(error) && text(part); }
-    bool on_number_part(json::string_view part, json::error_code&) {
-        text_.append(part.data(), part.size());
-        return true;
-    }
+    bool on_object_begin(json::error_code& error) { return open(Value::Kind::map, error); }
+    bool on_object_end(std::size_t members, json::error_code&) { return close(members); }
+    bool on_array_begin(json::error_code& error) { return open(Value::Kind::array, error); }
+    bool on_array_end(std::size_t elements, json::error_code&) { return close(elements); }
+    bool on_key_part(json::string_view part, std::size_t, json::error_code&) { return more_text(part); }
+    bool on_key(json::string_view part, std::size_t, json::error_code& error) { return string(part, error); }
+    bool on_string_part(json::string_view part, std::size_t, json::error_code&) { return more_text(part); }
+    bool on_string(json::string_view part, std::size_t, json::error_code& error) { return string(part, error); }
+    bool on_number_part(json::string_view part, json::error_code&) { return more_text(part); }
     bool on_int64(std::int64_t i, json::string_view, json::error_code& error) {
-        if (!count(error)) return false;
-        text_.clear();
-        out_.int64(i);
-        return true;
+        part_.clear();
+        return add(Value::Kind::int64, static_cast<std::uint64_t>(i), error);
     }
     bool on_uint64(std::uint64_t u, json::string_view, json::error_code& error) {
-        if (!count(error)) return false;
-        text_.clear();
-        if (u <= static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()))
-            out_.int64(static_cast<std::int64_t>(u));
-        else
-            out_.uint64(u);
-        return true;
+        part_.clear();
+        const bool fits = u <= static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max());
+        return add(fits ? Value::Kind::int64 : Value::Kind::uint64, u, error);
     }
     bool on_double(double rough, json::string_view part, json::error_code& error) {
-        if (!count(error)) return false;
-        text_.append(part.data(), part.size());
+        part_.append(part.data(), part.size());
         double exact = 0;
-        const auto [end, failure] = std::from_chars(text_.data(), text_.data() + text_.size(), exact);
-        const bool whole = failure == std::errc() && end == text_.data() + text_.size();
-        text_.clear();
+        const auto [end, failure] = std::from_chars(part_.data(), part_.data() + part_.size(), exact);
+        const bool whole = failure == std::errc() && end == part_.data() + part_.size();
+        part_.clear();
         // Out of range: an underflow (1e-400) is as near zero as Boost's reading of it;
         // an overflow (1e400) has no double and is refused.
         const bool underflow =
@@ -293,44 +283,194 @@ public:
             error = json::error::exponent_overflow;
             return false;
         }
-        out_.float64(whole ? exact : rough);
-        return true;
+        return add(Value::Kind::float64, std::bit_cast<std::uint64_t>(whole ? exact : rough), error);
     }
-    bool on_bool(bool b, json::error_code& error) {
-        if (!count(error)) return false;
-        out_.boolean(b);
-        return true;
-    }
-    bool on_null(json::error_code& error) {
-        if (!count(error)) return false;
-        out_.null();
-        return true;
-    }
+    bool on_bool(bool b, json::error_code& error) { return add(Value::Kind::boolean, b ? 1 : 0, error); }
+    bool on_null(json::error_code& error) { return add(Value::Kind::null, 0, error); }
     // Comments are off in the parse options, so these are never called.
     bool on_comment_part(json::string_view, json::error_code&) { return true; }
     bool on_comment(json::string_view, json::error_code&) { return true; }
 
 private:
     // Every value (and every object key) counts one; past the limit the parse stops, before
-    // the tree grows further. The error code only ends the parse: too_many() says why.
-    bool count(json::error_code& error) {
-        if (++values_ <= max_values_) return true;
-        error = json::error::extra_data;
-        return false;
-    }
-
-    // A string or key, whose earlier parts (if it was split) are in text_.
-    bool text(json::string_view last) {
-        text_.append(last.data(), last.size());
-        out_.string(text_);
-        text_.clear();
+    // the tape grows further. The error code only ends the parse: too_many() says why.
+    bool add(Value::Kind kind, std::uint64_t number, json::error_code& error, std::size_t offset = 0,
+             bool owned = false) {
+        if (++values_ > max_values_) {
+            error = json::error::extra_data;
+            return false;
+        }
+        tape_.tokens.push_back(Token{kind, owned, number, offset});
         return true;
     }
 
-    ValueBuilder out_;
-    std::string text_;  // the string, key or number being read, when split into parts
+    bool open(Value::Kind kind, json::error_code& error) {
+        open_.push_back(tape_.tokens.size());
+        return add(kind, 0, error);
+    }
+
+    bool close(std::size_t members) {
+        tape_.tokens[open_.back()].number = members;
+        open_.pop_back();
+        return true;
+    }
+
+    bool more_text(json::string_view part) {
+        part_.append(part.data(), part.size());
+        return true;
+    }
+
+    // A string or key, whose earlier parts (if the parser split it) are in part_. Where the
+    // body holds it as it reads (unescaped, in one part) the token points there.
+    bool string(json::string_view last, json::error_code& error) {
+        std::string_view text(last.data(), last.size());
+        if (!part_.empty()) {
+            part_.append(text);
+            text = part_;
+        }
+        const bool in_body = std::less_equal<>()(body_.data(), text.data()) &&
+                             std::less_equal<>()(text.data() + text.size(), body_.data() + body_.size());
+        std::size_t offset = static_cast<std::size_t>(text.data() - body_.data());
+        if (!in_body) {
+            offset = tape_.text.size();
+            tape_.text.append(text);
+        }
+        part_.clear();
+        return add(Value::Kind::string, text.size(), error, offset, !in_body);
+    }
+
+    std::string_view body_;
+    Tape tape_;
+    std::vector<std::size_t> open_;  // the tokens of the arrays and objects not yet closed
+    std::string part_;               // the string, key or number being read, when split into parts
     std::size_t max_values_;
     std::size_t values_ = 0;
+};
+
+// The body parsed and checked whole, or the DecodeError saying what is wrong with it.
+Tape parse_body(std::span<const std::byte> body, std::size_t max_values) {
+    const std::string_view text(reinterpret_cast<const char*>(body.data()), body.size());
+    if (text.empty()) throw DecodeError("acemq: the JSON body is empty");
+    // Checked up front so the error says "UTF-8" rather than the parser's "syntax error".
+    if (const auto bad = detail::invalid_utf8_at(text))
+        throw DecodeError("acemq: the JSON body is not valid UTF-8 (bad byte at offset " + std::to_string(*bad) + ")");
+    json::parse_options options;
+    options.max_depth = JsonCodec::max_depth;
+    json::basic_parser<TapeBuilder> parser(options, text, max_values);
+    json::error_code error;
+    const std::size_t used = parser.write_some(false, text.data(), text.size(), error);
+    if (parser.handler().too_many())
+        throw DecodeError("acemq: the JSON body holds more than " + std::to_string(max_values) +
+                          " values (arrays, objects, keys and every element count one each), the "
+                          "most this JsonCodec reads; send less per message, or construct the "
+                          "codec with a higher max_values");
+    if (error == json::error::too_deep)
+        throw DecodeError("acemq: the JSON body nests arrays and objects deeper than " +
+                          std::to_string(JsonCodec::max_depth) + " levels");
+    if (error)
+        throw DecodeError("acemq: the body is not valid JSON: " + error.message() + " (at byte " +
+                          std::to_string(used) + " of " + std::to_string(text.size()) + ")");
+    if (used != text.size())
+        throw DecodeError("acemq: " + std::to_string(text.size() - used) +
+                          " bytes left over after the JSON value; a body holds one value");
+    return parser.handler().take_result();
+}
+
+// Walks a Tape of a body parse_body accepted.
+class JsonReader final : public ValueReader {
+public:
+    JsonReader(std::span<const std::byte> body, Tape tape, FieldNames names)
+        : body_(reinterpret_cast<const char*>(body.data())), tape_(std::move(tape)), names_(names) {}
+
+    Value::Kind next() override { return tape_.tokens[at_].kind; }
+    void null() override { take(Value::Kind::null); }
+    bool boolean() override { return take(Value::Kind::boolean).number != 0; }
+    std::int64_t int64() override { return static_cast<std::int64_t>(take(Value::Kind::int64).number); }
+    std::uint64_t uint64() override { return take(Value::Kind::uint64).number; }
+    double float64() override { return std::bit_cast<double>(take(Value::Kind::float64).number); }
+    std::string_view string() override { return text(take(Value::Kind::string)); }
+    // JSON has no bytes (they travel as base64 strings): this only ever refuses.
+    std::span<const std::byte> bytes() override {
+        take(Value::Kind::bytes);
+        return {};
+    }
+    std::size_t array() override { return take(Value::Kind::array).number; }
+    std::size_t map() override { return take(Value::Kind::map).number; }
+    FieldNames field_names() const noexcept override { return names_; }
+
+    Value value() override {
+        ValueBuilder out;
+        struct Open {
+            bool map;
+            std::uint64_t left;  // values still to come
+        };
+        std::vector<Open> open;
+        do {
+            const Token& token = tape_.tokens[at_++];
+            bool whole = true;  // the token is a whole value: its container has one less to come
+            switch (token.kind) {
+            case Value::Kind::null: out.null(); break;
+            case Value::Kind::boolean: out.boolean(token.number != 0); break;
+            case Value::Kind::int64: out.int64(static_cast<std::int64_t>(token.number)); break;
+            case Value::Kind::uint64: out.uint64(token.number); break;
+            case Value::Kind::float64: out.float64(std::bit_cast<double>(token.number)); break;
+            case Value::Kind::string: out.string(text(token)); break;
+            case Value::Kind::array:
+            case Value::Kind::map: {
+                const bool map = token.kind == Value::Kind::map;
+                if (map)
+                    out.begin_map(token.number);
+                else
+                    out.begin_array(token.number);
+                if (token.number > 0) {
+                    open.push_back(Open{map, map ? 2 * token.number : token.number});
+                    whole = false;
+                } else {
+                    end(out, map);
+                }
+                break;
+            }
+            default: unchecked(token.kind);
+            }
+            while (whole && !open.empty() && --open.back().left == 0) {
+                end(out, open.back().map);
+                open.pop_back();
+            }
+        } while (!open.empty());
+        return out.take();
+    }
+
+private:
+    // The next value, which must be of `kind`.
+    const Token& take(Value::Kind kind) {
+        const Token& token = tape_.tokens[at_];
+        if (token.kind != kind)
+            throw UsageError("acemq: a ValueReader was asked for " + std::string(kind_name(kind)) +
+                             " where the next value is " + std::string(kind_name(token.kind)) + "; ask next() first");
+        ++at_;
+        return token;
+    }
+
+    std::string_view text(const Token& token) const {
+        return {(token.owned ? tape_.text.data() : body_) + token.offset, static_cast<std::size_t>(token.number)};
+    }
+
+    static void end(ValueBuilder& out, bool map) {
+        if (map)
+            out.end_map();
+        else
+            out.end_array();
+    }
+
+    [[noreturn, gnu::cold]] static void unchecked(Value::Kind kind) {
+        throw Error("acemq: JsonReader met a token of kind " + std::string(kind_name(kind)) +
+                    ", which JsonCodec's parse never makes; this is a bug in acemq");
+    }
+
+    const char* body_;
+    Tape tape_;
+    FieldNames names_;
+    std::size_t at_ = 0;
 };
 
 }  // namespace
@@ -362,31 +502,11 @@ JsonCodec::JsonCodec(Options options) : names_(options.names), max_values_(optio
 }
 
 Value JsonCodec::decode(std::span<const std::byte> body, std::string_view) const {
-    const std::string_view text(reinterpret_cast<const char*>(body.data()), body.size());
-    if (text.empty()) throw DecodeError("acemq: the JSON body is empty");
-    // Checked up front so the error says "UTF-8" rather than the parser's "syntax error".
-    if (const auto bad = detail::invalid_utf8_at(text))
-        throw DecodeError("acemq: the JSON body is not valid UTF-8 (bad byte at offset " + std::to_string(*bad) + ")");
-    json::parse_options options;
-    options.max_depth = max_depth;
-    json::basic_parser<SaxReader> parser(options, max_values_);
-    json::error_code error;
-    const std::size_t used = parser.write_some(false, text.data(), text.size(), error);
-    if (parser.handler().too_many())
-        throw DecodeError("acemq: the JSON body holds more than " + std::to_string(max_values_) +
-                          " values (arrays, objects, keys and every element count one each), the "
-                          "most this JsonCodec reads; send less per message, or construct the "
-                          "codec with a higher max_values");
-    if (error == json::error::too_deep)
-        throw DecodeError("acemq: the JSON body nests arrays and objects deeper than " + std::to_string(max_depth) +
-                          " levels");
-    if (error)
-        throw DecodeError("acemq: the body is not valid JSON: " + error.message() + " (at byte " +
-                          std::to_string(used) + " of " + std::to_string(text.size()) + ")");
-    if (used != text.size())
-        throw DecodeError("acemq: " + std::to_string(text.size() - used) +
-                          " bytes left over after the JSON value; a body holds one value");
-    return parser.handler().take_result();
+    return JsonReader(body, parse_body(body, max_values_), names_).value();
+}
+
+std::unique_ptr<ValueReader> JsonCodec::reader(std::span<const std::byte> body, std::string_view) const {
+    return std::make_unique<JsonReader>(body, parse_body(body, max_values_), names_);
 }
 
 }  // namespace acemq

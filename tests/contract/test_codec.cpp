@@ -1218,7 +1218,149 @@ TEST_CASE("a msgpack ValueReader takes each value by its kind and refuses anothe
     CHECK_THROWS_AS(in->int64(), acemq::UsageError);
     CHECK(in->string() == "x");
     CHECK(in->value() == Value(Bytes{std::byte{7}}));
-    CHECK(acemq::JsonCodec().reader(bytes_of("{}"), "") == nullptr);
+}
+
+TEST_CASE("a JSON ValueReader walks the checked body: counts up front, strings escaped or not, whole values") {
+    const Bytes body = bytes_of(R"({"a\n":[1,18446744073709551615,-2.5,true,null],"b":{"c":"\u00e9"},"d":[]})");
+    const auto in = json_codec.reader(body, "");
+    REQUIRE(in != nullptr);
+    CHECK(in->field_names() == acemq::FieldNames::camel_case);
+    CHECK(in->map() == 3);
+    CHECK(in->string() == "a\n");
+    CHECK(in->array() == 5);
+    CHECK(in->int64() == 1);
+    CHECK(in->next() == Value::Kind::uint64);
+    CHECK_THROWS_AS(in->int64(), acemq::UsageError);
+    CHECK(in->uint64() == 18446744073709551615u);
+    CHECK(in->float64() == -2.5);
+    CHECK(in->boolean());
+    in->null();
+    CHECK(in->string() == "b");
+    CHECK(in->value() == Value(Value::Map{{Value("c"), Value("\u00e9")}}));
+    CHECK(in->string() == "d");
+    CHECK(in->value() == Value(Value::Array{}));
+    // The body is checked whole before a reader is handed out, as decode() checks it.
+    CHECK(decode_error_of([] { (void)json_codec.reader(bytes_of(R"({"a":1} x)"), ""); }) ==
+          decode_error_of([] { (void)json_codec.decode(bytes_of(R"({"a":1} x)"), ""); }));
+}
+
+namespace {
+
+// JsonCodec read only through decode(), so decode<T> over it takes the Value tree's path.
+class TreeOnlyJson final : public acemq::Codec {
+public:
+    std::string_view name() const noexcept override { return json_codec.name(); }
+    std::string_view content_type() const noexcept override { return json_codec.content_type(); }
+    bool can_decode(std::string_view type) const noexcept override { return json_codec.can_decode(type); }
+    std::vector<std::byte> encode(const Value& value) const override { return json_codec.encode(value); }
+    Value decode(std::span<const std::byte> body, std::string_view type) const override {
+        return json_codec.decode(body, type);
+    }
+    acemq::FieldNames field_names(std::string_view type) const noexcept override {
+        return json_codec.field_names(type);
+    }
+};
+const TreeOnlyJson json_tree_only;
+
+std::string snake_case(std::string_view camel) {
+    std::string out;
+    for (const char c : camel) {
+        if (c >= 'A' && c <= 'Z') {
+            out += '_';
+            out += static_cast<char>(c - 'A' + 'a');
+        } else {
+            out += c;
+        }
+    }
+    return out;
+}
+
+// A body JsonCodec wrote for an Order, its members then changed, dropped, renamed to their
+// C++ names or shuffled, and perhaps a duplicate of a key (or an unknown one) put first, as
+// other writers' bodies come.
+std::string shaken_order(Generator& gen) {
+    Value::Map members = json_codec.decode(json_codec.encode(acemq::to_value(gen.order())), "").as_map();
+    for (std::size_t edits = gen.below(4); edits > 0 && !members.empty(); --edits) {
+        auto& member = members[gen.below(members.size())];
+        switch (gen.below(4)) {
+        case 0: member.second = mutated(member.second, gen); break;
+        case 1:
+            member = members.back();
+            members.pop_back();
+            break;
+        case 2: member.first = Value(snake_case(member.first.as_string())); break;
+        default: std::shuffle(members.begin(), members.end(), gen.engine());
+        }
+    }
+    std::string body = text_of(json_codec.encode(Value(members)));
+    if (gen.coin() && !members.empty()) {
+        const std::string key = gen.coin() ? members[gen.below(members.size())].first.as_string() : "zz";
+        body.insert(1, acemq::json_quoted(key) + ":" + text_of(json_codec.encode(gen.value(true))) +
+                           (members.empty() ? "" : ","));
+    }
+    return body;
+}
+
+template <class T>
+void json_agrees(std::string_view text) {
+    const Bytes body = bytes_of(text);
+    const std::string through_tree =
+        outcome<T>([&] { return acemq::decode<T>(json_tree_only, body, "application/json"); });
+    // What decode<T> gives is the tree's, errors and all.
+    REQUIRE(outcome<T>([&] { return acemq::decode<T>(json_codec, body, "application/json"); }) == through_tree);
+    // The reader alone never reads a value the tree does not (it may meet another of a
+    // body's faults first, which decode<T> then re-reads for).
+    const std::string straight = outcome<T>([&] {
+        const auto in = json_codec.reader(body, "");
+        return acemq::read_value<T>(*in);
+    });
+    if (straight.starts_with("value")) REQUIRE(straight == through_tree);
+}
+
+}  // namespace
+
+TEST_CASE("decode<T> reads JSON straight into the struct as reading its Value does, errors and all") {
+    Generator gen(3131);
+    std::size_t errors = 0;
+    for (int i = 0; i < 1500; ++i) {
+        INFO("case " << i);
+        std::string body;
+        try {
+            body = shaken_order(gen);
+        } catch (const acemq::EncodeError&) {
+            continue;  // a rename met the key it renames to: JSON keys are unique
+        }
+        INFO(body);
+        json_agrees<Order>(body);
+        json_agrees<Maybe>(body);
+        json_agrees<std::map<std::string, Value>>(body);
+        try {
+            (void)acemq::decode<Order>(json_codec, bytes_of(body), "application/json");
+        } catch (const acemq::DecodeError&) {
+            ++errors;
+        }
+    }
+    CHECK(errors > 500);  // the changes must reach the field errors
+}
+
+TEST_CASE("a struct read from a JSON object: first duplicate wins, its key over its C++ name, faults in field order") {
+    const auto read = [](std::string_view body) {
+        return acemq::decode<Payment>(json_codec, bytes_of(body), "application/json");
+    };
+    CHECK(read(R"({"paymentId":"a","amountCents":1,"paymentId":"b"})") == Payment{"a", 1});
+    CHECK(read(R"({"payment_id":"a","amountCents":1,"payment_id":"b"})") == Payment{"a", 1});
+    // The C++ name's value is not read when the key comes, however wrong it is.
+    CHECK(read(R"({"amount_cents":"x","paymentId":"a","amountCents":1})") == Payment{"a", 1});
+    CHECK(read(R"({"amount_cents":2,"paymentId":"a","amountCents":1})") == Payment{"a", 1});
+    CHECK(read(R"({"paymentId":"a","amount_cents":2})") == Payment{"a", 2});
+    const std::string first_fault =
+        "acemq: cannot decode a Payment from application/json: Payment.payment_id: expected a string "
+        "(std::string), found an int64";
+    CHECK(decode_error_of([&] { (void)read(R"({"paymentId":1,"amountCents":"x"})"); }) == first_fault);
+    CHECK(decode_error_of([&] { (void)read(R"({"amountCents":"x","paymentId":1})"); }) == first_fault);
+    CHECK(decode_error_of([&] { (void)read(R"({"amountCents":"x"})"); }) ==
+          "acemq: cannot decode a Payment from application/json: the Payment has no field \"paymentId\" "
+          "(payment_id in C++; send it, or declare the field std::optional)");
 }
 
 TEST_CASE("msgpack headers that together declare more elements than the body has bytes are refused on the header") {

@@ -382,6 +382,13 @@ K decode_map_key(const Value& key, const Path& at, FieldNames names) {
     return decode<K>(key, at, names);
 }
 
+template <class T>
+[[noreturn]] void throw_missing_field(const Path& at, std::string_view key, std::string_view name) {
+    const std::string cpp_name = key == name ? "" : std::string(name) + " in C++; ";
+    throw_decode_error(at, "the " + type_name<T>() + " has no field \"" + std::string(key) + "\" (" + cpp_name +
+                               "send it, or declare the field std::optional)");
+}
+
 // `keys` is null when `v` is an array: its fields are read by position.
 template <class T, std::size_t I, class Keys>
 auto decode_field(const Value& v, const Path& at, FieldNames names, const Keys* keys) {
@@ -396,9 +403,7 @@ auto decode_field(const Value& v, const Path& at, FieldNames names, const Keys* 
     if constexpr (is_optional<Field>::value) {
         return Field{};
     } else {
-        const std::string cpp_name = key == name ? "" : std::string(name) + " in C++; ";
-        throw_decode_error(at, "the " + type_name<T>() + " has no field \"" + std::string(key) + "\" (" + cpp_name +
-                                   "send it, or declare the field std::optional)");
+        throw_missing_field<T>(at, key, name);
     }
 }
 
@@ -490,10 +495,75 @@ T decode(const Value& v, const Path& at, FieldNames names) {
 
 // ---- reading from a ValueReader -------------------------------------------------------
 
+template <class T>
+T read(ValueReader& in, const Path& at);
+
+// A struct sent as a map (JSON's objects), field by field as the keys come, by decode_field's
+// rules: a field's key wins over its fallback, the first of duplicate keys wins, keys that
+// name no field (or are not strings) are skipped, a missing field is an error unless
+// std::optional. Where a body has several faults this meets them in the body's order;
+// decode<T> (codec.hpp) then re-reads through decode() for the message naming the first in
+// declaration order.
+template <class T>
+T read_keyed_struct(ValueReader& in, const Path& at) {
+    constexpr std::size_t fields = boost::pfr::tuple_size_v<T>;
+    const auto& keys = record_keys<T, DecodeError>(in.field_names());
+    auto slots = []<std::size_t... I>(std::index_sequence<I...>) {
+        return std::tuple<std::optional<boost::pfr::tuple_element_t<I, T>>...>{};
+    }(std::make_index_sequence<fields>{});
+    std::array<bool, fields> by_key{};  // read under its own key, which nothing replaces
+    const auto read_into = [&]<std::size_t... I>(std::size_t field, std::index_sequence<I...>) {
+        ((I == field ? (std::get<I>(slots).emplace(read<boost::pfr::tuple_element_t<I, T>>(
+                            in, Path{Path::Step::field, &at, field_names<T>[I], 0, nullptr})),
+                        true)
+                     : false) ||
+         ...);
+    };
+    const auto filled = [&]<std::size_t... I>(std::size_t field, std::index_sequence<I...>) {
+        return ((I == field && std::get<I>(slots).has_value()) || ...);
+    };
+    const std::size_t pairs = in.map();
+    for (std::size_t pair = 0; pair < pairs; ++pair) {
+        std::size_t field = fields;
+        bool primary = false;
+        if (in.next() == Value::Kind::string) {
+            const std::string_view key = in.string();
+            for (std::size_t i = 0; i < fields && field == fields; ++i) {
+                if (key == keys.key[i]) {
+                    field = i;
+                    primary = true;
+                } else if (!keys.fallback[i].empty() && key == keys.fallback[i]) {
+                    field = i;
+                }
+            }
+        } else {
+            in.value();
+        }
+        if (field == fields || by_key[field] || (!primary && filled(field, std::make_index_sequence<fields>{}))) {
+            in.value();
+            continue;
+        }
+        read_into(field, std::make_index_sequence<fields>{});
+        by_key[field] = primary;
+    }
+    return [&]<std::size_t... I>(std::index_sequence<I...>) {
+        const auto take = [&]<std::size_t K>(std::integral_constant<std::size_t, K>) {
+            using Field = boost::pfr::tuple_element_t<K, T>;
+            auto& slot = std::get<K>(slots);
+            if (slot) return Field(std::move(*slot));
+            if constexpr (is_optional<Field>::value) {
+                return Field{};
+            } else {
+                throw_missing_field<T>(at, keys.key[K], field_names<T>[K]);
+            }
+        };
+        return T{take(std::integral_constant<std::size_t, I>{})...};
+    }(std::make_index_sequence<fields>{});
+}
+
 // The same rules as decode() above, pulled from a reader: what decode() takes from a Value
-// kind, this takes from the reader's next() kind. A struct sent as a map, a std::map and
-// an acemq::Value are read whole as a Value and handed to decode(), so keyed lookup
-// (any order, unknown keys, missing optional fields) has one implementation.
+// kind, this takes from the reader's next() kind. A std::map and an acemq::Value are read
+// whole as a Value and handed to decode(), so their keyed rules have one implementation.
 template <class T>
 T read(ValueReader& in, const Path& at) {
     if constexpr (std::is_same_v<T, Value>) {
@@ -554,7 +624,7 @@ T read(ValueReader& in, const Path& at) {
             }
             return T{read<typename T::value_type>(in, at)};
         } else if constexpr (is_reflected_struct<T>) {
-            if (kind == Value::Kind::map) return decode_struct<T>(in.value(), at, in.field_names());
+            if (kind == Value::Kind::map) return read_keyed_struct<T>(in, at);
             if (kind != Value::Kind::array) throw_wrong_kind(at, "a record, map or array", type_name<T>(), kind);
             const std::size_t size = in.array();
             if (size != boost::pfr::tuple_size_v<T>) throw_wrong_field_count<T>(at, size);
