@@ -5,7 +5,9 @@
 // and is the finding.
 #pragma once
 
+#include <acemq/claim_check.hpp>
 #include <acemq/codec.hpp>
+#include <acemq/encrypted_codec.hpp>
 #include <acemq/envelope.hpp>
 #include <acemq/error.hpp>
 #include <acemq/field.hpp>
@@ -19,6 +21,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <span>
 #include <stdexcept>
@@ -211,9 +214,29 @@ inline const acemq::JsonCodec& json_codec() {
     return codec;
 }
 
+// JSON under each of the two framings that wrap a codec: what reaches the framing's reader
+// is mostly a mutated header, a wrong tag or a key no store has, and now and then the JSON.
+inline const acemq::EncryptedCodec& encrypted_codec() {
+    static const acemq::EncryptedCodec codec(
+        std::make_shared<acemq::JsonCodec>(),
+        std::make_shared<acemq::Keyring>(acemq::EncryptionKey("fuzz", acemq::Value::Bytes(32, std::byte{7}))));
+    return codec;
+}
+inline const acemq::ClaimCheckCodec& claim_check_codec() {
+    static const acemq::ClaimCheckCodec codec(std::make_shared<acemq::JsonCodec>(),
+                                              std::make_shared<acemq::InMemoryClaimCheckStore>(), 256);
+    return codec;
+}
+
 inline void msgpack_input(std::span<const std::byte> body) {
     decode_input(msgpack_codec(), body, acemq::content_types::msgpack);
 }
 inline void json_input(std::span<const std::byte> body) { decode_input(json_codec(), body, ""); }
+inline void encrypted_input(std::span<const std::byte> body) {
+    decode_input(encrypted_codec(), body, acemq::content_types::encrypted);
+}
+inline void claim_check_input(std::span<const std::byte> body) {
+    decode_input(claim_check_codec(), body, acemq::content_types::json);
+}
 
 }  // namespace fuzz
