@@ -1,9 +1,10 @@
 // Seeded fuzz loops over the envelope reader, both codecs and the encryption and claim-check
 // framings around JSON: random inputs, mutated valid ones (fixture header tables; encodings of
 // the shapes in tests/fuzz/inputs.hpp) and their truncations, each through the same check the
-// libFuzzer targets make. Each loop runs for ACEMQ_FUZZ_SECONDS (default 2) from ACEMQ_FUZZ_SEED
-// (default fixed, so CI repeats itself); the seed and the count are printed, and a finding
-// prints its input in hex.
+// libFuzzer targets make (for the framings, also sealed or stored as the JSON behind them, and
+// XORed over a sealed body that must then not open). Each loop runs for ACEMQ_FUZZ_SECONDS
+// (default 2) from ACEMQ_FUZZ_SEED (default fixed, so CI repeats itself); the seed and the
+// count are printed, and a finding prints its input in hex.
 #include <catch2/catch.hpp>
 
 #include "../fuzz/inputs.hpp"
@@ -90,11 +91,18 @@ void fuzz_codec(std::string_view what, const acemq::Codec& codec, void (*one)(st
 }  // namespace
 
 TEST_CASE("fuzz: the encryption framing ends every body in a value or a DecodeError") {
-    fuzz_codec("encrypted", fuzz::encrypted_codec(), fuzz::encrypted_input);
+    fuzz_codec("encrypted", fuzz::encrypted_codec(), [](std::span<const std::byte> input) {
+        fuzz::encrypted_input(input);
+        fuzz::sealed_input(input);
+        fuzz::tampered_input(input);
+    });
 }
 
 TEST_CASE("fuzz: the claim-check framing ends every body in a value or a DecodeError") {
-    fuzz_codec("claim-check", fuzz::claim_check_codec(), fuzz::claim_check_input);
+    fuzz_codec("claim-check", fuzz::claim_check_codec(), [](std::span<const std::byte> input) {
+        fuzz::claim_check_input(input);
+        fuzz::claimed_input(input);
+    });
 }
 
 TEST_CASE("fuzz: the msgpack reader ends every body in a value or a DecodeError") {
