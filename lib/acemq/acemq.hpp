@@ -1,10 +1,11 @@
-// The engine's whole public API in one include. The rest have their own:
-// <acemq/inproc.hpp> (the embedded broker itself), <acemq/amqp.hpp> (RabbitMQ options a URL
-// does not carry), <acemq/config.hpp> (what this build holds), and the stores:
+// The engine's whole public API in one include, with <acemq/config.hpp> (what this build
+// holds) and, in a build with the encryption part, <acemq/encrypted_codec.hpp>. The rest have
+// their own: <acemq/inproc.hpp> (the embedded broker itself), <acemq/amqp.hpp> (RabbitMQ
+// options a URL does not carry), and the stores:
 // <acemq/stores/memory_idempotency_store.hpp>, <acemq/stores/memory_outbox_store.hpp>,
-// <acemq/stores/sql_idempotency_store.hpp>, <acemq/stores/sql_outbox_store.hpp>, and the SQL
-// drivers <acemq/stores/sqlite.hpp> (libacemq-sqlite) and <acemq/stores/postgres.hpp>
-// (libacemq-postgres).
+// <acemq/stores/sql_idempotency_store.hpp>, <acemq/stores/sql_outbox_store.hpp>,
+// <acemq/stores/sql_claim_check_store.hpp>, and the SQL drivers <acemq/stores/sqlite.hpp>
+// (libacemq-sqlite) and <acemq/stores/postgres.hpp> (libacemq-postgres).
 #pragma once
 
 #include <acemq/ack.hpp>
@@ -12,8 +13,10 @@
 #include <acemq/aggregate_health.hpp>
 #include <acemq/broker_metrics.hpp>
 #include <acemq/bus.hpp>
+#include <acemq/claim_check.hpp>
 #include <acemq/clock.hpp>
 #include <acemq/codec.hpp>
+#include <acemq/config.hpp>
 #include <acemq/consumer.hpp>
 #include <acemq/consumer_group.hpp>
 #include <acemq/envelope.hpp>
@@ -56,3 +59,7 @@
 #include <acemq/url.hpp>
 #include <acemq/uuid.hpp>
 #include <acemq/value.hpp>
+// Only in a build with the encryption part (its header is installed only then).
+#if ACEMQ_HAS_ENCRYPTION
+#include <acemq/encrypted_codec.hpp>
+#endif

@@ -14,7 +14,9 @@
 //
 // Reading a key the store does not have (expired, deleted, or never this store's), or one it
 // refuses as no key it could have issued (`../../etc/passwd`), is a DecodeError: the message is
-// parked, never retried.
+// parked, never retried. A store that fails while it is read (a disk error, a database that is
+// down) is a StoreUnavailableError: the message is retried as the consumer's retry policy says,
+// as if its handler had thrown (docs/wire-contract.md §8.2).
 #pragma once
 
 #include <cstddef>
@@ -32,14 +34,16 @@
 
 namespace acemq {
 
-// Where claimed payloads are kept. Implementations are thread-safe.
+// Where claimed payloads are kept. Implementations are thread-safe. A store of your own throws
+// StoreUnavailableError when it cannot do what it is asked (ClaimCheckCodec reads any other
+// exception from get, but InvalidArgument and DecodeError, as that too).
 class ClaimCheckStore {
 public:
     virtual ~ClaimCheckStore() = default;
-    // Keeps a copy of `payload` and returns the key it is found by. Throws on failure.
+    // Keeps a copy of `payload` and returns the key it is found by.
     virtual std::string put(std::span<const std::byte> payload) = 0;
     // The payload kept under `key`, or nothing when there is none. Throws InvalidArgument for a
-    // key this store could not have issued.
+    // key this store could not have issued (see check_claim_key).
     virtual std::optional<std::vector<std::byte>> get(std::string_view key) const = 0;
     // Forgets `key`; a key already gone is no error.
     virtual void remove(std::string_view key) = 0;
@@ -64,8 +68,8 @@ private:
 
 // One file a payload in a directory, named by a fresh UUID. A file appears whole or not at
 // all: it is written as <key>.partial, synced, then renamed. Keys are checked before they are
-// used as a file name: one that is not [A-Za-z0-9][A-Za-z0-9._-]{0,127} (so no '/', no "..")
-// is refused with InvalidArgument, whatever a message says.
+// used as a file name (check_claim_key), whatever a message says. A file that cannot be
+// written, read or removed is a StoreUnavailableError naming it and the system's reason.
 class FilesystemClaimCheckStore final : public ClaimCheckStore {
 public:
     // Creates `directory` when it is missing. Throws InvalidArgument when it cannot.
@@ -110,6 +114,11 @@ private:
     std::shared_ptr<ClaimCheckStore> store_;
     std::size_t threshold_;
 };
+
+// Throws InvalidArgument unless `key` has the shape of the keys the stores here issue,
+// [A-Za-z0-9][A-Za-z0-9._-]{0,127}: no '/', no "..", nothing a file system or a query reads
+// as more than a name. A store of your own that makes names of keys calls it first.
+void check_claim_key(std::string_view key);
 
 // The key a claimed body carries, or nothing for an inline or unframed one. Thread-safe.
 std::optional<std::string> claim_key_of(std::span<const std::byte> body);

@@ -65,6 +65,19 @@ public:
     using Error::Error;
 };
 
+// A codec could not reach the store that keeps what a body refers to: a claim-check store's
+// disk failed, its database is down or timed out on a lock. Not the body's fault, so not
+// fatal: thrown while a consumer decodes, the message takes the retry path of the consumer's
+// retry policy, as a handler's exception does, and is read again once the store is back;
+// thrown while a publisher encodes, the publish fails with it and may be sent again.
+// For codec writers: throw this for a store that failed, and a DecodeError for a body that
+// can never be read (a key the store does not hold, a malformed header), which parks the
+// message. Anything else a codec throws while decoding parks it too.
+class StoreUnavailableError : public Error {
+public:
+    using Error::Error;
+};
+
 // `message` without the "acemq: " that begins every message of the library, for quoting
 // one error inside the sentence of another (where the prefix would appear twice).
 std::string_view without_prefix(std::string_view message) noexcept;

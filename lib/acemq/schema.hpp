@@ -1,5 +1,5 @@
 // The tables the SQL stores use: the idempotency table, the outbox and the schema registry
-// (with its id counter), for SQLite and PostgreSQL. schema_ddl returns the statements;
+// (with its id counter), and on request the claim-check payloads, for SQLite and PostgreSQL. schema_ddl returns the statements;
 // copy them into your migration tool for production. create_schema runs them, which is for
 // development and tests only: schemas change through migrations, not application start-up.
 //
@@ -28,10 +28,14 @@ struct SchemaNames {
     std::optional<std::string> idempotency = "acemq_idempotency";
     std::optional<std::string> outbox = "acemq_outbox";
     std::optional<std::string> registry = "acemq_schema_registry";
+    // SqlClaimCheckStore's payloads (<acemq/stores/sql_claim_check_store.hpp>): left out unless
+    // named, e.g. "acemq_claims", since it holds payloads of megabytes that only an application
+    // using that store wants in its database, and the DDL printed for the others stays the same.
+    std::optional<std::string> claims = std::nullopt;
 };
 
 // Which table a name is for: each has its own derived names (see SchemaNames).
-enum class SchemaTable { idempotency, outbox, registry };
+enum class SchemaTable { idempotency, outbox, registry, claims };
 
 // Throws InvalidArgument unless `name` can name `table` in schema_ddl: a usable SQL
 // identifier (sql::check_identifier: plain, not a reserved word) short enough for its
@@ -41,7 +45,8 @@ void check_table_name(SchemaTable table, const std::string& name);
 
 // The statements in run order, without a trailing ';' (8 with the default names: the
 // idempotency table and its {t}_expiry index, the outbox and its {t}_pending index, the
-// registry with its {t}_fingerprint and {t}_version unique indexes and its {t}_seq table).
+// registry with its {t}_fingerprint and {t}_version unique indexes and its {t}_seq table;
+// two more with a claims table: it and its {t}_stored index).
 // InvalidArgument for a name that is not usable.
 std::vector<std::string> schema_ddl(sql::Dialect dialect, const SchemaNames& names = {});
 

@@ -57,6 +57,8 @@ void rethrow_as_encode_error(std::string_view type, std::string_view codec) {
         throw;
     } catch (const std::bad_alloc&) {
         throw;  // running out of memory says nothing about the value; let it through as is
+    } catch (const StoreUnavailableError&) {
+        throw;  // nor does a store that failed (claim check's), which another try may find back
     } catch (const std::exception& e) {
         throw EncodeError(context + std::string(without_prefix(e.what())));
     }
@@ -69,6 +71,8 @@ void rethrow_as_decode_error(std::string_view type, std::string_view content_typ
         throw;
     } catch (const std::bad_alloc&) {
         throw;  // running out of memory says nothing about the body; the engine parks it as is
+    } catch (const StoreUnavailableError&) {
+        throw;  // nor does a store that failed: the engine retries it (docs/wire-contract.md §8.2)
     } catch (const std::exception& e) {
         // BytesCodec claims any typed message, so a content type nothing else reads arrives
         // as bytes and fails as "expected a record, found bytes"; say what really happened.

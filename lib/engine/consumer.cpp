@@ -8,6 +8,7 @@
 
 #include <acemq/log.hpp>
 #include <acemq/naming.hpp>
+#include <acemq/stream.hpp>
 #include "consumer_core.hpp"
 #include "interceptor_chain.hpp"
 #include "publish_failure.hpp"
@@ -300,13 +301,18 @@ Settlement ConsumerCore::run_handler(ConsumeContext& context, bool& reached_hand
     try {
         // run_step throws nothing, so what leaves the decoder came from decoding.
         ack = decoder_(context, *codec_, [this, &context](const HandlerStep& step) { return run_step(context, step); });
+        reached_handler = true;
+    } catch (const StoreUnavailableError& error) {
+        // The body may be sound and its store back by the next attempt: a retry, as the
+        // handler throwing would be, and on a stream the parking a stream gives a retry.
+        ack = retry(Failure::of(error));
+        if (reads_stream_) ack = answer_on_stream(queue_, context.envelope, [&ack] { return ack; });
     } catch (...) {
         // Not only DecodeError: a bad_alloc, a length_error or whatever an application's codec
         // throws would otherwise end the worker and the process; the message waits in
         // {queue}.parked with the reason instead.
         return undecodable(Failure::of(std::current_exception()));
     }
-    reached_handler = true;
     return decide(ack, context.envelope, policy_, context.envelope.age(epoch_millis_now()), unit_draw());
 }
 

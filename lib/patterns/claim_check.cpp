@@ -1,5 +1,6 @@
 #include <acemq/claim_check.hpp>
 
+#include <acemq/ack.hpp>
 #include <acemq/error.hpp>
 #include <acemq/uuid.hpp>
 
@@ -42,12 +43,13 @@ bool is_store_key(std::string_view key) noexcept {
 }
 
 std::filesystem::path file_of(const std::filesystem::path& directory, std::string_view key) {
-    if (!is_store_key(key))
-        throw InvalidArgument(
-            "acemq: " + detail::in_quotes(key) +
-            " is not a key this claim-check store issued (keys are [A-Za-z0-9][A-Za-z0-9._-]{0,127}); "
-            "the message carrying it was not written through this store");
+    check_claim_key(key);
     return directory / std::string(key);
+}
+
+StoreUnavailableError file_failure(const char* doing, const std::filesystem::path& file, int error) {
+    return StoreUnavailableError("acemq: cannot " + std::string(doing) + " the claim-check payload " +
+                                 detail::in_quotes(file.string()) + ": " + errno_text(error));
 }
 
 class Fd {
@@ -127,8 +129,9 @@ std::string FilesystemClaimCheckStore::put(std::span<const std::byte> payload) {
     if (error == 0 && ::rename(partial.c_str(), file.c_str()) != 0) error = errno;
     if (error != 0) {
         ::unlink(partial.c_str());
-        throw Error("acemq: cannot keep a claim-check payload in " + detail::in_quotes(directory_.string()) + ": " +
-                    errno_text(error) + "; check the directory is writable and has room");
+        throw StoreUnavailableError("acemq: cannot keep a claim-check payload in " +
+                                    detail::in_quotes(directory_.string()) + ": " + errno_text(error) +
+                                    "; check the directory is writable and has room");
     }
     return key;
 }
@@ -139,17 +142,14 @@ std::optional<std::vector<std::byte>> FilesystemClaimCheckStore::get(std::string
     if (fd.get() < 0) {
         const int error = errno;
         if (error == ENOENT) return std::nullopt;
-        throw Error("acemq: cannot read the claim-check payload " + detail::in_quotes(file.string()) + ": " +
-                    errno_text(error));
+        throw file_failure("read", file, error);
     }
     std::vector<std::byte> payload;
     std::byte buffer[65536];
     for (;;) {
         const ssize_t done = ::read(fd.get(), buffer, sizeof buffer);
         if (done < 0 && errno == EINTR) continue;
-        if (done < 0)
-            throw Error("acemq: cannot read the claim-check payload " + detail::in_quotes(file.string()) + ": " +
-                        errno_text(errno));
+        if (done < 0) throw file_failure("read", file, errno);
         if (done == 0) return payload;
         payload.insert(payload.end(), buffer, buffer + done);
     }
@@ -157,9 +157,7 @@ std::optional<std::vector<std::byte>> FilesystemClaimCheckStore::get(std::string
 
 void FilesystemClaimCheckStore::remove(std::string_view key) {
     const std::filesystem::path file = file_of(directory_, key);
-    if (::unlink(file.c_str()) != 0 && errno != ENOENT)
-        throw Error("acemq: cannot remove the claim-check payload " + detail::in_quotes(file.string()) + ": " +
-                    errno_text(errno));
+    if (::unlink(file.c_str()) != 0 && errno != ENOENT) throw file_failure("remove", file, errno);
 }
 
 ClaimCheckCodec::ClaimCheckCodec(std::shared_ptr<const Codec> delegate, std::shared_ptr<ClaimCheckStore> store,
@@ -197,12 +195,29 @@ Value ClaimCheckCodec::decode(std::span<const std::byte> body, std::string_view 
     } catch (const InvalidArgument& e) {
         throw DecodeError(std::string("acemq: the claim check's key cannot be looked up: ") +
                           std::string(without_prefix(e.what())));
+    } catch (const StoreUnavailableError&) {
+        throw;
+    } catch (const DecodeError&) {
+        throw;
+    } catch (const std::exception& e) {
+        // A store of the application's, written without StoreUnavailableError: whatever else it
+        // throws is the store failing, not the body, and is worth another attempt.
+        throw StoreUnavailableError("acemq: the claim-check store failed to read the payload " +
+                                    detail::in_quotes(key) + ": " + describe(e));
     }
     if (!payload)
         throw DecodeError("acemq: the claimed payload " + detail::in_quotes(key) +
                           " is not in the store: it was removed or outlived the store's retention, or this consumer "
                           "reads another store than the publisher wrote to");
     return delegate_->decode(*payload, content_type);
+}
+
+void check_claim_key(std::string_view key) {
+    if (!is_store_key(key))
+        throw InvalidArgument(
+            "acemq: " + detail::in_quotes(key) +
+            " is not a key this claim-check store issued (keys are [A-Za-z0-9][A-Za-z0-9._-]{0,127}); "
+            "the message carrying it was not written through this store");
 }
 
 std::optional<std::string> claim_key_of(std::span<const std::byte> body) {

@@ -14,10 +14,12 @@ std::span<const std::string_view> derived_suffixes(SchemaTable table) {
     static constexpr std::string_view idempotency[] = {"_expiry"};
     static constexpr std::string_view outbox[] = {"_pending"};
     static constexpr std::string_view registry[] = {"_fingerprint", "_version", "_seq"};
+    static constexpr std::string_view claims[] = {"_stored"};
     switch (table) {
     case SchemaTable::idempotency: return idempotency;
     case SchemaTable::outbox: return outbox;
     case SchemaTable::registry: return registry;
+    case SchemaTable::claims: return claims;
     }
     return {};
 }
@@ -106,6 +108,19 @@ std::vector<std::string> schema_ddl(sql::Dialect dialect, const SchemaNames& nam
                              "    only_row INTEGER NOT NULL PRIMARY KEY,\n"
                              "    last_id INTEGER NOT NULL\n"
                              ")");
+    }
+    if (names.claims) {
+        const std::string& t = checked(SchemaTable::claims, *names.claims, seen);
+        // claim_key: check_claim_key's 128 characters; stored_at: for removing by age.
+        statements.push_back("CREATE TABLE IF NOT EXISTS " + t +
+                             " (\n"
+                             "    claim_key VARCHAR(128) NOT NULL PRIMARY KEY,\n"
+                             "    payload " +
+                             blob +
+                             " NOT NULL,\n"
+                             "    stored_at BIGINT NOT NULL\n"
+                             ")");
+        statements.push_back("CREATE INDEX IF NOT EXISTS " + t + "_stored ON " + t + " (stored_at)");
     }
     return statements;
 }

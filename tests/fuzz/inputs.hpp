@@ -5,7 +5,9 @@
 // and is the finding.
 #pragma once
 
+#include <acemq/claim_check.hpp>
 #include <acemq/codec.hpp>
+#include <acemq/encrypted_codec.hpp>
 #include <acemq/envelope.hpp>
 #include <acemq/error.hpp>
 #include <acemq/field.hpp>
@@ -19,6 +21,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <span>
 #include <stdexcept>
@@ -211,9 +214,71 @@ inline const acemq::JsonCodec& json_codec() {
     return codec;
 }
 
+// JSON under each of the two framings that wrap a codec: what reaches the framing's reader
+// is mostly a mutated header, a wrong tag or a key no store has, and now and then the JSON.
+inline std::shared_ptr<const acemq::Keyring> fuzz_keyring() {
+    static const auto keyring =
+        std::make_shared<const acemq::Keyring>(acemq::EncryptionKey("fuzz", acemq::Value::Bytes(32, std::byte{7})));
+    return keyring;
+}
+inline const acemq::EncryptedCodec& encrypted_codec() {
+    static const acemq::EncryptedCodec codec(std::make_shared<acemq::JsonCodec>(), fuzz_keyring());
+    return codec;
+}
+// Memory only: a fuzzer must never reach the file system with a key it made up.
+inline const std::shared_ptr<acemq::InMemoryClaimCheckStore>& claim_store() {
+    static const auto store = std::make_shared<acemq::InMemoryClaimCheckStore>();
+    return store;
+}
+inline const acemq::ClaimCheckCodec& claim_check_codec() {
+    static const acemq::ClaimCheckCodec codec(std::make_shared<acemq::JsonCodec>(), claim_store(), 256);
+    return codec;
+}
+
 inline void msgpack_input(std::span<const std::byte> body) {
     decode_input(msgpack_codec(), body, acemq::content_types::msgpack);
 }
 inline void json_input(std::span<const std::byte> body) { decode_input(json_codec(), body, ""); }
+inline void encrypted_input(std::span<const std::byte> body) {
+    decode_input(encrypted_codec(), body, acemq::content_types::encrypted);
+}
+inline void claim_check_input(std::span<const std::byte> body) {
+    decode_input(claim_check_codec(), body, acemq::content_types::json);
+}
+
+// What a fuzzer cannot forge, made for it, so that its input reaches the reader behind: the
+// input sealed as a plaintext with the ring's key (AES-GCM's tag cannot be guessed), and the
+// input kept in the store as a claimed payload (a random key is never one the store holds).
+inline void sealed_input(std::span<const std::byte> plaintext) {
+    static const acemq::EncryptedCodec sealer(std::make_shared<acemq::BytesCodec>(), fuzz_keyring());
+    encrypted_input(sealer.encode(acemq::Value(acemq::Value::Bytes(plaintext.begin(), plaintext.end()))));
+}
+inline void claimed_input(std::span<const std::byte> payload) {
+    struct Forget {
+        std::string key;
+        ~Forget() { claim_store()->remove(key); }  // the store holds one payload at a time
+    } kept{claim_store()->put(payload)};
+    acemq::Value::Bytes body{std::byte{0xAC}, std::byte{0x01}, std::byte{0x01}};
+    for (char c : kept.key) body.push_back(static_cast<std::byte>(c));
+    claim_check_input(body);
+}
+// A sealed body with the input XORed over it from its first byte: any change at all must fail
+// to open (a DecodeError), never read as a value; an input of zeros changes nothing and reads.
+inline void tampered_input(std::span<const std::byte> mask) {
+    static const acemq::Value::Bytes sealed = encrypted_codec().encode(acemq::Value("o-1"));
+    acemq::Value::Bytes body = sealed;
+    bool changed = false;
+    for (std::size_t i = 0; i < mask.size() && i < body.size(); ++i) {
+        body[i] ^= mask[i];
+        changed = changed || mask[i] != std::byte{0};
+    }
+    try {
+        (void)encrypted_codec().decode(body, acemq::content_types::encrypted);
+    } catch (const acemq::DecodeError&) {
+        if (!changed) throw std::logic_error("a sealed body nobody altered did not open");
+        return;
+    }
+    if (changed) throw std::logic_error("an altered sealed body opened");
+}
 
 }  // namespace fuzz

@@ -109,12 +109,20 @@ export cflags
 echo "$installed" | xargs -P "$(nproc)" -n 1 bash -c 'compiles_alone "$0"' ||
   fail "installed headers do not compile on their own (named above)"
 
-# What every build of consumer.cpp must print: the message consumed, and a struct's field
-# names read from the compiler (detail/reflect.hpp), through the JSON codec and back.
+# What every build of consumer.cpp must print: the message consumed, a struct's field
+# names read from the compiler (detail/reflect.hpp), through the JSON codec and back, and a
+# struct read back through claim check and, in a build with the encryption part only, through
+# encryption.
 ran_as_a_user() { # OUTPUT WHICH
   grep -q "consumed o-1 4250" "$1" || fail "the $2 build did not consume its message"
   grep -qF 'reflected {"orderId":"o-2","totalCents":99} {"order_id":"o-2","total_cents":99}' "$1" ||
     fail "the $2 build did not name a struct's fields in JSON as declared"
+  grep -qx "claim-checked o-3" "$1" || fail "the $2 build did not read a struct back through claim check"
+  if has ENCRYPTION; then
+    grep -qx "encrypted o-4" "$1" || fail "the $2 build did not read a struct back through encryption"
+  elif grep -q "^encrypted" "$1"; then
+    fail "the $2 build encrypted, though its config.hpp says it has no encryption part"
+  fi
 }
 
 # One object, linked as `pkg-config --libs` says (which must do for a static libacemq too)

@@ -1,8 +1,10 @@
 // A program of a user's own, built outside the repository against the installed files
 // only: it publishes one message in-process and consumes it, checks that the transports
 // the build holds are reachable by URL (they are found by a table, not by static
-// initialisers the linker may drop), and prints a struct as JSON, whose keys come from the
-// field names the compiler spells (a compiler spelling them otherwise shows there).
+// initialisers the linker may drop), prints a struct as JSON, whose keys come from the
+// field names the compiler spells (a compiler spelling them otherwise shows there), and reads
+// one back through claim check and, when the build has it, encryption (each from
+// <acemq/acemq.hpp> alone; encryption linking libcrypto as the .pc or CMake says).
 #include <acemq/acemq.hpp>
 #include <acemq/config.hpp>
 #include <acemq/inproc.hpp>
@@ -40,10 +42,28 @@ std::string round_trip(const acemq::JsonCodec& codec, const OrderPlaced& value) 
     return {reinterpret_cast<const char*>(encoded.body.data()), encoded.body.size()};
 }
 
+// The payload of `value` written through `codec` and read back.
+std::string wrapped_round_trip(const acemq::Codec& codec, const OrderPlaced& value) {
+    const acemq::Encoded encoded = acemq::encode(codec, value);
+    return acemq::decode<OrderPlaced>(codec, encoded.body, encoded.content_type).order_id;
+}
+
 int main([[maybe_unused]] int argc, [[maybe_unused]] char** argv) {
     using namespace std::chrono_literals;
     std::cout << "reflected " << round_trip(acemq::JsonCodec{}, {"o-2", 99}) << ' '
               << round_trip(acemq::JsonCodec{{.names = acemq::FieldNames::as_is}}, {"o-2", 99}) << '\n';
+    const auto json = std::make_shared<acemq::JsonCodec>();
+    std::cout << "claim-checked "
+              << wrapped_round_trip(acemq::ClaimCheckCodec(json, std::make_shared<acemq::InMemoryClaimCheckStore>(), 0),
+                                    {"o-3", 1})
+              << '\n';
+#if ACEMQ_HAS_ENCRYPTION
+    std::cout << "encrypted "
+              << wrapped_round_trip(acemq::EncryptedCodec(json, std::make_shared<acemq::Keyring>(
+                                                                    acemq::EncryptionKey::generate("install-check"))),
+                                    {"o-4", 1})
+              << '\n';
+#endif
     try {
         acemq::open_transport("nope://x");
         std::cerr << "install check: an unknown URL scheme was accepted\n";

@@ -1,13 +1,11 @@
 // Seeded fuzz loops over the envelope reader, both codecs and the encryption and claim-check
 // framings around JSON: random inputs, mutated valid ones (fixture header tables; encodings of
 // the shapes in tests/fuzz/inputs.hpp) and their truncations, each through the same check the
-// libFuzzer targets make. Each loop runs for ACEMQ_FUZZ_SECONDS (default 2) from ACEMQ_FUZZ_SEED
-// (default fixed, so CI repeats itself); the seed and the count are printed, and a finding
-// prints its input in hex.
+// libFuzzer targets make (for the framings, also sealed or stored as the JSON behind them, and
+// XORed over a sealed body that must then not open). Each loop runs for ACEMQ_FUZZ_SECONDS
+// (default 2) from ACEMQ_FUZZ_SEED (default fixed, so CI repeats itself); the seed and the
+// count are printed, and a finding prints its input in hex.
 #include <catch2/catch.hpp>
-
-#include <acemq/claim_check.hpp>
-#include <acemq/encrypted_codec.hpp>
 
 #include "../fuzz/inputs.hpp"
 #include "../support/fixtures.hpp"
@@ -90,31 +88,20 @@ void fuzz_codec(std::string_view what, const acemq::Codec& codec, void (*one)(st
         [&](const Bytes& input) { one(input); });
 }
 
-// JSON under each of the two framings that wrap a codec: what reaches the framing's reader
-// is mostly a mutated header, a wrong tag or a key no store has, and now and then the JSON.
-const acemq::EncryptedCodec& encrypted_codec() {
-    static const acemq::EncryptedCodec codec(
-        std::make_shared<acemq::JsonCodec>(),
-        std::make_shared<acemq::Keyring>(acemq::EncryptionKey("fuzz", Bytes(32, std::byte{7}))));
-    return codec;
-}
-const acemq::ClaimCheckCodec& claim_check_codec() {
-    static const acemq::ClaimCheckCodec codec(std::make_shared<acemq::JsonCodec>(),
-                                              std::make_shared<acemq::InMemoryClaimCheckStore>(), 256);
-    return codec;
-}
-
 }  // namespace
 
 TEST_CASE("fuzz: the encryption framing ends every body in a value or a DecodeError") {
-    fuzz_codec("encrypted", encrypted_codec(), [](std::span<const std::byte> body) {
-        fuzz::decode_input(encrypted_codec(), body, acemq::content_types::encrypted);
+    fuzz_codec("encrypted", fuzz::encrypted_codec(), [](std::span<const std::byte> input) {
+        fuzz::encrypted_input(input);
+        fuzz::sealed_input(input);
+        fuzz::tampered_input(input);
     });
 }
 
 TEST_CASE("fuzz: the claim-check framing ends every body in a value or a DecodeError") {
-    fuzz_codec("claim-check", claim_check_codec(), [](std::span<const std::byte> body) {
-        fuzz::decode_input(claim_check_codec(), body, acemq::content_types::json);
+    fuzz_codec("claim-check", fuzz::claim_check_codec(), [](std::span<const std::byte> input) {
+        fuzz::claim_check_input(input);
+        fuzz::claimed_input(input);
     });
 }
 
