@@ -15,6 +15,9 @@
 #if ACEMQ_HAS_AMQP
 #include <acemq/amqp.hpp>
 #endif
+#if ACEMQ_HAS_XML
+#include <acemq/xml_codec.hpp>
+#endif
 #if ACEMQ_HAS_ZMQ
 #include <unistd.h>
 
@@ -44,6 +47,13 @@ int main([[maybe_unused]] int argc, [[maybe_unused]] char** argv) {
     using namespace std::chrono_literals;
     std::cout << "reflected " << round_trip(acemq::JsonCodec{}, {"o-2", 99}) << ' '
               << round_trip(acemq::JsonCodec{{.names = acemq::FieldNames::as_is}}, {"o-2", 99}) << '\n';
+#if ACEMQ_HAS_XML
+    // The optional xml part, linked through acemq-xml.pc or acemq::xml.
+    const acemq::Encoded xml = acemq::encode(acemq::XmlCodec{}, OrderPlaced{"o-3", 7});
+    if (acemq::decode<OrderPlaced>(acemq::XmlCodec{}, xml.body, xml.content_type).total_cents != 7)
+        throw acemq::Error("install check: a struct did not read back from the XML it was written as");
+    std::cout << "xml " << std::string(reinterpret_cast<const char*>(xml.body.data()), xml.body.size()) << '\n';
+#endif
     try {
         acemq::open_transport("nope://x");
         std::cerr << "install check: an unknown URL scheme was accepted\n";
