@@ -305,28 +305,28 @@ bool namespace_declaration(std::string_view attribute) {
 
 bool blank(std::string_view text) { return text.find_first_not_of(" \t\r\n") == std::string_view::npos; }
 
-// An element's children (and attributes) by name, a repeated name gathered into a list.
+// An element's children (and attributes) by name, in the order first seen, a repeated name
+// gathered into a list; in time linear in their number, however many repeat.
 class Children {
 public:
     void add(std::string_view name, Value value) {
-        const auto [at, added] = index_.try_emplace(name, map_.size());
-        if (added) {
-            map_.emplace_back(Value(std::string(name)), std::move(value));
-            return;
-        }
-        Value& existing = map_[at->second].second;
-        // An element's own value is never a list, so a list here is an earlier repeat's.
-        if (existing.kind() != Value::Kind::array) existing = Value(Value::Array{std::move(existing)});
-        Value::Array items = existing.as_array();
-        items.push_back(std::move(value));
-        existing = Value(std::move(items));
+        const auto [at, added] = index_.try_emplace(name, entries_.size());
+        if (added) entries_.emplace_back(name, Value::Array{});
+        entries_[at->second].second.push_back(std::move(value));
     }
-    bool empty() const { return map_.empty(); }
-    Value take() { return Value(std::move(map_)); }
+    bool empty() const { return entries_.empty(); }
+    Value take() {
+        Value::Map map;
+        map.reserve(entries_.size());
+        for (auto& [name, values] : entries_)
+            map.emplace_back(Value(std::string(name)),
+                             values.size() == 1 ? std::move(values.front()) : Value(std::move(values)));
+        return Value(std::move(map));
+    }
 
 private:
-    Value::Map map_;
-    std::unordered_map<std::string_view, std::size_t> index_;  // names point into the parsed document
+    std::vector<std::pair<std::string_view, Value::Array>> entries_;  // names point into the parsed document
+    std::unordered_map<std::string_view, std::size_t> index_;
 };
 
 Value element_value(const pugi::xml_node& element, std::size_t depth) {

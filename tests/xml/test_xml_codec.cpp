@@ -351,6 +351,11 @@ TEST_CASE("nesting is bounded, malformed XML is refused, and mixed content is re
     CHECK_THAT(decode_error(nested(acemq::XmlCodec::max_depth + 1)),
                Catch::Contains("nests elements deeper than XmlCodec::max_depth (64)"));
     CHECK_THAT(decode_error(nested(100000)), Catch::Contains("deeper than XmlCodec::max_depth"));
+    // Many repeats of one element gather in linear time (a quadratic list took minutes here).
+    std::string repeated = "<x>";
+    for (int i = 0; i < 200000; ++i) repeated += "<i/>";
+    const Value many = codec.decode(bytes_of(repeated + "</x>"), "application/xml");
+    CHECK(many.find("i")->as_array().size() == 200000);
     CHECK_THAT(decode_error("<x><a>1</x>"), Catch::Contains("is not well-formed XML"));
     CHECK_THAT(decode_error(""), Catch::Contains("has no root element"));
     CHECK_THAT(decode_error("<a/><b/>"), Catch::Contains("more than one root element"));
