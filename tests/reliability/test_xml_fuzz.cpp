@@ -12,16 +12,14 @@
 #include <vector>
 
 #include "../fuzz/xml_input.hpp"
+#include "../support/codec_bodies.hpp"
 #include "../support/fuzz_loop.hpp"
 
 namespace {
 
 using Bytes = acemq::Value::Bytes;
 
-Bytes bytes_of(std::string_view text) {
-    const auto* data = reinterpret_cast<const std::byte*>(text.data());
-    return Bytes(data, data + text.size());
-}
+using testing_support::bytes_of;
 
 constexpr std::array<std::string_view, 24> pieces = {"<",
                                                      ">",

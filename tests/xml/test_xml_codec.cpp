@@ -22,6 +22,7 @@
 #include <acemq/testing.hpp>
 #include <acemq/xml_codec.hpp>
 
+#include "../support/codec_bodies.hpp"
 #include "../support/fixtures.hpp"
 
 using namespace std::chrono_literals;
@@ -67,10 +68,7 @@ bool operator==(const Line& a, const Line& b) { return a.sku == b.sku && a.quant
 
 const acemq::XmlCodec codec;
 
-Bytes bytes_of(std::string_view text) {
-    const auto* data = reinterpret_cast<const std::byte*>(text.data());
-    return Bytes(data, data + text.size());
-}
+using testing_support::bytes_of;
 
 std::string text_of(const Bytes& body) { return std::string(reinterpret_cast<const char*>(body.data()), body.size()); }
 
