@@ -104,6 +104,7 @@ public:
     FieldNames field_names(std::string_view content_type) const noexcept override {
         return delegate_->field_names(content_type);
     }
+    Scalars scalars(std::string_view content_type) const noexcept override { return delegate_->scalars(content_type); }
 
     std::size_t threshold() const noexcept { return threshold_; }
 

@@ -37,20 +37,33 @@ inline constexpr std::string_view msgpack = "application/msgpack";
 
 // Any value write_value() supports (a struct, a std::vector, an acemq::Value, ...), seen
 // only as something that can write itself to a ValueWriter. It refers to the value, like
-// std::function_ref: pass it down a call, never keep it. Two pointers, copied by value.
+// std::function_ref: pass it down a call, never keep it. Three pointers, copied by value.
 class ValueSource {
 public:
     template <class T>
         requires(!std::is_same_v<T, ValueSource>)
     explicit ValueSource(const T& value) noexcept
         : object_(&value),
-          write_([](const void* object, ValueWriter& out) { write_value(*static_cast<const T*>(object), out); }) {}
+          write_([](const void* object, ValueWriter& out) { write_value(*static_cast<const T*>(object), out); }),
+          struct_name_([]() -> std::string_view {
+              if constexpr (detail::is_reflected_struct<T> && !detail::has_value_form<T>) {
+                  static const std::string name = detail::type_name<T>();  // demangled once per type
+                  return name;
+              } else {
+                  return {};
+              }
+          }) {}
 
     void write_to(ValueWriter& out) const { write_(object_, out); }
+    // The C++ name of the struct the value is, as error messages spell it ("acme::OrderPlaced"),
+    // or empty when it is no struct (an acemq::Value, a std::map, a std::vector, ...): for a
+    // format that names a document after its type, as XML names its root element.
+    std::string_view struct_name() const { return struct_name_(); }
 
 private:
     const void* object_;
     void (*write_)(const void*, ValueWriter&);
+    std::string_view (*struct_name_)();
 };
 
 // The one virtual interface of the codec layer, so applications can add formats.
@@ -82,6 +95,9 @@ public:
     // How the struct fields in what decode() gives for this content type are keyed, so
     // decode<T> finds them; the same spelling this codec's encode() writes them with.
     virtual FieldNames field_names(std::string_view) const noexcept { return FieldNames::as_is; }
+    // How what decode() gives for this content type carries scalars (reflect.hpp), so decode<T>
+    // reads them: Scalars::text for XML, whose every value is text.
+    virtual Scalars scalars(std::string_view) const noexcept { return Scalars::typed; }
 
 protected:
     Codec() = default;
@@ -136,6 +152,8 @@ public:
     std::unique_ptr<ValueReader> reader(std::span<const std::byte> body, std::string_view content_type) const override;
     // The claimant's.
     FieldNames field_names(std::string_view content_type) const noexcept override;
+    // The claimant's.
+    Scalars scalars(std::string_view content_type) const noexcept override;
 
     // The codec that reads a message of this content type, or nullptr when none claims it.
     const Codec* claimant(std::string_view content_type) const noexcept;
@@ -150,8 +168,10 @@ private:
 std::shared_ptr<const Codec> default_codec();
 
 // The default codec reading more formats by content type: JSON writes; a message is read by
-// JSON, msgpack, text, then the first of `more` that claims it (a YAML, protobuf or Avro
-// codec, say), and BytesCodec last. Throws InvalidArgument for a null codec in `more`.
+// JSON, msgpack, then the first of `more` that claims it (a YAML, protobuf or Avro codec, say),
+// then text, and BytesCodec last: `more` comes before TextCodec, which claims every text/*
+// type, so that text/xml (or text/yaml) reaches the codec of its format. Throws
+// InvalidArgument for a null codec in `more`.
 //
 //   .codec = acemq::default_codec_reading({std::make_shared<acemq::YamlCodec>()})
 std::shared_ptr<const Codec> default_codec_reading(std::vector<std::shared_ptr<const Codec>> more);
@@ -191,7 +211,8 @@ T decode(const Codec& codec, std::span<const std::byte> body, std::string_view c
                 }
             }
         }
-        return from_value<T>(codec.decode(body, content_type), codec.field_names(content_type));
+        return from_value<T>(codec.decode(body, content_type), codec.field_names(content_type),
+                             codec.scalars(content_type));
     } catch (...) {  // translated (or passed on, for bad_alloc) by the helper, never swallowed
         detail::rethrow_as_decode_error(detail::type_name<T>(), content_type, codec);
     }

@@ -120,6 +120,7 @@ public:
     // type. Throws DecodeError as the header says.
     Value decode(std::span<const std::byte> body, std::string_view content_type) const override;
     FieldNames field_names(std::string_view content_type) const noexcept override;
+    Scalars scalars(std::string_view content_type) const noexcept override;
 
     const std::shared_ptr<const Codec>& delegate() const noexcept { return delegate_; }
 

@@ -56,10 +56,24 @@ void write_value(const T& value, ValueWriter& out);
 template <class T>
 Value to_value(const T& value);
 
+// How a format carries scalars, for from_value. typed: as their kinds (JSON, msgpack). text:
+// every scalar as a string and a list as repeated entries, as XML does (xml_codec.hpp); from_value
+// then also reads, where the C++ type asks for it,
+// - an integer (or an enum) from decimal text, the whole text: digits, a leading '-' for a
+//   signed type, nothing else ("4250", not " 4250", "+4250" or "4250.0"), that fits the type;
+// - a float or double from decimal text ("42.5", "1e-3"), "NaN", "INF" or "-INF";
+// - a bool from "true", "false", "1" or "0";
+// - an empty std::optional from an empty text (XML writes a null as an empty element);
+// - a std::vector from a single value (one element: a list of one) and from nothing (a
+//   missing field: a list of none, which is how XML writes an empty list);
+// - a std::map or a struct from an empty text (an element with no children).
+// Text that does not read as the type asks is a DecodeError naming the field and the text.
+enum class Scalars { typed, text };
+
 // `names` says how the keys of records and maps were spelled: as to_value writes them by
-// default, or as a JsonCodec of that policy did.
+// default, or as a JsonCodec of that policy did; `scalars`, how the format carried scalars.
 template <class T>
-T from_value(const Value& value, FieldNames names = FieldNames::as_is);
+T from_value(const Value& value, FieldNames names = FieldNames::as_is, Scalars scalars = Scalars::typed);
 
 // Reads one value from `in` as a T. A struct that arrives as a map (keyed by the reader's
 // field_names()) and a std::map are read as a Value first and then as from_value reads.

@@ -229,11 +229,16 @@ FieldNames CompositeCodec::field_names(std::string_view content_type) const noex
     return reader != nullptr ? reader->field_names(content_type) : FieldNames::as_is;
 }
 
+Scalars CompositeCodec::scalars(std::string_view content_type) const noexcept {
+    const Codec* reader = claimant(content_type);
+    return reader != nullptr ? reader->scalars(content_type) : Scalars::typed;
+}
+
 std::shared_ptr<const Codec> default_codec_reading(std::vector<std::shared_ptr<const Codec>> more) {
     std::vector<std::shared_ptr<const Codec>> codecs{std::make_shared<const JsonCodec>(),
-                                                     std::make_shared<const MsgpackCodec>(),
-                                                     std::make_shared<const TextCodec>()};
+                                                     std::make_shared<const MsgpackCodec>()};
     codecs.insert(codecs.end(), std::make_move_iterator(more.begin()), std::make_move_iterator(more.end()));
+    codecs.push_back(std::make_shared<const TextCodec>());
     codecs.push_back(std::make_shared<const BytesCodec>());
     return std::make_shared<const CompositeCodec>(std::move(codecs));
 }

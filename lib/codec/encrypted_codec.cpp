@@ -286,6 +286,10 @@ FieldNames EncryptedCodec::field_names(std::string_view) const noexcept {
     return delegate_->field_names(delegate_->content_type());
 }
 
+Scalars EncryptedCodec::scalars(std::string_view) const noexcept {
+    return delegate_->scalars(delegate_->content_type());
+}
+
 std::optional<std::string> encryption_key_id_of(std::span<const std::byte> body) {
     if (body.size() < prefix_size || body[0] != detail::encryption_magic || body[1] != detail::encryption_version)
         return std::nullopt;

@@ -1,6 +1,7 @@
 #include <acemq/value.hpp>
 
 #include <cxxabi.h>
+#include <charconv>
 #include <cmath>
 #include <cstdlib>
 #include <limits>
@@ -374,6 +375,47 @@ void throw_decode_error(const Path& where, std::string_view problem) {
 
 void throw_bad_key(const Path& where, std::string_view key, std::string_view cpp_type) {
     throw_decode_error(where, "the key " + in_quotes(key) + " is not a " + std::string(cpp_type));
+}
+
+namespace {
+
+[[noreturn]] void throw_bad_text(const Path& where, std::string_view text, std::string_view wanted) {
+    throw_decode_error(where, "expected " + std::string(wanted) + ", found the text " + in_quotes(text));
+}
+
+// from_chars on the whole of `text`, or the error; a leading '+' or space is refused by
+// from_chars itself, as the rules in reflect.hpp want.
+template <class Number, class... Format>
+Number number_from_text(std::string_view text, const Path& where, std::string_view wanted, Format... format) {
+    Number number{};
+    const char* end = text.data() + text.size();
+    const auto [stop, err] = std::from_chars(text.data(), end, number, format...);
+    if (err != std::errc() || stop != end) throw_bad_text(where, text, wanted);
+    return number;
+}
+
+}  // namespace
+
+std::int64_t int64_from_text(std::string_view text, const Path& where, std::string_view cpp_type) {
+    return number_from_text<std::int64_t>(text, where,
+                                          "decimal text of an integer that fits in " + std::string(cpp_type));
+}
+
+std::uint64_t uint64_from_text(std::string_view text, const Path& where, std::string_view cpp_type) {
+    return number_from_text<std::uint64_t>(
+        text, where, "decimal text of a non-negative integer that fits in " + std::string(cpp_type));
+}
+
+double double_from_text(std::string_view text, const Path& where, std::string_view cpp_type) {
+    return number_from_text<double>(text, where,
+                                    "decimal text of a number (" + std::string(cpp_type) + "), NaN, INF or -INF",
+                                    std::chars_format::general);
+}
+
+bool bool_from_text(std::string_view text, const Path& where) {
+    if (text == "true" || text == "1") return true;
+    if (text == "false" || text == "0") return false;
+    throw_bad_text(where, text, "a bool (true, false, 1 or 0)");
 }
 
 void throw_wrong_kind(const Path& where, std::string_view wanted, std::string_view cpp_type, Value::Kind found) {

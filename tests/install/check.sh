@@ -4,7 +4,8 @@
 # with pkg-config and a plain g++ line (linked as `pkg-config --libs` says and as
 # `pkg-config --static --libs` says), once so with clang++ (a user's compiler is not always
 # ours) and once with CMake's find_package(acemq), and runs them (an in-process publish and
-# consume, and a struct's field names through the JSON codec). The compile lines get our flags alone, never a
+# consume, a struct's field names through the JSON codec, and one through the xml part when
+# it is built). The compile lines get our flags alone, never a
 # dependency's; a build configured without debug info (`--buildtype=release`, as the README
 # says to install) installs libraries and programs without debug sections.
 #   check.sh SOURCE_DIR WORK_DIR --from-build BUILD_DIR   stage an existing build (DESTDIR)
@@ -51,7 +52,8 @@ fail() { echo "install check: $*" >&2; exit 1; }
 # Every public header of the parts built is installed, and nothing else.
 expected=$(cd "$source_dir"; {
   ls lib/acemq/*.hpp lib/acemq/detail/*.hpp | sed 's@^lib/@@' |
-    if has ENCRYPTION; then cat; else grep -vx acemq/encrypted_codec.hpp; fi
+    if has ENCRYPTION; then cat; else grep -vx acemq/encrypted_codec.hpp; fi |
+    if has XML; then cat; else grep -vx acemq/xml_codec.hpp; fi
   echo acemq/config.hpp acemq/inproc.hpp acemq/session.hpp | tr ' ' '\n'
   ls stores/acemq/stores/{memory,sql}_*.hpp | sed 's@^stores/@@'
   if has AMQP; then echo acemq/amqp.hpp; fi
@@ -69,6 +71,8 @@ modules=acemq
 cmake_sqlite=OFF
 if has SQLITE; then modules="$modules acemq-sqlite"; cmake_sqlite=ON; fi
 if has POSTGRES; then modules="$modules acemq-postgres"; fi
+cmake_xml=OFF
+if has XML; then modules="$modules acemq-xml"; cmake_xml=ON; fi
 
 # A user's compile line gets our include directory and what our installed headers need:
 # Boost's (PFR: its include directory, and -DBOOST_ALL_NO_LIB, which meson writes for any
@@ -123,6 +127,10 @@ ran_as_a_user() { # OUTPUT WHICH
   elif grep -q "^encrypted" "$1"; then
     fail "the $2 build encrypted, though its config.hpp says it has no encryption part"
   fi
+  if has XML; then
+    grep -qF 'xml <OrderPlaced><orderId>o-3</orderId><totalCents>7</totalCents></OrderPlaced>' "$1" ||
+      fail "the $2 build did not write XML through the xml part"
+  fi
 }
 
 # One object, linked as `pkg-config --libs` says (which must do for a static libacemq too)
@@ -146,7 +154,7 @@ for link in plain static clang; do
 done
 
 cmake -S "$source_dir/tests/install" -B "$work/cmake" -DCMAKE_PREFIX_PATH="$prefix" -DCMAKE_EXPORT_COMPILE_COMMANDS=ON \
-  -DWITH_SQLITE=$cmake_sqlite >"$work/cmake.log" || { cat "$work/cmake.log"; exit 1; }
+  -DWITH_SQLITE=$cmake_sqlite -DWITH_XML=$cmake_xml >"$work/cmake.log" || { cat "$work/cmake.log"; exit 1; }
 cmake --build "$work/cmake" >>"$work/cmake.log" || { cat "$work/cmake.log"; exit 1; }
 # The include directories and definitions on consumer.cpp's compile line (-isystem DIR as -IDIR).
 cmake_flags=$(python3 -c '

@@ -17,6 +17,9 @@
 #if ACEMQ_HAS_AMQP
 #include <acemq/amqp.hpp>
 #endif
+#if ACEMQ_HAS_XML
+#include <acemq/xml_codec.hpp>
+#endif
 #if ACEMQ_HAS_ZMQ
 #include <unistd.h>
 
@@ -63,6 +66,13 @@ int main([[maybe_unused]] int argc, [[maybe_unused]] char** argv) {
                                                                     acemq::EncryptionKey::generate("install-check"))),
                                     {"o-4", 1})
               << '\n';
+#endif
+#if ACEMQ_HAS_XML
+    // The optional xml part, linked through acemq-xml.pc or acemq::xml.
+    const acemq::Encoded xml = acemq::encode(acemq::XmlCodec{}, OrderPlaced{"o-3", 7});
+    if (acemq::decode<OrderPlaced>(acemq::XmlCodec{}, xml.body, xml.content_type).total_cents != 7)
+        throw acemq::Error("install check: a struct did not read back from the XML it was written as");
+    std::cout << "xml " << std::string(reinterpret_cast<const char*>(xml.body.data()), xml.body.size()) << '\n';
 #endif
     try {
         acemq::open_transport("nope://x");

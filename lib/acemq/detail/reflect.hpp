@@ -12,6 +12,7 @@
 #include <limits>
 #include <map>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <tuple>
@@ -62,6 +63,12 @@ struct Path {
                                    Value::Kind found);
 // A map key from the body that does not read as the C++ key type; `key` is shown escaped.
 [[noreturn]] void throw_bad_key(const Path& where, std::string_view key, std::string_view cpp_type);
+// Scalars::text: the whole of `text` as the scalar `cpp_type` asks for, by the rules in
+// reflect.hpp, or a DecodeError naming the text (shown escaped) and what it should have been.
+std::int64_t int64_from_text(std::string_view text, const Path& where, std::string_view cpp_type);
+std::uint64_t uint64_from_text(std::string_view text, const Path& where, std::string_view cpp_type);
+double double_from_text(std::string_view text, const Path& where, std::string_view cpp_type);
+bool bool_from_text(std::string_view text, const Path& where);
 
 // ---- field names of aggregates --------------------------------------------------------
 
@@ -321,8 +328,17 @@ void write(const T& v, ValueWriter& out) {
 
 // ---- decoding -------------------------------------------------------------------------
 
+// How the value being decoded was written: the spelling of its keys, and its scalars'.
+struct Reading {
+    FieldNames names;
+    Scalars scalars;
+
+    bool text(const Value& v) const { return scalars == Scalars::text && v.kind() == Value::Kind::string; }
+    bool empty_text(const Value& v) const { return text(v) && v.as_string().empty(); }
+};
+
 template <class T>
-T decode(const Value& v, const Path& at, FieldNames names);
+T decode(const Value& v, const Path& at, Reading how);
 
 // `number` as a T, or the error saying it does not fit.
 template <class T, class Number>
@@ -360,15 +376,21 @@ void check_element_count(const Path& at, std::size_t found) {
 }
 
 template <class T>
-T decode_integer(const Value& v, const Path& at) {
+T decode_integer(const Value& v, const Path& at, Reading how) {
     if (v.kind() == Value::Kind::int64) return checked_integer<T>(v.as_int64(), at);
     if (v.kind() == Value::Kind::uint64) return checked_integer<T>(v.as_uint64(), at);
+    if (how.text(v)) {
+        if constexpr (std::is_signed_v<T>)
+            return checked_integer<T>(int64_from_text(v.as_string(), at, type_name<T>()), at);
+        else
+            return checked_integer<T>(uint64_from_text(v.as_string(), at, type_name<T>()), at);
+    }
     throw_wrong_kind(at, "an integer", type_name<T>(), v.kind());
 }
 
 // JSON object keys are text; an integer-keyed std::map travels with decimal keys.
 template <class K>
-K decode_map_key(const Value& key, const Path& at, FieldNames names) {
+K decode_map_key(const Value& key, const Path& at, Reading how) {
     if constexpr (std::is_integral_v<K> && !std::is_same_v<K, bool>) {
         if (key.kind() == Value::Kind::string) {
             const std::string& text = key.as_string();
@@ -379,7 +401,7 @@ K decode_map_key(const Value& key, const Path& at, FieldNames names) {
             return number;
         }
     }
-    return decode<K>(key, at, names);
+    return decode<K>(key, at, how);
 }
 
 template <class T>
@@ -391,53 +413,60 @@ template <class T>
 
 // `keys` is null when `v` is an array: its fields are read by position.
 template <class T, std::size_t I, class Keys>
-auto decode_field(const Value& v, const Path& at, FieldNames names, const Keys* keys) {
+auto decode_field(const Value& v, const Path& at, Reading how, const Keys* keys) {
     using Field = boost::pfr::tuple_element_t<I, T>;
     constexpr std::string_view name = field_names<T>[I];
     const Path here{Path::Step::field, &at, name, 0, nullptr};
-    if (keys == nullptr) return decode<Field>(v.as_array()[I], here, names);
+    if (keys == nullptr) return decode<Field>(v.as_array()[I], here, how);
     const std::string_view key = keys->key[I];
     const Value* field = v.find(key);
     if (field == nullptr && !keys->fallback[I].empty()) field = v.find(keys->fallback[I]);
-    if (field != nullptr) return decode<Field>(*field, here, names);
+    if (field != nullptr) return decode<Field>(*field, here, how);
+    // A list of none has no element to write in XML (Scalars::text): its absence is the list.
+    constexpr bool list = is_vector<Field>::value && !std::is_same_v<Field, Value::Bytes>;
     if constexpr (is_optional<Field>::value) {
         return Field{};
     } else {
+        if constexpr (list)
+            if (how.scalars == Scalars::text) return Field{};
         throw_missing_field<T>(at, key, name);
     }
 }
 
 template <class T>
-T decode_struct(const Value& v, const Path& at, FieldNames names) {
+T decode_struct(const Value& v, const Path& at, Reading how) {
     constexpr std::size_t fields = boost::pfr::tuple_size_v<T>;
+    if (how.empty_text(v)) return decode_struct<T>(Value(Value::Map{}), at, how);
     const decltype(as_is_keys<T>)* keys = nullptr;
     switch (v.kind()) {
     case Value::Kind::record:
-    case Value::Kind::map: keys = &record_keys<T, DecodeError>(names); break;
+    case Value::Kind::map: keys = &record_keys<T, DecodeError>(how.names); break;
     case Value::Kind::array:
         if (v.as_array().size() != fields) throw_wrong_field_count<T>(at, v.as_array().size());
         break;
     default: throw_wrong_kind(at, "a record, map or array", type_name<T>(), v.kind());
     }
     return [&]<std::size_t... I>(std::index_sequence<I...>) {
-        return T{decode_field<T, I>(v, at, names, keys)...};
+        return T{decode_field<T, I>(v, at, how, keys)...};
     }(std::make_index_sequence<fields>{});
 }
 
 template <class T>
-T decode(const Value& v, const Path& at, FieldNames names) {
+T decode(const Value& v, const Path& at, Reading how) {
     if constexpr (std::is_same_v<T, Value>) {
         return v;
     } else if constexpr (has_value_form<T>) {
         return value_form<T>::read(v);
     } else if constexpr (std::is_same_v<T, bool>) {
+        if (how.text(v)) return bool_from_text(v.as_string(), at);
         if (v.kind() != Value::Kind::boolean) throw_wrong_kind(at, "a bool", "bool", v.kind());
         return v.as_bool();
     } else if constexpr (std::is_integral_v<T>) {
-        return decode_integer<T>(v, at);
+        return decode_integer<T>(v, at, how);
     } else if constexpr (std::is_enum_v<T>) {
-        return static_cast<T>(decode_integer<std::underlying_type_t<T>>(v, at));
+        return static_cast<T>(decode_integer<std::underlying_type_t<T>>(v, at, how));
     } else if constexpr (std::is_floating_point_v<T>) {
+        if (how.text(v)) return checked_float<T>(double_from_text(v.as_string(), at, type_name<T>()), at);
         const auto k = v.kind();
         if (k != Value::Kind::float64 && k != Value::Kind::int64 && k != Value::Kind::uint64)
             throw_wrong_kind(at, "a number", type_name<T>(), v.kind());
@@ -450,11 +479,13 @@ T decode(const Value& v, const Path& at, FieldNames names) {
         if (v.kind() != Value::Kind::string) throw_wrong_kind(at, "bytes", "bytes", v.kind());
         return bytes_from_base64(v.as_string(), at);
     } else if constexpr (is_vector<T>::value || is_std_array<T>::value) {
-        if (v.kind() != Value::Kind::array) throw_wrong_kind(at, "an array", type_name<T>(), v.kind());
-        const auto& elements = v.as_array();
+        // Scalars::text: one element of a repeated entry comes as itself, a list of one.
+        const bool single = how.scalars == Scalars::text && v.kind() != Value::Kind::array;
+        if (!single && v.kind() != Value::Kind::array) throw_wrong_kind(at, "an array", type_name<T>(), v.kind());
+        const std::span<const Value> elements = single ? std::span<const Value>(&v, 1) : std::span(v.as_array());
         using Element = typename T::value_type;
         const auto element_at = [&](std::size_t i) {
-            return decode<Element>(elements[i], Path{Path::Step::index, &at, {}, i, nullptr}, names);
+            return decode<Element>(elements[i], Path{Path::Step::index, &at, {}, i, nullptr}, how);
         };
         if constexpr (is_vector<T>::value) {
             T out;
@@ -468,15 +499,16 @@ T decode(const Value& v, const Path& at, FieldNames names) {
             }(std::make_index_sequence<std::tuple_size_v<T>>{});
         }
     } else if constexpr (is_optional<T>::value) {
-        if (v.is_null()) return T{};
-        return T{decode<typename T::value_type>(v, at, names)};
+        if (v.is_null() || how.empty_text(v)) return T{};
+        return T{decode<typename T::value_type>(v, at, how)};
     } else if constexpr (is_std_map<T>::value) {
         T out;
+        if (how.empty_text(v)) return out;
         const auto add = [&](const Value& key, const Value& element) {
             const Path here{Path::Step::key, &at, {}, 0, &key};
             // The first of duplicate keys wins, as Value::find and struct fields do.
-            out.try_emplace(decode_map_key<typename T::key_type>(key, here, names),
-                            decode<typename T::mapped_type>(element, here, names));
+            out.try_emplace(decode_map_key<typename T::key_type>(key, here, how),
+                            decode<typename T::mapped_type>(element, here, how));
         };
         if (v.kind() == Value::Kind::map) {
             for (const auto& [key, element] : v.as_map()) add(key, element);
@@ -487,7 +519,7 @@ T decode(const Value& v, const Path& at, FieldNames names) {
         }
         return out;
     } else if constexpr (is_reflected_struct<T>) {
-        return decode_struct<T>(v, at, names);
+        return decode_struct<T>(v, at, how);
     } else {
         refuse_unsupported<T>();
     }
@@ -569,7 +601,7 @@ T read(ValueReader& in, const Path& at) {
     if constexpr (std::is_same_v<T, Value>) {
         return in.value();
     } else if constexpr (has_value_form<T> || is_std_map<T>::value) {
-        return decode<T>(in.value(), at, in.field_names());
+        return decode<T>(in.value(), at, Reading{in.field_names(), Scalars::typed});
     } else {
         const Value::Kind kind = in.next();
         if constexpr (std::is_same_v<T, bool>) {
@@ -662,8 +694,8 @@ Value to_value(const T& value) {
 }
 
 template <class T>
-T from_value(const Value& value, FieldNames names) {
-    return detail::decode<T>(value, detail::root_path<T>(), names);
+T from_value(const Value& value, FieldNames names, Scalars scalars) {
+    return detail::decode<T>(value, detail::root_path<T>(), detail::Reading{names, scalars});
 }
 
 template <class T>
