@@ -149,8 +149,9 @@ private:
 std::shared_ptr<const Codec> default_codec();
 
 // The default codec reading more formats by content type: JSON writes; a message is read by
-// JSON, msgpack, text, then the first of `more` that claims it (a YAML, protobuf or Avro
-// codec, say), and BytesCodec last. Throws InvalidArgument for a null codec in `more`.
+// JSON, msgpack, then the first of `more` that claims it (a YAML, protobuf or Avro codec,
+// say), text, and BytesCodec last (so text/yaml is YAML's, other text/* types text's).
+// Throws InvalidArgument for a null codec in `more`.
 //
 //   .codec = acemq::default_codec_reading({std::make_shared<acemq::YamlCodec>()})
 std::shared_ptr<const Codec> default_codec_reading(std::vector<std::shared_ptr<const Codec>> more);

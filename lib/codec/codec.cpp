@@ -227,9 +227,10 @@ FieldNames CompositeCodec::field_names(std::string_view content_type) const noex
 
 std::shared_ptr<const Codec> default_codec_reading(std::vector<std::shared_ptr<const Codec>> more) {
     std::vector<std::shared_ptr<const Codec>> codecs{std::make_shared<const JsonCodec>(),
-                                                     std::make_shared<const MsgpackCodec>(),
-                                                     std::make_shared<const TextCodec>()};
+                                                     std::make_shared<const MsgpackCodec>()};
+    // Before TextCodec, which claims every text/* type: text/yaml and text/toml are theirs.
     codecs.insert(codecs.end(), std::make_move_iterator(more.begin()), std::make_move_iterator(more.end()));
+    codecs.push_back(std::make_shared<const TextCodec>());
     codecs.push_back(std::make_shared<const BytesCodec>());
     return std::make_shared<const CompositeCodec>(std::move(codecs));
 }
