@@ -51,7 +51,9 @@ fail() { echo "install check: $*" >&2; exit 1; }
 # Every public header of the parts built is installed, and nothing else.
 expected=$(cd "$source_dir"; {
   ls lib/acemq/*.hpp lib/acemq/detail/*.hpp | sed 's@^lib/@@' |
-    if has ENCRYPTION; then cat; else grep -vx acemq/encrypted_codec.hpp; fi
+    if has ENCRYPTION; then cat; else grep -vx acemq/encrypted_codec.hpp; fi |
+    if has YAML; then cat; else grep -vx acemq/yaml_codec.hpp; fi |
+    if has TOML; then cat; else grep -vx acemq/toml_codec.hpp; fi
   echo acemq/config.hpp acemq/inproc.hpp acemq/session.hpp | tr ' ' '\n'
   ls stores/acemq/stores/{memory,sql}_*.hpp | sed 's@^stores/@@'
   if has AMQP; then echo acemq/amqp.hpp; fi
@@ -69,6 +71,9 @@ modules=acemq
 cmake_sqlite=OFF
 if has SQLITE; then modules="$modules acemq-sqlite"; cmake_sqlite=ON; fi
 if has POSTGRES; then modules="$modules acemq-postgres"; fi
+cmake_yaml=OFF cmake_toml=OFF
+if has YAML; then modules="$modules acemq-yaml"; cmake_yaml=ON; fi
+if has TOML; then modules="$modules acemq-toml"; cmake_toml=ON; fi
 
 # A user's compile line gets our include directory and what our installed headers need:
 # Boost's (PFR: its include directory, and -DBOOST_ALL_NO_LIB, which meson writes for any
@@ -115,6 +120,8 @@ ran_as_a_user() { # OUTPUT WHICH
   grep -q "consumed o-1 4250" "$1" || fail "the $2 build did not consume its message"
   grep -qF 'reflected {"orderId":"o-2","totalCents":99} {"order_id":"o-2","total_cents":99}' "$1" ||
     fail "the $2 build did not name a struct's fields in JSON as declared"
+  if has YAML; then grep -qx "yaml orderId: o-2" "$1" || fail "the $2 build did not write YAML through acemq-yaml"; fi
+  if has TOML; then grep -qx "toml orderId = 'o-2'" "$1" || fail "the $2 build did not write TOML through acemq-toml"; fi
 }
 
 # One object, linked as `pkg-config --libs` says (which must do for a static libacemq too)
@@ -138,7 +145,7 @@ for link in plain static clang; do
 done
 
 cmake -S "$source_dir/tests/install" -B "$work/cmake" -DCMAKE_PREFIX_PATH="$prefix" -DCMAKE_EXPORT_COMPILE_COMMANDS=ON \
-  -DWITH_SQLITE=$cmake_sqlite >"$work/cmake.log" || { cat "$work/cmake.log"; exit 1; }
+  -DWITH_SQLITE=$cmake_sqlite -DWITH_YAML=$cmake_yaml -DWITH_TOML=$cmake_toml >"$work/cmake.log" || { cat "$work/cmake.log"; exit 1; }
 cmake --build "$work/cmake" >>"$work/cmake.log" || { cat "$work/cmake.log"; exit 1; }
 # The include directories and definitions on consumer.cpp's compile line (-isystem DIR as -IDIR).
 cmake_flags=$(python3 -c '
