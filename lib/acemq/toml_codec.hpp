@@ -17,7 +17,9 @@
 //
 // Hostile bodies are DecodeErrors, which park the message: tables nested deeper than
 // max_depth (checked on the text before toml++ sees it, as toml++ recurses once per dotted
-// key part), more than max_values values, invalid UTF-8 and anything toml++ cannot parse.
+// key part), a non-ASCII character outside a string or comment (TOML allows none there, and
+// toml++ 3.3 has undefined behaviour on some), more than max_values values, invalid UTF-8 and
+// anything toml++ cannot parse.
 // A decode allocates in proportion to the body. Immutable after construction: safe to
 // share between threads.
 #pragma once

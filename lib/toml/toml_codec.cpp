@@ -143,12 +143,24 @@ private:
     toml::table root_;
 };
 
-// The deepest nesting of tables a line of `text` asks for: the parts of its dotted keys (in a
-// [table] header, before an '=', in an inline table) and its inline tables. toml++ recurses
-// once per part and crashes on some ten thousand, so this is checked before it parses. Arrays
-// are nested by toml++'s own limit (TOML_MAX_NESTED_VALUES); an inline table must end on its
-// line, so no line's nesting carries into the next but through an array.
-void check_key_nesting(std::string_view text) {
+// Refuses, before toml++ parses the text, what it cannot be trusted with:
+// - nesting of tables deeper than max_depth on one line: the parts of its dotted keys (in a
+//   [table] header, before an '=', in an inline table) and its inline tables. toml++
+//   recurses once per part and crashes on some ten thousand. Arrays are nested by toml++'s
+//   own limit (TOML_MAX_NESTED_VALUES); an inline table must end on its line, so no line's
+//   nesting carries into the next but through an array.
+// - a non-ASCII character outside a string or a comment, which TOML 1.0 does not allow
+//   anywhere else: toml++ 3.3's whitespace test reaches __builtin_unreachable for many of
+//   them (U+00F6 after a bare key, found by tests/fuzz/fuzz_toml.cpp), undefined behaviour.
+// Whether a quote at `at` can open a string: at the start of a line or after '=', '[', '{',
+// ',' or '.' (spaces between). Anywhere else toml++ reads it as part of a bare value (and
+// refuses it), scanning on past it, so what follows is screened as outside a string.
+bool string_may_start(std::string_view text, std::size_t at) {
+    while (at > 0 && (text[at - 1] == ' ' || text[at - 1] == '\t')) --at;
+    return at == 0 || std::string_view("\n=[{,.").find(text[at - 1]) != std::string_view::npos;
+}
+
+void screen(std::string_view text) {
     std::vector<char> brackets;  // the open '[' of arrays and '{' of inline tables
     bool in_key = true;
     std::size_t depth = 0;
@@ -161,7 +173,7 @@ void check_key_nesting(std::string_view text) {
             in_key = brackets.empty();
         } else if (c == '#') {
             while (i + 1 < text.size() && text[i + 1] != '\n') ++i;
-        } else if (c == '"' || c == '\'') {
+        } else if ((c == '"' || c == '\'') && string_may_start(text, i)) {
             const bool multi_line = text.substr(i, 3) == std::string_view(c == '"' ? "\"\"\"" : "'''");
             if (multi_line) {
                 const std::size_t end = text.find(text.substr(i, 3), i + 3);
@@ -195,6 +207,10 @@ void check_key_nesting(std::string_view text) {
             in_key = false;
         } else if (c == '.' && in_key) {
             ++depth;
+        } else if (static_cast<unsigned char>(c) >= 0x80) {
+            throw DecodeError("acemq: line " + std::to_string(line) +
+                              " of the TOML body has a non-ASCII character outside a string or comment, "
+                              "where TOML allows none (quote the key)");
         }
         if (depth > TomlCodec::max_depth)
             throw DecodeError("acemq: line " + std::to_string(line) + " of the TOML body nests tables deeper than " +
@@ -272,7 +288,7 @@ Value TomlCodec::decode(std::span<const std::byte> body, std::string_view) const
     // Checked up front so the error says "UTF-8" rather than the parser's complaint.
     if (const auto bad = detail::invalid_utf8_at(text))
         throw DecodeError("acemq: the TOML body is not valid UTF-8 (bad byte at offset " + std::to_string(*bad) + ")");
-    check_key_nesting(text);
+    screen(text);
     try {
         const toml::table table = toml::parse(text);
         return ValueMaker(max_values_).make(table, 0);

@@ -18,9 +18,9 @@ using samples::OrderPlaced;
 
 namespace {
 
-const acemq::TomlCodec codec;
+const acemq::TomlCodec toml;
 
-Value decode_text(std::string_view text) { return codec.decode(samples::bytes(text), acemq::content_types::toml); }
+Value decode_toml(std::string_view text) { return toml.decode(samples::bytes(text), acemq::content_types::toml); }
 
 }  // namespace
 
@@ -29,20 +29,20 @@ TEST_CASE("the Java and Go TOML samples decode to the fixture's expected value, 
     REQUIRE(all.size() == 2);  // java: single-quoted strings; go: double-quoted
     for (const auto& sample : all) {
         INFO(sample.producer);
-        CHECK(codec.can_decode(sample.content_type));
-        samples::check_same(codec.decode(sample.body, sample.content_type), sample.expected);
-        CHECK(acemq::decode<OrderPlaced>(codec, sample.body, sample.content_type) == samples::expected_order());
+        CHECK(toml.can_decode(sample.content_type));
+        samples::check_same(toml.decode(sample.body, sample.content_type), sample.expected);
+        CHECK(acemq::decode<OrderPlaced>(toml, sample.body, sample.content_type) == samples::expected_order());
     }
 }
 
 TEST_CASE("TomlCodec writes application/toml, camelCase keys, and reads its own body back") {
-    const acemq::Encoded encoded = acemq::encode(codec, samples::expected_order());
+    const acemq::Encoded encoded = acemq::encode(toml, samples::expected_order());
     CHECK(encoded.content_type == "application/toml");
     const std::string text = samples::text(encoded.body);
     CHECK(text.find("totalCents = 4250\n") != std::string::npos);
     CHECK(text.find("orderId = 'o-1'\n") != std::string::npos);
-    CHECK(acemq::decode<OrderPlaced>(codec, encoded.body, encoded.content_type) == samples::expected_order());
-    CHECK(codec.decode(encoded.body, encoded.content_type).find("totalCents")->kind() == Value::Kind::int64);
+    CHECK(acemq::decode<OrderPlaced>(toml, encoded.body, encoded.content_type) == samples::expected_order());
+    CHECK(toml.decode(encoded.body, encoded.content_type).find("totalCents")->kind() == Value::Kind::int64);
 }
 
 TEST_CASE("every kind of value TomlCodec writes comes back as it went") {
@@ -85,10 +85,10 @@ TEST_CASE("every kind of value TomlCodec writes comes back as it went") {
                            {{"a.b", 1}, {"", 2}},
                            {{7, "seven"}, {-1, "minus one"}},
                            {{}, {"x"}}};
-    const acemq::Encoded encoded = acemq::encode(codec, given);
+    const acemq::Encoded encoded = acemq::encode(toml, given);
     INFO(samples::text(encoded.body));
-    CHECK(acemq::decode<Everything>(codec, encoded.body, encoded.content_type) == given);
-    const Value tree = codec.decode(encoded.body, encoded.content_type);
+    CHECK(acemq::decode<Everything>(toml, encoded.body, encoded.content_type) == given);
+    const Value tree = toml.decode(encoded.body, encoded.content_type);
     CHECK(tree.find("absent") == nullptr);  // TOML has no null: the member is left out
     CHECK(tree.find("whole")->kind() == Value::Kind::float64);
     CHECK(tree.find("looksLikeANumber")->as_string() == "1.0");
@@ -96,25 +96,25 @@ TEST_CASE("every kind of value TomlCodec writes comes back as it went") {
 
 TEST_CASE("TOML's top level must be a table, and what TOML cannot carry is refused when encoding") {
     using Catch::Matchers::Contains;
-    CHECK_THROWS_WITH(acemq::encode(codec, std::int64_t{4250}),
+    CHECK_THROWS_WITH(acemq::encode(toml, std::int64_t{4250}),
                       Contains("TOML's top level must be a table (a struct or a map), not int64"));
-    CHECK_THROWS_AS(acemq::encode(codec, std::vector<std::string>{"a"}), acemq::EncodeError);
-    CHECK_THROWS_AS(acemq::encode(codec, std::string("a")), acemq::EncodeError);
-    CHECK_THROWS_AS(acemq::encode(codec, Value()), acemq::EncodeError);
+    CHECK_THROWS_AS(acemq::encode(toml, std::vector<std::string>{"a"}), acemq::EncodeError);
+    CHECK_THROWS_AS(acemq::encode(toml, std::string("a")), acemq::EncodeError);
+    CHECK_THROWS_AS(acemq::encode(toml, Value()), acemq::EncodeError);
     struct Holes {
         std::vector<std::optional<std::int64_t>> values;
     };
-    CHECK_THROWS_WITH(acemq::encode(codec, Holes{{1, std::nullopt}}), Contains("TOML has no null"));
+    CHECK_THROWS_WITH(acemq::encode(toml, Holes{{1, std::nullopt}}), Contains("TOML has no null"));
     struct Huge {
         std::uint64_t count;
     };
-    CHECK_THROWS_WITH(acemq::encode(codec, Huge{std::numeric_limits<std::uint64_t>::max()}),
+    CHECK_THROWS_WITH(acemq::encode(toml, Huge{std::numeric_limits<std::uint64_t>::max()}),
                       Contains("has no TOML form"));
-    CHECK_THROWS_WITH(acemq::encode(codec, std::map<std::string, std::string>{{"x", "\xff"}}), Contains("UTF-8"));
+    CHECK_THROWS_WITH(acemq::encode(toml, std::map<std::string, std::string>{{"x", "\xff"}}), Contains("UTF-8"));
     const Value twins(Value::Map{{Value("1"), Value(1)}, {Value(std::int64_t{1}), Value(2)}});
-    CHECK_THROWS_WITH(acemq::encode(codec, twins), Contains("both \"1\""));
+    CHECK_THROWS_WITH(acemq::encode(toml, twins), Contains("both \"1\""));
     const Value double_key(Value::Map{{Value(1.5), Value(1)}});
-    CHECK_THROWS_WITH(acemq::encode(codec, double_key), Contains("TOML keys are strings"));
+    CHECK_THROWS_WITH(acemq::encode(toml, double_key), Contains("TOML keys are strings"));
     CHECK_THROWS_AS(acemq::TomlCodec(0), acemq::InvalidArgument);
 }
 
@@ -123,7 +123,7 @@ TEST_CASE("TOML dates and times read as their RFC 3339 text") {
         std::string at;
         std::string day;
     };
-    const auto stamped = acemq::decode<Stamped>(codec, samples::bytes("at = 2026-12-05T20:07:16Z\nday = 2026-12-05\n"),
+    const auto stamped = acemq::decode<Stamped>(toml, samples::bytes("at = 2026-12-05T20:07:16Z\nday = 2026-12-05\n"),
                                                 "application/toml");
     CHECK(stamped.at == "2026-12-05T20:07:16Z");
     CHECK(stamped.day == "2026-12-05");
@@ -131,9 +131,9 @@ TEST_CASE("TOML dates and times read as their RFC 3339 text") {
 
 TEST_CASE("TomlCodec reads every TOML content type and no other, never an untyped message") {
     for (const char* type : {"application/toml", "text/toml", "application/vnd.acme.order+toml", "Application/TOML"})
-        CHECK(codec.can_decode(type));
+        CHECK(toml.can_decode(type));
     for (const char* type : {"", "application/json", "text/plain", "application/yaml", "application/octet-stream"})
-        CHECK_FALSE(codec.can_decode(type));
+        CHECK_FALSE(toml.can_decode(type));
 }
 
 TEST_CASE("hostile TOML bodies are DecodeErrors that say what was wrong") {
@@ -144,27 +144,27 @@ TEST_CASE("hostile TOML bodies are DecodeErrors that say what was wrong") {
         return key;
     };
     SECTION("dotted keys and headers nested past max_depth, however deep (toml++ alone crashes on 100000)") {
-        CHECK_NOTHROW(decode_text(dotted(acemq::TomlCodec::max_depth) + " = 1\n"));
-        CHECK_THROWS_WITH(decode_text(dotted(acemq::TomlCodec::max_depth + 2) + " = 1\n"),
+        CHECK_NOTHROW(decode_toml(dotted(acemq::TomlCodec::max_depth) + " = 1\n"));
+        CHECK_THROWS_WITH(decode_toml(dotted(acemq::TomlCodec::max_depth + 2) + " = 1\n"),
                           Contains("line 1 of the TOML body nests tables deeper than 64 levels"));
-        CHECK_THROWS_AS(decode_text("[" + dotted(100'000) + "]\nx = 1\n"), acemq::DecodeError);
-        CHECK_THROWS_AS(decode_text("x = 1\n[[" + dotted(100'000) + "]]\n"), acemq::DecodeError);
-        CHECK_THROWS_AS(decode_text("k = {" + dotted(100'000) + " = 1}\n"), acemq::DecodeError);
-        CHECK_THROWS_AS(decode_text("[t]\n\"q\".'r'." + dotted(100'000) + " = 1\n"), acemq::DecodeError);
+        CHECK_THROWS_AS(decode_toml("[" + dotted(100'000) + "]\nx = 1\n"), acemq::DecodeError);
+        CHECK_THROWS_AS(decode_toml("x = 1\n[[" + dotted(100'000) + "]]\n"), acemq::DecodeError);
+        CHECK_THROWS_AS(decode_toml("k = {" + dotted(100'000) + " = 1}\n"), acemq::DecodeError);
+        CHECK_THROWS_AS(decode_toml("[t]\n\"q\".'r'." + dotted(100'000) + " = 1\n"), acemq::DecodeError);
     }
     SECTION("floats, dotted strings and comments are not keys") {
         std::string floats = "v = [";
         for (int i = 0; i < 200; ++i) floats += "1.5, ";
         floats += "2.5]\ns = \"" + dotted(200) + "\"\nm = '''\n" + dotted(200) + "\n'''\n# " + dotted(200) + "\n";
-        CHECK(decode_text(floats).find("v")->as_array().size() == 201);
+        CHECK(decode_toml(floats).find("v")->as_array().size() == 201);
     }
     SECTION("inline tables and arrays nested past the limits") {
-        CHECK_THROWS_AS(decode_text("k = " + std::string(100'000, '[')), acemq::DecodeError);
+        CHECK_THROWS_AS(decode_toml("k = " + std::string(100'000, '[')), acemq::DecodeError);
         std::string inline_tables = "k = ";
         for (int i = 0; i < 100'000; ++i) inline_tables += "{a = ";
-        CHECK_THROWS_AS(decode_text(inline_tables), acemq::DecodeError);
+        CHECK_THROWS_AS(decode_toml(inline_tables), acemq::DecodeError);
         std::string arrays = "k = " + std::string(200, '[') + std::string(200, ']') + "\n";
-        CHECK_THROWS_WITH(decode_text(arrays), Contains("deeper than 64 levels"));
+        CHECK_THROWS_WITH(decode_toml(arrays), Contains("deeper than 64 levels"));
     }
     SECTION("more values than max_values") {
         const acemq::TomlCodec small(10);
@@ -173,8 +173,13 @@ TEST_CASE("hostile TOML bodies are DecodeErrors that say what was wrong") {
                           Contains("more than 10 values"));
     }
     SECTION("a body that is not UTF-8, and what is not TOML") {
-        CHECK_THROWS_WITH(decode_text("name = \"\xc3\x28\"\n"), Contains("not valid UTF-8 (bad byte at offset 8)"));
-        CHECK_THROWS_WITH(decode_text("a = \n"), Contains("not valid TOML") && Contains("line 1"));
-        CHECK_THROWS_WITH(decode_text("a = 1\na = 2\n"), Contains("not valid TOML"));
+        CHECK_THROWS_WITH(decode_toml("name = \"\xc3\x28\"\n"), Contains("not valid UTF-8 (bad byte at offset 8)"));
+        CHECK_THROWS_WITH(decode_toml("a = \n"), Contains("not valid TOML") && Contains("line 1"));
+        CHECK_THROWS_WITH(decode_toml("a = 1\na = 2\n"), Contains("not valid TOML"));
+        // Found by fuzz_toml: toml++ 3.3 reaches __builtin_unreachable on these; quoted, they are keys.
+        CHECK_THROWS_WITH(decode_toml("customö = 1\n"), Contains("line 1 of the TOML body has a non-ASCII character"));
+        CHECK_THROWS_AS(decode_toml("a = 1\nb\u3001 = 2\n"), acemq::DecodeError);
+        CHECK_THROWS_WITH(decode_toml("customer = 0'ö'\n"), Contains("non-ASCII character outside a string"));
+        CHECK(decode_toml("\"customö\" = 'ö' # ö\n").find("customö")->as_string() == "ö");
     }
 }
