@@ -182,10 +182,15 @@ void screen(std::string_view text) {
                 i = end + 2;
                 while (i + 1 < text.size() && text[i + 1] == c) ++i;  // up to two quotes end the string
             } else {
+                const std::size_t opened = i;
                 while (i + 1 < text.size() && text[i + 1] != c && text[i + 1] != '\n')
                     i += (c == '"' && text[i + 1] == '\\') ? 2 : 1;
                 ++i;
-                if (i < text.size() && text[i] == '\n') --i;
+                // Unclosed on its line, it is no string to toml++, which scans on through it.
+                if (i >= text.size() || text[i] != c) {
+                    i = opened;
+                    continue;
+                }
             }
         } else if (c == '[') {
             if (!(in_key && brackets.empty())) brackets.push_back('[');  // else a [table] header

@@ -180,6 +180,7 @@ TEST_CASE("hostile TOML bodies are DecodeErrors that say what was wrong") {
         CHECK_THROWS_WITH(decode_toml("customö = 1\n"), Contains("line 1 of the TOML body has a non-ASCII character"));
         CHECK_THROWS_AS(decode_toml("a = 1\nb\u3001 = 2\n"), acemq::DecodeError);
         CHECK_THROWS_WITH(decode_toml("customer = 0'ö'\n"), Contains("non-ASCII character outside a string"));
+        CHECK_THROWS_WITH(decode_toml("items = [\"widgö\n"), Contains("non-ASCII character outside a string"));
         CHECK(decode_toml("\"customö\" = 'ö' # ö\n").find("customö")->as_string() == "ö");
     }
 }
