@@ -237,6 +237,7 @@ Scalars CompositeCodec::scalars(std::string_view content_type) const noexcept {
 std::shared_ptr<const Codec> default_codec_reading(std::vector<std::shared_ptr<const Codec>> more) {
     std::vector<std::shared_ptr<const Codec>> codecs{std::make_shared<const JsonCodec>(),
                                                      std::make_shared<const MsgpackCodec>()};
+    // Before TextCodec, which claims every text/* type: text/yaml, text/toml and text/xml are theirs.
     codecs.insert(codecs.end(), std::make_move_iterator(more.begin()), std::make_move_iterator(more.end()));
     codecs.push_back(std::make_shared<const TextCodec>());
     codecs.push_back(std::make_shared<const BytesCodec>());

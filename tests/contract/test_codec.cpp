@@ -481,6 +481,7 @@ TEST_CASE("default_codec_reading writes JSON and reads the codecs it is given by
     // Before TextCodec, which claims every text/* type: text/xml is XML's, not text's.
     CHECK(composite.codecs()[2]->name() == "TaggedCodec");
     CHECK(composite.codecs()[3]->name() == "TextCodec");
+    CHECK(composite.claimant("text/plain")->name() == "TextCodec");
     CHECK(composite.claimant("application/x-other")->name() == "BytesCodec");
     CHECK(composite.claimant("application/msgpack")->name() == "MsgpackCodec");
     CHECK_THROWS_AS(acemq::default_codec_reading({nullptr}), acemq::InvalidArgument);

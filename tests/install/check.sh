@@ -53,6 +53,8 @@ fail() { echo "install check: $*" >&2; exit 1; }
 expected=$(cd "$source_dir"; {
   ls lib/acemq/*.hpp lib/acemq/detail/*.hpp | sed 's@^lib/@@' |
     if has ENCRYPTION; then cat; else grep -vx acemq/encrypted_codec.hpp; fi |
+    if has YAML; then cat; else grep -vx acemq/yaml_codec.hpp; fi |
+    if has TOML; then cat; else grep -vx acemq/toml_codec.hpp; fi |
     if has XML; then cat; else grep -vx acemq/xml_codec.hpp; fi
   echo acemq/config.hpp acemq/inproc.hpp acemq/session.hpp | tr ' ' '\n'
   ls stores/acemq/stores/{memory,sql}_*.hpp | sed 's@^stores/@@'
@@ -71,7 +73,9 @@ modules=acemq
 cmake_sqlite=OFF
 if has SQLITE; then modules="$modules acemq-sqlite"; cmake_sqlite=ON; fi
 if has POSTGRES; then modules="$modules acemq-postgres"; fi
-cmake_xml=OFF
+cmake_yaml=OFF cmake_toml=OFF cmake_xml=OFF
+if has YAML; then modules="$modules acemq-yaml"; cmake_yaml=ON; fi
+if has TOML; then modules="$modules acemq-toml"; cmake_toml=ON; fi
 if has XML; then modules="$modules acemq-xml"; cmake_xml=ON; fi
 
 # A user's compile line gets our include directory and what our installed headers need:
@@ -131,6 +135,8 @@ ran_as_a_user() { # OUTPUT WHICH
     grep -qF 'xml <OrderPlaced><orderId>o-3</orderId><totalCents>7</totalCents></OrderPlaced>' "$1" ||
       fail "the $2 build did not write XML through the xml part"
   fi
+  if has YAML; then grep -qx "yaml orderId: o-2" "$1" || fail "the $2 build did not write YAML through acemq-yaml"; fi
+  if has TOML; then grep -qx "toml orderId = 'o-2'" "$1" || fail "the $2 build did not write TOML through acemq-toml"; fi
 }
 
 # One object, linked as `pkg-config --libs` says (which must do for a static libacemq too)
@@ -154,7 +160,7 @@ for link in plain static clang; do
 done
 
 cmake -S "$source_dir/tests/install" -B "$work/cmake" -DCMAKE_PREFIX_PATH="$prefix" -DCMAKE_EXPORT_COMPILE_COMMANDS=ON \
-  -DWITH_SQLITE=$cmake_sqlite -DWITH_XML=$cmake_xml >"$work/cmake.log" || { cat "$work/cmake.log"; exit 1; }
+  -DWITH_SQLITE=$cmake_sqlite -DWITH_YAML=$cmake_yaml -DWITH_TOML=$cmake_toml -DWITH_XML=$cmake_xml >"$work/cmake.log" || { cat "$work/cmake.log"; exit 1; }
 cmake --build "$work/cmake" >>"$work/cmake.log" || { cat "$work/cmake.log"; exit 1; }
 # The include directories and definitions on consumer.cpp's compile line (-isystem DIR as -IDIR).
 cmake_flags=$(python3 -c '

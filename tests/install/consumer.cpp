@@ -20,6 +20,12 @@
 #if ACEMQ_HAS_XML
 #include <acemq/xml_codec.hpp>
 #endif
+#if ACEMQ_HAS_YAML
+#include <acemq/yaml_codec.hpp>
+#endif
+#if ACEMQ_HAS_TOML
+#include <acemq/toml_codec.hpp>
+#endif
 #if ACEMQ_HAS_ZMQ
 #include <unistd.h>
 
@@ -36,12 +42,13 @@ struct OrderPlaced {
     std::int64_t total_cents;
 };
 
-// `value` as the JSON `codec` writes, after checking that it reads back as written.
-std::string round_trip(const acemq::JsonCodec& codec, const OrderPlaced& value) {
+// `value` as `codec` writes it, after checking that it reads back as written.
+std::string round_trip(const acemq::Codec& codec, const OrderPlaced& value) {
     const acemq::Encoded encoded = acemq::encode(codec, value);
     const auto back = acemq::decode<OrderPlaced>(codec, encoded.body, encoded.content_type);
     if (back.order_id != value.order_id || back.total_cents != value.total_cents)
-        throw acemq::Error("install check: a struct did not read back from the JSON it was written as");
+        throw acemq::Error("install check: a struct did not read back from the " + std::string(codec.name()) +
+                           " body it was written as");
     return {reinterpret_cast<const char*>(encoded.body.data()), encoded.body.size()};
 }
 
@@ -73,6 +80,12 @@ int main([[maybe_unused]] int argc, [[maybe_unused]] char** argv) {
     if (acemq::decode<OrderPlaced>(acemq::XmlCodec{}, xml.body, xml.content_type).total_cents != 7)
         throw acemq::Error("install check: a struct did not read back from the XML it was written as");
     std::cout << "xml " << std::string(reinterpret_cast<const char*>(xml.body.data()), xml.body.size()) << '\n';
+#endif
+#if ACEMQ_HAS_YAML
+    std::cout << "yaml " << round_trip(acemq::YamlCodec{}, {"o-2", 99});  // each part linked as its .pc says
+#endif
+#if ACEMQ_HAS_TOML
+    std::cout << "toml " << round_trip(acemq::TomlCodec{}, {"o-2", 99});
 #endif
     try {
         acemq::open_transport("nope://x");
