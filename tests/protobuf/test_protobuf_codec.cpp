@@ -70,7 +70,7 @@ OrderPlaced decode_order(const std::vector<std::byte>& body) {
 
 TEST_CASE("the family's protobuf sample decodes to the fixture's expected fields") {
     const boost::json::object& sample = go_sample();
-    // wire §7.3's hex, so the fixture cannot drift from the spec unnoticed
+    // the hex docs/protobuf.md §2 gives, so the fixture cannot drift from it unnoticed
     REQUIRE(family_sample == from_hex("0a036f2d31109a211a0461636d65"));
     REQUIRE(codec.can_decode(fixtures::text(sample.at("content_type"))));
     const OrderPlaced order =
