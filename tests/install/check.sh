@@ -193,7 +193,8 @@ else
     -DPROTO_FILE="$proto_dir/order_placed.proto" -DPROTO_DIR="$proto_dir" >"$work/cmake-protobuf.log" 2>&1; then
     fail "CMake found the component protobuf in a build without it"
   fi
-  grep -q "acemq was built without its protobuf part" "$work/cmake-protobuf.log" ||
+  # CMake wraps the message's lines: read it as one.
+  tr -s ' \n' '  ' <"$work/cmake-protobuf.log" | grep -q "acemq was built without its protobuf part" ||
     { cat "$work/cmake-protobuf.log"; fail "CMake refused the component protobuf without saying why"; }
 fi
 

@@ -18,7 +18,7 @@ int main() {
     order.set_total_cents(4250);
     order.set_tenant("acme");
     const auto protobuf = std::make_shared<acemq::ProtobufCodec>();
-    std::cout << "protobuf body";
+    std::cout << "protobuf body ";
     for (const std::byte b : acemq::encode(*protobuf, order).body)
         std::cout << "0123456789abcdef"[std::to_integer<int>(b) >> 4]
                   << "0123456789abcdef"[std::to_integer<int>(b) & 15];
