@@ -181,10 +181,13 @@ struct Encoded {
     std::string content_type;
 };
 
-// Throws EncodeError naming T and the codec.
+// Throws EncodeError naming T and the codec; also for a T whose value_form has a body_format
+// (reflect.hpp) when `codec` writes another content type.
 template <class T>
 Encoded encode(const Codec& codec, const T& value) {
     try {
+        if constexpr (requires { value_form<T>::body_format; })
+            detail::require_body_format(codec, value_form<T>::body_format);
         return Encoded{codec.encode(ValueSource(value)), std::string(codec.content_type())};
     } catch (...) {  // translated (or passed on, for bad_alloc) by the helper, never swallowed
         detail::rethrow_as_encode_error(detail::type_name<T>(), codec.name());

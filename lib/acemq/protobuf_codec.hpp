@@ -11,8 +11,10 @@
 //
 // Any class derived from google::protobuf::MessageLite (full or lite runtime) is carried as
 // its protobuf bytes: that is its value_form (reflect.hpp), so the same message inside a
-// struct travels as a bytes field (base64 text in JSON), and through another codec it goes
-// out as such a value, which only acemq-cpp reads back. The message type is the C++ type
+// struct travels as a bytes field (base64 text in JSON). Published whole, it is a body only
+// through ProtobufCodec: encode() and every send with another codec (JsonCodec, msgpack, a
+// composite that writes JSON) throw EncodeError saying so, as no other member would read
+// those bytes as the message. The message type is the C++ type
 // decode<T> is asked for, so one codec serves every generated type (the family's "one
 // message type per codec" is each consumer's T).
 //
@@ -74,6 +76,7 @@ void parse_protobuf(const Value& value, google::protobuf::MessageLite& message);
 template <class T>
     requires std::derived_from<T, google::protobuf::MessageLite>
 struct value_form<T> {
+    static constexpr BodyFormat body_format{"ProtobufCodec", content_types::protobuf};
     static void write(const T& message, ValueWriter& out) {
         const std::string bytes = detail::serialize_protobuf(message);
         out.bytes(std::as_bytes(std::span(bytes.data(), bytes.size())));

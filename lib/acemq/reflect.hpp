@@ -31,6 +31,7 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 
 #include <acemq/error.hpp>
 #include <acemq/field_keys.hpp>
@@ -44,9 +45,19 @@ namespace acemq {
 //   static void write(const T& value, ValueWriter& out);  // the events of one value
 //   static T read(const Value& value);  // throws DecodeError, saying what was wrong
 // in place of the rules above (T is then neither reflected nor refused). It must be visible
-// wherever T is encoded or decoded: the header that defines it goes with T's.
+// wherever T is encoded or decoded: the header that defines it goes with T's. A T that is a
+// whole message body in one format only (a protoc-generated message) says so too,
+//   static constexpr BodyFormat body_format{"ProtobufCodec", "application/x-protobuf"};
+// and encode<T> then refuses it as a body from a codec writing another content type (as a
+// field of a struct it is still written as write() says).
 template <class T>
 struct value_form;
+
+// The one codec, and the content type it writes, that T is a whole message body of.
+struct BodyFormat {
+    std::string_view codec;
+    std::string_view content_type;
+};
 
 // Sends `value` to `out` as the events of its Value form, building no Value: the
 // streaming path codecs use to encode typed values.

@@ -64,6 +64,16 @@ void rethrow_as_encode_error(std::string_view type, std::string_view codec) {
     }
 }
 
+// Another codec would carry such a body as its bytes (base64 text in JSON), which no other
+// member reads as the message it is: refused rather than sent where it cannot be read.
+void require_body_format(const Codec& codec, const BodyFormat& format) {
+    if (codec.content_type() == format.content_type) return;
+    throw EncodeError("acemq: it is a message body only as " + std::string(format.content_type) + ", which " +
+                      std::string(codec.name()) + " does not write (it writes " + std::string(codec.content_type()) +
+                      "); publish it with .codec = a " + std::string(format.codec) +
+                      ", or as a field of a struct to carry its bytes");
+}
+
 void rethrow_as_decode_error(std::string_view type, std::string_view content_type, const Codec& codec) {
     const std::string context =
         "acemq: cannot decode " + with_article(type) + " from " + describe_content_type(content_type) + ": ";

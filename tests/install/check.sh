@@ -55,7 +55,8 @@ expected=$(cd "$source_dir"; {
     if has ENCRYPTION; then cat; else grep -vx acemq/encrypted_codec.hpp; fi |
     if has YAML; then cat; else grep -vx acemq/yaml_codec.hpp; fi |
     if has TOML; then cat; else grep -vx acemq/toml_codec.hpp; fi |
-    if has XML; then cat; else grep -vx acemq/xml_codec.hpp; fi
+    if has XML; then cat; else grep -vx acemq/xml_codec.hpp; fi |
+    if has PROTOBUF; then cat; else grep -vx acemq/protobuf_codec.hpp; fi
   echo acemq/config.hpp acemq/inproc.hpp acemq/session.hpp | tr ' ' '\n'
   ls stores/acemq/stores/{memory,sql}_*.hpp | sed 's@^stores/@@'
   if has AMQP; then echo acemq/amqp.hpp; fi
@@ -179,6 +180,46 @@ only_our_flags "CMake's acemq::acemq" $cmake_flags
 "$work/cmake/consumer" "$work/cmake.db" | tee "$work/cmake.out"
 ran_as_a_user "$work/cmake.out" CMake
 
+# The protobuf part: a program with a .proto of its own, compiled by the user's protoc, built
+# with acemq-protobuf.pc (g++) and with CMake's component `protobuf`, and run. A build without
+# the part installs no trace of it: no file named for it, no protobuf in any .pc, and CMake
+# refuses the component, saying so.
+proto_dir="$source_dir/tests/protobuf"
+protobuf_project="$source_dir/tests/install/protobuf"
+ran_protobuf() { # OUTPUT WHICH
+  grep -qx "protobuf body 0a036f2d31109a211a0461636d65" "$1" ||
+    fail "the $2 build did not write the family's protobuf sample"
+  grep -qx "consumed protobuf o-1 4250 acme as application/x-protobuf" "$1" ||
+    fail "the $2 build did not consume its protobuf message"
+}
+if has PROTOBUF; then
+  mkdir -p "$work/protobuf"
+  protoc --proto_path="$proto_dir" --cpp_out="$work/protobuf" "$proto_dir/order_placed.proto"
+  # shellcheck disable=SC2046 # pkg-config's output is meant to be split into arguments
+  g++ -std=c++20 -o "$work/protobuf/consumer" -I"$work/protobuf" "$protobuf_project/protobuf_consumer.cpp" \
+    "$work/protobuf/order_placed.pb.cc" $(pkg-config --cflags --libs acemq-protobuf) ||
+    fail "a program with a generated message does not build with: pkg-config --cflags --libs acemq-protobuf"
+  "$work/protobuf/consumer" | tee "$work/protobuf.out"
+  ran_protobuf "$work/protobuf.out" "pkg-config (acemq-protobuf)"
+  cmake -S "$protobuf_project" -B "$work/cmake-protobuf" -DCMAKE_PREFIX_PATH="$prefix" \
+    -DPROTO_FILE="$proto_dir/order_placed.proto" -DPROTO_DIR="$proto_dir" >"$work/cmake-protobuf.log" ||
+    { cat "$work/cmake-protobuf.log"; exit 1; }
+  cmake --build "$work/cmake-protobuf" >>"$work/cmake-protobuf.log" || { cat "$work/cmake-protobuf.log"; exit 1; }
+  "$work/cmake-protobuf/protobuf_consumer" | tee "$work/cmake-protobuf.out"
+  ran_protobuf "$work/cmake-protobuf.out" "CMake (acemq::protobuf)"
+else
+  traces=$(find "$prefix" -iname '*protobuf*')
+  [ -z "$traces" ] || fail "a build without the protobuf part installed $traces"
+  ! grep -ril protobuf "$libdir/pkgconfig" || fail "a build without the protobuf part names protobuf in a .pc (above)"
+  if cmake -S "$protobuf_project" -B "$work/cmake-protobuf" -DCMAKE_PREFIX_PATH="$prefix" \
+    -DPROTO_FILE="$proto_dir/order_placed.proto" -DPROTO_DIR="$proto_dir" >"$work/cmake-protobuf.log" 2>&1; then
+    fail "CMake found the component protobuf in a build without it"
+  fi
+  # CMake wraps the message's lines: read it as one.
+  tr -s ' \n' '  ' <"$work/cmake-protobuf.log" | grep -q "acemq was built without its protobuf part" ||
+    { cat "$work/cmake-protobuf.log"; fail "CMake refused the component protobuf without saying why"; }
+fi
+
 # Configured without debug info, as the README says to install: nothing installed carries
 # it, and so neither does a program linked with it (the README's table: 55 MB for a small
 # program on a static libacemq built with -g).
@@ -190,4 +231,5 @@ if [ "$(build_option debug)" = False ]; then
     fi
   done
 fi
-echo "install check: pkg-config (g++ and clang++) and CMake builds ran against $prefix with our compile flags alone"
+echo "install check: pkg-config (g++ and clang++) and CMake builds ran against $prefix with our compile flags alone" \
+  "(protobuf part: $(has PROTOBUF && echo built and run || echo absent, no trace of it))"

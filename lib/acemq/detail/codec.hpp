@@ -7,10 +7,13 @@
 namespace acemq {
 
 class Codec;
+struct BodyFormat;
 
 namespace detail {
 
 [[noreturn]] void rethrow_as_encode_error(std::string_view type, std::string_view codec);
+// Throws EncodeError unless `codec` writes `format`'s content type.
+void require_body_format(const Codec& codec, const BodyFormat& format);
 [[noreturn]] void rethrow_as_decode_error(std::string_view type, std::string_view content_type, const Codec& codec);
 // Case-insensitive, as content types are.
 bool starts_with_ci(std::string_view text, std::string_view prefix) noexcept;
