@@ -9,8 +9,8 @@
 #pragma once
 
 #include <acemq/ack.hpp>
-#include <acemq/avro_codec.hpp>
 #include <acemq/aggregate_health.hpp>
+#include <acemq/avro_codec.hpp>
 #include <acemq/broker_metrics.hpp>
 #include <acemq/bus.hpp>
 #include <acemq/claim_check.hpp>

@@ -184,6 +184,14 @@ Value RegisteredAvroCodec::decode(std::span<const std::byte> body, std::string_v
         } catch (const SchemaNotFoundError&) {
             throw DecodeError("acemq: the body names Avro schema id " + std::to_string(id) +
                               ", which the registry does not have (written against another registry?)");
+        } catch (const StoreUnavailableError&) {
+            throw;
+        } catch (const std::exception& e) {
+            // The registry, not the body, failed (its database is down, say): the message is
+            // retried by the consumer's policy and read once the registry answers again.
+            throw StoreUnavailableError("acemq: the schema registry could not be asked for Avro schema id " +
+                                        std::to_string(id) + ": " + std::string(without_prefix(e.what())) +
+                                        "; the message will be read again when it answers");
         }
         if (found.format != "avro")
             throw DecodeError("acemq: the body names schema id " + std::to_string(id) + ", which is " +

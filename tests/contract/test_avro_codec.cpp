@@ -115,6 +115,47 @@ TEST_CASE("a registered codec registers its schema once under its subject") {
     CHECK(registry->by_id(first.schema().id).format == "avro");
 }
 
+TEST_CASE(
+    "a registry that fails while a body is read is a StoreUnavailableError (retried), an unknown id a DecodeError") {
+    // Answers registration; then, while `down`, every lookup fails as a database would.
+    struct FlakyRegistry final : acemq::SchemaRegistry {
+        acemq::InMemorySchemaRegistry inner;
+        bool down = false;
+        acemq::SchemaDefinition register_schema(std::string_view subject, std::string_view format,
+                                                std::string_view definition) override {
+            return inner.register_schema(subject, format, definition);
+        }
+        acemq::SchemaDefinition by_id(std::int64_t id) override {
+            if (down) throw std::runtime_error("could not connect to server: Connection refused");
+            return inner.by_id(id);
+        }
+        acemq::SchemaDefinition latest(std::string_view subject) override { return inner.latest(subject); }
+        std::vector<acemq::SchemaDefinition> versions(std::string_view subject) override {
+            return inner.versions(subject);
+        }
+    };
+    const auto registry = std::make_shared<FlakyRegistry>();
+    registry->inner.register_schema("filler-1", "avro", "\"string\"");
+    registry->inner.register_schema("filler-2", "avro", "\"string\"");
+    const acemq::RegisteredAvroCodec writer(registry, "orders.OrderPlaced", order_schema());
+    REQUIRE(writer.schema().id == 3);
+    const acemq::Encoded body = acemq::encode(writer, OrderPlaced{"o-1", 4250, "acme"});
+    // A registry without id 3: the body can never be read there.
+    const acemq::RegisteredAvroCodec elsewhere(std::make_shared<acemq::InMemorySchemaRegistry>(), "orders.OrderPlaced",
+                                               order_schema());
+    CHECK_THROWS_AS(elsewhere.decode(body.body, body.content_type), acemq::DecodeError);
+    // A reader under another subject (id 4) has only its own schema cached: id 3 is looked up.
+    const acemq::RegisteredAvroCodec sharing(registry, "orders.OrderPlaced.reader", order_schema());
+    registry->down = true;
+    CHECK_THROWS_MATCHES(acemq::decode<OrderPlaced>(sharing, body.body, body.content_type),
+                         acemq::StoreUnavailableError,
+                         Catch::Matchers::Message(
+                             "acemq: the schema registry could not be asked for Avro schema id 3: could not "
+                             "connect to server: Connection refused; the message will be read again when it answers"));
+    registry->down = false;
+    CHECK(acemq::decode<OrderPlaced>(sharing, body.body, body.content_type).total_cents == 4250);
+}
+
 TEST_CASE("the Avro codecs read the content types the family lists for them and refuse each other's") {
     const acemq::AvroCodec fixed(order_schema());
     const acemq::RegisteredAvroCodec registered(registry_at(1), "orders", order_schema());
