@@ -40,8 +40,9 @@ enum class SchemaTable { idempotency, outbox, registry, claims };
 // Throws InvalidArgument unless `name` can name `table` in schema_ddl: a usable SQL
 // identifier (sql::check_identifier: plain, not a reserved word) short enough for its
 // derived names. The SQL stores' constructors call it, so a store refuses exactly the
-// names schema_ddl refuses, before any statement runs.
-void check_table_name(SchemaTable table, const std::string& name);
+// names schema_ddl refuses, before any statement runs. Returns `name`, so a constructor can
+// check it as it keeps it.
+const std::string& check_table_name(SchemaTable table, const std::string& name);
 
 // The statements in run order, without a trailing ';' (8 with the default names: the
 // idempotency table and its {t}_expiry index, the outbox and its {t}_pending index, the

@@ -39,7 +39,7 @@ const std::string& checked(SchemaTable table, const std::string& name, std::set<
 
 }  // namespace
 
-void check_table_name(SchemaTable table, const std::string& name) {
+const std::string& check_table_name(SchemaTable table, const std::string& name) {
     sql::check_identifier(name);
     std::size_t longest = 0;
     for (auto suffix : derived_suffixes(table)) longest = std::max(longest, suffix.size());
@@ -48,6 +48,7 @@ void check_table_name(SchemaTable table, const std::string& name) {
                               std::to_string(longest) + " characters) it must fit " +
                               std::to_string(sql::max_identifier_bytes) + " characters, so use at most " +
                               std::to_string(sql::max_identifier_bytes - longest));
+    return name;
 }
 
 std::vector<std::string> schema_ddl(sql::Dialect dialect, const SchemaNames& names) {

@@ -13,17 +13,12 @@ namespace acemq {
 
 namespace {
 
-const std::string& checked_table(const std::string& table) {
-    check_table_name(SchemaTable::claims, table);
-    return table;
-}
-
 std::int64_t now_ms() { return epoch_millis_now().time_since_epoch().count(); }
 
 }  // namespace
 
 SqlClaimCheckStore::SqlClaimCheckStore(sql::Database& database, SqlClaimCheckOptions options)
-    : database_(database), table_(checked_table(options.table)),
+    : database_(database), table_(check_table_name(SchemaTable::claims, options.table)),
       insert_("INSERT INTO " + table_ + " (claim_key, payload, stored_at) VALUES (?, ?, ?)"),
       select_("SELECT payload FROM " + table_ + " WHERE claim_key = ?"),
       delete_("DELETE FROM " + table_ + " WHERE claim_key = ?"),

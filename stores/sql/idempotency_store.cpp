@@ -23,11 +23,6 @@ std::chrono::milliseconds positive(std::chrono::milliseconds value, const char* 
     return value;
 }
 
-const std::string& checked_table(const std::string& table) {
-    check_table_name(SchemaTable::idempotency, table);
-    return table;
-}
-
 const std::string& checked_key(const std::string& key) {
     if (key.empty())
         throw InvalidArgument(
@@ -62,7 +57,7 @@ std::size_t as_count(std::int64_t rows) { return static_cast<std::size_t>(std::m
 }  // namespace
 
 SqlIdempotencyStore::SqlIdempotencyStore(sql::Database& database, SqlIdempotencyOptions options)
-    : database_(database), table_(checked_table(options.table)),
+    : database_(database), table_(check_table_name(SchemaTable::idempotency, options.table)),
       claim_timeout_(positive(options.claim_timeout, "claim timeout", "5 minutes")),
       retention_(positive(options.retention, "retention", "24 hours")), node_(new_node_id()),
       insert_claim_(with_table("INSERT INTO {table} (message_id, state, claimed_by, recorded_at, expires_at) "

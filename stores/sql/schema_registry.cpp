@@ -11,11 +11,6 @@ namespace acemq {
 
 namespace {
 
-const std::string& checked_table(const std::string& table) {
-    check_table_name(SchemaTable::registry, table);
-    return table;
-}
-
 constexpr std::string_view columns = "id, subject, version, format, definition, fingerprint, registered_at";
 
 // "SELECT <columns> FROM <table> <rest>": every read of whole rows, in the order schema_of reads.
@@ -47,7 +42,7 @@ std::int64_t single_integer(const std::vector<sql::Row>& rows, const std::string
 }  // namespace
 
 SqlSchemaRegistry::SqlSchemaRegistry(sql::Database& database, SqlSchemaRegistryOptions options)
-    : database_(database), table_(checked_table(options.table)),
+    : database_(database), table_(check_table_name(SchemaTable::registry, options.table)),
       select_by_fingerprint_(select_rows(table_, "WHERE subject = ? AND fingerprint = ?")),
       next_id_("UPDATE " + table_ + "_seq SET last_id = last_id + 1 WHERE only_row = 1"),
       read_last_id_("SELECT last_id FROM " + table_ + "_seq WHERE only_row = 1"),
