@@ -545,10 +545,9 @@ T read_keyed_struct(ValueReader& in, const Path& at) {
     }(std::make_index_sequence<fields>{});
     std::array<bool, fields> by_key{};  // read under its own key, which nothing replaces
     const auto read_into = [&]<std::size_t... I>(std::size_t field, std::index_sequence<I...>) {
-        ((I == field ? (std::get<I>(slots).emplace(read<boost::pfr::tuple_element_t<I, T>>(
-                            in, Path{Path::Step::field, &at, field_names<T>[I], 0, nullptr})),
-                        true)
-                     : false) ||
+        ((I == field ? void(std::get<I>(slots).emplace(read<boost::pfr::tuple_element_t<I, T>>(
+                           in, Path{Path::Step::field, &at, field_names<T>[I], 0, nullptr})))
+                     : void()),
          ...);
     };
     const auto filled = [&]<std::size_t... I>(std::size_t field, std::index_sequence<I...>) {
