@@ -24,6 +24,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <variant>
 #include <vector>
 
@@ -142,6 +143,22 @@ public:
     // A transaction on a new connection that it owns.
     Transaction begin() { return Transaction(connect()); }
 };
+
+// Runs `work(connection)` in a transaction of its own on a new connection: committed when
+// `work` returns, rolled back (by the Transaction's destructor) when it throws. Returns what
+// `work` returns.
+template <class Work>
+auto in_transaction(Database& database, Work&& work) {
+    Transaction transaction = database.begin();
+    if constexpr (std::is_void_v<std::invoke_result_t<Work&, Connection&>>) {
+        work(transaction.connection());
+        transaction.commit();
+    } else {
+        auto result = work(transaction.connection());
+        transaction.commit();
+        return result;
+    }
+}
 
 // PostgreSQL's NAMEDATALEN - 1: it truncates longer identifiers without an error.
 inline constexpr std::size_t max_identifier_bytes = 63;

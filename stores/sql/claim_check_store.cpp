@@ -27,15 +27,7 @@ SqlClaimCheckStore::SqlClaimCheckStore(sql::Database& database, SqlClaimCheckOpt
 template <class Work>
 auto SqlClaimCheckStore::in_own_transaction(const char* doing, Work work) const {
     try {
-        sql::Transaction transaction = database_.begin();  // rolled back by its destructor if `work` throws
-        if constexpr (std::is_void_v<decltype(work(transaction.connection()))>) {
-            work(transaction.connection());
-            transaction.commit();
-        } else {
-            auto result = work(transaction.connection());
-            transaction.commit();
-            return result;
-        }
+        return sql::in_transaction(database_, work);
     } catch (const Error& error) {
         // The database's failure (keys are checked before this): sql::DatabaseError,
         // sql::ConnectionError, or a connection string the driver refuses.

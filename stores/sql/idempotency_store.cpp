@@ -83,15 +83,7 @@ SqlIdempotencyStore::SqlIdempotencyStore(sql::Database& database, SqlIdempotency
 
 template <class Work>
 auto SqlIdempotencyStore::in_own_transaction(Work work) {
-    sql::Transaction transaction = database_.begin();  // rolled back by its destructor if `work` throws
-    if constexpr (std::is_void_v<decltype(work(transaction.connection()))>) {
-        work(transaction.connection());
-        transaction.commit();
-    } else {
-        auto result = work(transaction.connection());
-        transaction.commit();
-        return result;
-    }
+    return sql::in_transaction(database_, work);
 }
 
 Claim SqlIdempotencyStore::claim(const std::string& key) {
