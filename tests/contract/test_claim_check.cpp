@@ -27,15 +27,13 @@
 #include <string>
 #include <vector>
 
+#include "../support/codec_bodies.hpp"
+
 namespace {
 
-using Bytes = std::vector<std::byte>;
+using testing_support::bytes_of;
 
-Bytes bytes_of(std::string_view text) {
-    Bytes out;
-    for (char c : text) out.push_back(static_cast<std::byte>(c));
-    return out;
-}
+using Bytes = std::vector<std::byte>;
 
 Bytes framed(std::uint8_t kind, const Bytes& rest) {
     Bytes out(3 + rest.size());
@@ -46,14 +44,8 @@ Bytes framed(std::uint8_t kind, const Bytes& rest) {
     return out;
 }
 
-std::string decode_error(const acemq::Codec& codec, std::span<const std::byte> body) {
-    try {
-        codec.decode(body, "application/octet-stream");
-    } catch (const acemq::DecodeError& e) {
-        return e.what();
-    }
-    FAIL("decoded a body it should have refused");
-    return {};
+std::string claim_error(const acemq::Codec& codec, std::span<const std::byte> body) {
+    return testing_support::decode_error_of([&] { codec.decode(body, "application/octet-stream"); });
 }
 
 struct Shipment {
@@ -149,7 +141,7 @@ TEST_CASE("claim check reads what another member wrote and passes unframed bodie
 TEST_CASE("a claimed payload missing from the store is a DecodeError naming the store and its retention") {
     const acemq::ClaimCheckCodec codec(std::make_shared<acemq::BytesCodec>(),
                                        std::make_shared<acemq::InMemoryClaimCheckStore>());
-    const std::string message = decode_error(codec, framed(0x01, bytes_of(acemq::new_uuid())));
+    const std::string message = claim_error(codec, framed(0x01, bytes_of(acemq::new_uuid())));
     CHECK_THAT(message, Catch::Contains("not in the store"));
     CHECK_THAT(message, Catch::Contains("retention"));
 }
@@ -189,7 +181,7 @@ TEST_CASE(
     CHECK(std::filesystem::exists(relative_canary));
 
     const acemq::ClaimCheckCodec codec(std::make_shared<acemq::BytesCodec>(), store, 10);
-    const std::string message = decode_error(codec, framed(0x01, bytes_of("../../etc/passwd")));
+    const std::string message = claim_error(codec, framed(0x01, bytes_of("../../etc/passwd")));
     CHECK_THAT(message, Catch::Contains("\"../../etc/passwd\" is not a key this claim-check store issued"));
     const Bytes body = codec.encode(acemq::Value(payload));
     CHECK(codec.decode(body, "") == acemq::Value(payload));

@@ -24,7 +24,11 @@
 
 #include "encryption_framing.hpp"
 
+#include "../support/codec_bodies.hpp"
+
 namespace {
+
+using testing_support::bytes_of;
 
 using namespace std::chrono_literals;
 using Bytes = std::vector<std::byte>;
@@ -32,12 +36,6 @@ using Bytes = std::vector<std::byte>;
 Bytes ascending(std::size_t count) {
     Bytes out(count);
     for (std::size_t i = 0; i < count; ++i) out[i] = static_cast<std::byte>(i);
-    return out;
-}
-
-Bytes bytes_of(std::string_view text) {
-    Bytes out;
-    for (char c : text) out.push_back(static_cast<std::byte>(c));
     return out;
 }
 
@@ -64,14 +62,8 @@ acemq::EncryptedCodec text_codec(std::shared_ptr<const acemq::Keyring> keys) {
     return acemq::EncryptedCodec(std::make_shared<acemq::TextCodec>(), std::move(keys));
 }
 
-std::string decode_error(const acemq::Codec& codec, std::span<const std::byte> body) {
-    try {
-        codec.decode(body, acemq::content_types::encrypted);
-    } catch (const acemq::DecodeError& e) {
-        return e.what();
-    }
-    FAIL("decoded a body it should have refused");
-    return {};
+std::string decrypt_error(const acemq::Codec& codec, std::span<const std::byte> body) {
+    return testing_support::decode_error_of([&] { codec.decode(body, acemq::content_types::encrypted); });
 }
 
 struct Order {
@@ -138,7 +130,7 @@ TEST_CASE("rotation: writes with the current key, reads with any key on the ring
 
     // A reader that has retired the old key names it and what it holds.
     const acemq::EncryptedCodec reader = text_codec(ring(family_key()));
-    CHECK(decode_error(reader, old_body) ==
+    CHECK(decrypt_error(reader, old_body) ==
           "acemq: this message was encrypted with key \"2025-12\", which is not on this keyring (it holds "
           "\"2026-01\"); add that key to the keyring: retrying without it cannot help");
 }
@@ -148,12 +140,12 @@ TEST_CASE("a wrong key and an altered body fail alike, and unlike a body that is
     const std::string tampered_message = [&] {
         Bytes body = family_vector;
         body[25] ^= std::byte{0x01};  // a ciphertext byte
-        return decode_error(codec, body);
+        return decrypt_error(codec, body);
     }();
     Bytes other = ascending(32);
     other[0] = std::byte{0xFF};
     const std::string wrong_key_message =
-        decode_error(text_codec(ring(acemq::EncryptionKey("2026-01", other))), family_vector);
+        decrypt_error(text_codec(ring(acemq::EncryptionKey("2026-01", other))), family_vector);
     CHECK(tampered_message == wrong_key_message);
     CHECK(tampered_message ==
           "acemq: this message did not decrypt with key \"2026-01\": either that is not the key it was written "
@@ -162,7 +154,7 @@ TEST_CASE("a wrong key and an altered body fail alike, and unlike a body that is
     for (std::size_t at : {std::size_t{0} + 3, std::size_t{12}, family_vector.size() - 1}) {
         Bytes body = family_vector;  // the key id, the nonce, the tag
         body[at] ^= std::byte{0x01};
-        const std::string message = decode_error(codec, body);
+        const std::string message = decrypt_error(codec, body);
         if (at == 3)
             CHECK_THAT(message, Catch::Contains("not on this keyring"));
         else
@@ -173,11 +165,11 @@ TEST_CASE("a wrong key and an altered body fail alike, and unlike a body that is
     two->add(acemq::EncryptionKey("2026-02", ascending(32)));
     Bytes renamed = family_vector;
     renamed[9] = std::byte{'2'};
-    CHECK_THAT(decode_error(text_codec(two), renamed), Catch::StartsWith("acemq: this message did not decrypt"));
+    CHECK_THAT(decrypt_error(text_codec(two), renamed), Catch::StartsWith("acemq: this message did not decrypt"));
 
-    const std::string not_framing = decode_error(codec, bytes_of(R"({"orderId":"o-1"})"));
+    const std::string not_framing = decrypt_error(codec, bytes_of(R"({"orderId":"o-1"})"));
     CHECK_THAT(not_framing, Catch::StartsWith("acemq: this body is not the encryption framing"));
-    CHECK(decode_error(codec, {}) == not_framing);
+    CHECK(decrypt_error(codec, {}) == not_framing);
     CHECK(not_framing != tampered_message);
     CHECK_FALSE(acemq::encryption_key_id_of(bytes_of("{}")).has_value());
 }
@@ -185,19 +177,19 @@ TEST_CASE("a wrong key and an altered body fail alike, and unlike a body that is
 TEST_CASE("truncated and malformed frames are DecodeErrors that say so") {
     const acemq::EncryptedCodec codec = text_codec(ring(family_key()));
     const auto first = [](std::size_t count) { return Bytes(family_vector.begin(), family_vector.begin() + count); };
-    CHECK_THAT(decode_error(codec, first(2)), Catch::Contains("truncated"));
-    CHECK_THAT(decode_error(codec, first(9)), Catch::Contains("truncated"));
-    CHECK_THAT(decode_error(codec, first(10 + 12)), Catch::Contains("truncated"));
-    CHECK_THAT(decode_error(codec, first(10 + 12 + 15)), Catch::Contains("truncated"));
+    CHECK_THAT(decrypt_error(codec, first(2)), Catch::Contains("truncated"));
+    CHECK_THAT(decrypt_error(codec, first(9)), Catch::Contains("truncated"));
+    CHECK_THAT(decrypt_error(codec, first(10 + 12)), Catch::Contains("truncated"));
+    CHECK_THAT(decrypt_error(codec, first(10 + 12 + 15)), Catch::Contains("truncated"));
     CHECK_FALSE(acemq::encryption_key_id_of(first(9)).has_value());
 
     Bytes version_2 = family_vector;
     version_2[1] = std::byte{0x02};
-    CHECK(decode_error(codec, version_2) ==
+    CHECK(decrypt_error(codec, version_2) ==
           "acemq: this body is encryption framing version 2 and this library reads version 1");
     Bytes no_id = from_hex("ae0100");
     no_id.resize(3 + 12 + 16);
-    CHECK_THAT(decode_error(codec, no_id), Catch::Contains("names no key"));
+    CHECK_THAT(decrypt_error(codec, no_id), Catch::Contains("names no key"));
 }
 
 TEST_CASE("keys are refused by length and never shown, in errors or printed") {
@@ -220,7 +212,7 @@ TEST_CASE("keys are refused by length and never shown, in errors or printed") {
     const acemq::EncryptedCodec codec = text_codec(ring(key));
     Bytes body = codec.encode(acemq::Value(std::string("secret plaintext")));
     body.back() ^= std::byte{0x01};
-    const std::string message = decode_error(codec, body);
+    const std::string message = decrypt_error(codec, body);
     CHECK_THAT(message, !Catch::Contains(material));
     CHECK_THAT(message, !Catch::Contains("secret plaintext"));
 
