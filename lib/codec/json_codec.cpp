@@ -20,12 +20,6 @@ namespace {
 
 namespace json = boost::json;
 
-void check_utf8(std::string_view text, std::string_view what) {
-    if (const auto bad = detail::invalid_utf8_at(text))
-        throw EncodeError("acemq: " + std::string(what) + " is not valid UTF-8 (bad byte at " + "offset " +
-                          std::to_string(*bad) + "); carry binary data in std::vector<std::byte>");
-}
-
 // A JSON string: '"', '\\' and control characters escaped (the short forms where JSON has
 // them, else \u00XX), everything else byte for byte. Calls put with chars and string_views.
 template <class Put>
@@ -86,11 +80,11 @@ public:
     }
     void string(std::string_view text) override {
         if (at_key()) {
-            check_utf8(text, "a map key");
+            detail::require_utf8_to_encode(text, "a map key");
             key(text);
             return;
         }
-        check_utf8(text, "a string");
+        detail::require_utf8_to_encode(text, "a string");
         separate();
         quoted(text);
     }

@@ -285,6 +285,12 @@ int base64_digit(char c) noexcept {
 }
 }  // namespace
 
+void require_utf8_to_encode(std::string_view text, std::string_view what) {
+    if (const auto bad = invalid_utf8_at(text))
+        throw EncodeError("acemq: " + std::string(what) + " is not valid UTF-8 (bad byte at offset " +
+                          std::to_string(*bad) + "); carry binary data in std::vector<std::byte>");
+}
+
 std::string base64_encode(std::span<const std::byte> bytes) {
     std::string out;
     out.reserve((bytes.size() + 2) / 3 * 4);

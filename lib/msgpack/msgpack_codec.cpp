@@ -76,9 +76,7 @@ public:
     }
     void float64(double d) override { put(0xcb, std::bit_cast<std::uint64_t>(d)); }
     void string(std::string_view text) override {
-        if (const auto bad = detail::invalid_utf8_at(text))
-            throw EncodeError("acemq: a string is not valid UTF-8 (bad byte at offset " + std::to_string(*bad) +
-                              "); carry binary data in std::vector<std::byte>");
+        detail::require_utf8_to_encode(text, "a string");
         const std::uint32_t size = checked_length(text.size(), "a string");
         if (size < 32)
             put(static_cast<std::uint8_t>(0xa0 | size));  // fixstr

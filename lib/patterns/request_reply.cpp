@@ -337,6 +337,11 @@ Ack answer(Bus& bus, const std::string& queue, const std::function<Encoded(const
     bool undecodable = false;
     try {
         reply = respond(request);
+    } catch (const StoreUnavailableError& error) {
+        // A store behind the codec (a schema registry, a claim-check store) was out of reach:
+        // the request may well be answered by the next attempt, so no error reply goes out
+        // and the request takes the retry ladder, as a consumer's message would.
+        return retry(Failure::of(error));
     } catch (const DecodeError& error) {
         failure = Failure::of(error);
         undecodable = true;

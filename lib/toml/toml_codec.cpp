@@ -49,7 +49,7 @@ public:
     }
     void float64(double d) override { put(d, Value::Kind::float64); }
     void string(std::string_view text) override {
-        check_utf8(text);
+        detail::require_utf8_to_encode(text, "a string");
         if (!open_.empty() && open_.back().at_key) return key(std::string(text));
         put(std::string(text), Value::Kind::string);
     }
@@ -81,11 +81,6 @@ private:
     [[noreturn]] static void refuse_key(Value::Kind kind) {
         refuse("TOML keys are strings; a map key of kind " + std::string(kind_name(kind)) +
                " cannot be written (use MsgpackCodec for such maps)");
-    }
-    static void check_utf8(std::string_view text) {
-        if (const auto bad = detail::invalid_utf8_at(text))
-            refuse("a string is not valid UTF-8 (bad byte at offset " + std::to_string(*bad) +
-                   "); carry binary data in std::vector<std::byte>");
     }
 
     // Integer map keys are written as decimal text, as JsonCodec writes them.

@@ -134,12 +134,6 @@ bool needs_quotes(std::string_view text) {
     return resolve_plain(std::string(text)).kind() != Value::Kind::string;
 }
 
-void check_utf8(std::string_view text, std::string_view what) {
-    if (const auto bad = detail::invalid_utf8_at(text))
-        throw EncodeError("acemq: " + std::string(what) + " is not valid UTF-8 (bad byte at offset " +
-                          std::to_string(*bad) + "); carry binary data in std::vector<std::byte>");
-}
-
 // Writes the events through yaml-cpp's emitter: block style, maps' entries as key, value.
 class YamlWriter final : public ValueWriter {
 public:
@@ -171,7 +165,7 @@ public:
         }
     }
     void string(std::string_view text) override {
-        check_utf8(text, open_.empty() || !open_.back().at_key ? "a string" : "a map key");
+        detail::require_utf8_to_encode(text, open_.empty() || !open_.back().at_key ? "a string" : "a map key");
         before_value();
         scalar_text(text);
     }

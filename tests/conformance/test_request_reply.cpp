@@ -185,6 +185,26 @@ TEST_CASE("request/reply: a responder that throws comes back as ResponderError w
     dead->ack();
 }
 
+TEST_CASE("request/reply: a store out of reach while answering is retried, not answered with an error") {
+    Fixture f;
+    const std::string queue = f.source_queue("store.down");
+    std::atomic<int> calls{0};
+    acemq::Responder responder =
+        acemq::serve<Order>(f.bus(), queue,
+                            [&calls](const Message<Order>& request) -> Payment {
+                                if (calls.fetch_add(1) == 0)
+                                    throw acemq::StoreUnavailableError("acemq: the schema registry is restarting");
+                                return pay(request);
+                            },
+                            {.consumer = {.retry = acemq::fixed_retry(3, 0ms)}});
+    acemq::Requester asker{f.bus(), "", queue};
+    CHECK(asker.ask<Payment>(Order{"o-1", 21}, patient).cents == 42);
+    CHECK(calls.load() == 2);
+    CHECK(responder.answered() == 1);
+    CHECK(f.transport().queue_depth(acemq::dead_letter_queue(queue)) == 0);
+    CHECK(f.transport().queue_depth(acemq::parked_queue(queue)) == 0);
+}
+
 TEST_CASE("request/reply: a request the responder cannot decode is parked and answered with an error at once") {
     Fixture f;
     const std::string queue = f.source_queue("garbled");

@@ -12,6 +12,7 @@
 
 #include <acemq/schema.hpp>
 #include <acemq/stores/postgres.hpp>
+#include <acemq/stores/sql_claim_check_store.hpp>
 #include <acemq/stores/sql_outbox_store.hpp>
 #include <acemq/stores/sqlite.hpp>
 #include <acemq/telemetry_server.hpp>
@@ -266,16 +267,22 @@ TEST_CASE("schema-ddl runs cleanly on a fresh SQLite database and on PostgreSQL"
     }
     {
         const std::string suffix = testing_support::unique_suffix();
-        const acemq::SchemaNames names{"idem_" + suffix, "outbox_" + suffix, "registry_" + suffix};
+        const acemq::SchemaNames names{"idem_" + suffix, "outbox_" + suffix, "registry_" + suffix, "claims_" + suffix};
         const std::vector<std::string> statements =
             ddl_statements({"--dialect", "postgres", "--idempotency-table", *names.idempotency, "--outbox-table",
-                            *names.outbox, "--registry-table", *names.registry});
+                            *names.outbox, "--registry-table", *names.registry, "--claims-table", *names.claims});
+        CHECK(statements == acemq::schema_ddl(acemq::sql::Dialect::postgres, names));
         acemq::postgres::Database server(testing_support::postgres_url());
         const auto connection = server.connect();
         for (const std::string& statement : statements) connection->execute(statement);
         acemq::SqlOutboxStore store(server, {.table = *names.outbox});
         CHECK(store.count() == 0);
-        for (const std::string& table : {*names.idempotency, *names.outbox, *names.registry, *names.registry + "_seq"})
+        acemq::SqlClaimCheckStore claims(server, {.table = *names.claims});  // and the claims store on its table
+        const std::vector<std::byte> payload{std::byte{1}, std::byte{2}};
+        const std::string key = claims.put(payload);
+        CHECK(claims.get(key) == payload);
+        for (const std::string& table :
+             {*names.idempotency, *names.outbox, *names.registry, *names.registry + "_seq", *names.claims})
             connection->execute("DROP TABLE " + table);
     }
     CHECK(run_acemq({"schema-ddl", "--dialect", "mysql"}).status == 2);

@@ -180,14 +180,21 @@ void add_store_commands(CLI::App& app, const Context& context) {
     auto dialect = std::make_shared<std::string>();
     auto names = std::make_shared<SchemaNames>();
     CLI::App* ddl = app.add_subcommand(
-        "schema-ddl", "the statements creating the stores' tables (idempotency, outbox, schema registry)");
+        "schema-ddl",
+        "the statements creating the stores' tables (idempotency, outbox, schema registry, and on request claims)");
     ddl->add_option("--dialect", *dialect, "sqlite or postgres")
         ->required()
         ->check(CLI::IsMember({"sqlite", "postgres"}));
     ddl->add_option("--idempotency-table", *names->idempotency, "the idempotency table")->capture_default_str();
     ddl->add_option("--outbox-table", *names->outbox, "the outbox table")->capture_default_str();
     ddl->add_option("--registry-table", *names->registry, "the schema registry's table")->capture_default_str();
-    ddl->callback([&context, dialect, names] { print_schema(context, *dialect, *names); });
+    auto claims = std::make_shared<std::string>();
+    ddl->add_option("--claims-table", *claims,
+                    "the claim-check payloads' table (SqlClaimCheckStore), left out unless named");
+    ddl->callback([&context, dialect, names, claims] {
+        if (!claims->empty()) names->claims = *claims;
+        print_schema(context, *dialect, *names);
+    });
 }
 
 }  // namespace acemq::cli
