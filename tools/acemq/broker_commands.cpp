@@ -20,7 +20,6 @@
 namespace acemq::cli {
 namespace {
 
-std::string yes_no(bool flag) { return flag ? "yes" : "no"; }
 Value optional_millis(const std::optional<std::chrono::milliseconds>& age) {
     return optional_value(age ? std::optional<std::int64_t>(age->count()) : std::nullopt);
 }

@@ -234,6 +234,8 @@ void Table::print(std::FILE* out) const {
 
 std::string count_text(std::uint64_t count) { return std::to_string(count); }
 
+std::string yes_no(bool flag) { return flag ? "yes" : "no"; }
+
 std::string bytes_text(std::uint64_t bytes) {
     static constexpr const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
     if (bytes < 1024) return std::to_string(bytes) + " B";

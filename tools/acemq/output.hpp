@@ -67,6 +67,7 @@ private:
 
 // Cells and JSON members for the quantities the listings show.
 std::string count_text(std::uint64_t count);                         // "12345"
+std::string yes_no(bool flag);                                       // "yes", "no"
 std::string bytes_text(std::uint64_t bytes);                         // "512 B", "1.5 KiB", "3.2 GiB"
 std::string age_text(std::optional<std::chrono::milliseconds> age);  // "-", "850ms", "12s", "3m05s", "2h10m", "3d04h"
 std::string time_text(std::chrono::system_clock::time_point when);   // RFC 3339 UTC, seconds

@@ -5,10 +5,10 @@
 
 #include <acemq/naming.hpp>
 
+#include "output.hpp"
+
 namespace acemq::cli {
 namespace {
-
-std::string yes_no(bool flag) { return flag ? "yes" : "no"; }
 
 // The arguments `file` declares that `broker` lacks or holds with another value, one line
 // each. `left_out` is compared elsewhere (x-queue-type, as the queue's type).
