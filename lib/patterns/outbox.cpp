@@ -60,6 +60,11 @@ std::string describe(std::exception_ptr failure) {
 }  // namespace
 
 struct OutboxRelay::State {
+    // A constructor, not aggregate initialisation in make_unique: clang 14 (the fuzz build)
+    // has no parenthesised aggregate initialisation.
+    State(Bus& relay_bus, OutboxStore& relay_store, RelayOptions relay_options)
+        : bus(relay_bus), store(relay_store), options(std::move(relay_options)) {}
+
     Bus& bus;
     OutboxStore& store;
     RelayOptions options;
