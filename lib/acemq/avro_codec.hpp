@@ -136,8 +136,8 @@ public:
     bool can_decode(std::string_view content_type) const noexcept override;
     std::vector<std::byte> encode(const Value& value) const override;
     std::vector<std::byte> encode(ValueSource source) const override;
-    // A DecodeError also when the id is not in the registry; a registry that cannot be
-    // reached throws its own error (and the consumer parks the message, to be replayed).
+    // A DecodeError also when the id is not in the registry (the consumer parks the message);
+    // a StoreUnavailableError when the registry cannot be asked (the consumer retries it).
     Value decode(std::span<const std::byte> body, std::string_view content_type) const override;
     FieldNames field_names(std::string_view) const noexcept override { return options_.names; }
 

@@ -9,6 +9,7 @@
 
 #include <acemq/protobuf_codec.hpp>
 
+#include "../protobuf/order_sample.hpp"
 #include "order_placed.pb.h"
 
 namespace conformance {
@@ -17,13 +18,7 @@ namespace {
 
 using acemq::test::OrderPlaced;
 
-OrderPlaced sample_order() {
-    OrderPlaced order;
-    order.set_order_id("o-1");
-    order.set_total_cents(4250);
-    order.set_tenant("acme");
-    return order;
-}
+using protobuf_sample::sample_order;
 
 // What a consumer of OrderPlaced saw: each payload's bytes again, and its content type.
 struct Seen {

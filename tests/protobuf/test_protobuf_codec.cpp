@@ -22,6 +22,7 @@
 #include "../support/fixtures.hpp"
 #include "../support/fuzz_loop.hpp"
 #include "order_placed.pb.h"
+#include "order_sample.hpp"
 #include "protobuf_input.hpp"
 #include "with_required.pb.h"
 
@@ -52,13 +53,7 @@ const std::vector<std::byte> family_sample = [] {
     return *std::move(body);
 }();
 
-OrderPlaced sample_order() {
-    OrderPlaced order;
-    order.set_order_id("o-1");
-    order.set_total_cents(4250);
-    order.set_tenant("acme");
-    return order;
-}
+using protobuf_sample::sample_order;
 
 const acemq::ProtobufCodec codec;
 
