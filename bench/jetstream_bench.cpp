@@ -395,9 +395,17 @@ double ratio_of(const Figures& figures) {
     return bench::median(std::move(ratios));
 }
 
+// A side's median, or "-" when it is missing.
+std::string shown(const std::vector<double>& values) {
+    if (values.empty()) return "-";
+    char text[32];
+    std::snprintf(text, sizeof text, "%.1f", bench::median(values));
+    return text;
+}
+
 void print(const std::string& what, const Figures& figures, const char* unit) {
-    std::printf("  %-44s acemq %10.1f  NATS %10.1f %-5s", what.c_str(), bench::median(figures.acemq),
-                figures.nats.empty() ? 0.0 : bench::median(figures.nats), unit);
+    std::printf("  %-44s acemq %10s  NATS %10s %-5s", what.c_str(), shown(figures.acemq).c_str(),
+                shown(figures.nats).c_str(), unit);
     if (!figures.nats.empty() && !figures.acemq.empty()) std::printf("  %.2fx", ratio_of(figures));
     std::printf("\n");
 }
