@@ -516,8 +516,6 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "jetstream_bench: %s\n", error.what());
         return 1;
     }
-#if ACEMQ_BENCH_NATS
-    nats_Close();  // libnats's own threads and memory, once every connection is gone
-#endif
+    bench::nats::close();
     return 0;
 }

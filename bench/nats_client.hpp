@@ -52,9 +52,14 @@ inline Connection connect(const std::string& url, bool send_asap) {
 
 inline std::string client() { return std::string("libnats ") + nats_GetVersion(); }
 
+// libnats's own threads and memory, once every connection is gone.
+inline void close() { nats_Close(); }
+
 #else
 
 inline std::string client() { return "libnats"; }
+
+inline void close() {}
 
 #endif
 
