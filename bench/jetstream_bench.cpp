@@ -23,8 +23,8 @@
 // Figures only, never asserted on.
 //
 //   build/bench/jetstream_bench [--quick]     (or ACEMQ_BENCH_QUICK=1: one round, a tenth)
-//   build/bench/jetstream_bench --profile-acemq N
-//       only acemq's memory 64 B row, N messages, once, for a profiler on this process or
+//   build/bench/jetstream_bench --profile-acemq N [--disk]
+//       only acemq's memory (or on-disk) 64 B row, N messages, once, for a profiler on this process or
 //       on the broker's (perf record -g -p PID)
 //
 // bench/run starts the three servers; alone, e.g.
@@ -423,29 +423,36 @@ void record(const std::string& name, const Figures& figures, const std::string& 
                    .ratio = ratio_of(figures)});
 }
 
-std::optional<int> profiled_messages(int argc, char** argv) {
-    if (argc == 3 && std::string_view(argv[1]) == "--profile-acemq") {
+// What --profile-acemq N [--disk] asks for alone.
+struct Profiled {
+    int messages;
+    Storage storage;
+};
+
+// --profile-acemq's row, or nothing for the whole bench; exits with the usage for anything else.
+std::optional<Profiled> profiled_row(int argc, char** argv) {
+    if ((argc == 3 || (argc == 4 && std::string_view(argv[3]) == "--disk")) &&
+        std::string_view(argv[1]) == "--profile-acemq") {
         const int count = std::atoi(argv[2]);
-        if (count > 0) return count;
+        if (count > 0) return Profiled{count, argc == 4 ? Storage::disk : Storage::memory};
     }
-    if (argc == 2 && std::string_view(argv[1]) == "--quick") return std::nullopt;
-    if (argc == 1) return std::nullopt;
-    std::fprintf(stderr, "usage: %s [--quick | --profile-acemq N]   (or ACEMQ_BENCH_QUICK=1)\n", argv[0]);
+    if (argc == 1 || (argc == 2 && std::string_view(argv[1]) == "--quick")) return std::nullopt;
+    std::fprintf(stderr, "usage: %s [--quick | --profile-acemq N [--disk]]   (or ACEMQ_BENCH_QUICK=1)\n", argv[0]);
     std::exit(2);
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-    const std::optional<int> profiled = profiled_messages(argc, argv);
+    const std::optional<Profiled> profiled = profiled_row(argc, argv);
     const bool quick = bench::quick_from_environment() || (argc == 2 && std::string_view(argv[1]) == "--quick");
     const Sizes& sizes = quick ? quick_sizes : full_sizes;
     try {
         const Made acemq = make_acemq();
         if (profiled) {
             if (!acemq.side) throw std::runtime_error(acemq.missing);
-            std::printf("acemq, memory, 64 B: %.0f msg/s\n",
-                        acemq.side->confirmed_and_acked(Storage::memory, payloads[0], *profiled));
+            std::printf("acemq, %s, 64 B: %.0f msg/s\n", name_of(profiled->storage),
+                        acemq.side->confirmed_and_acked(profiled->storage, payloads[0], profiled->messages));
             return 0;
         }
         const Made nats = make_nats();
