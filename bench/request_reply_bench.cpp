@@ -31,10 +31,6 @@
 
 #include <zmq.hpp>
 
-#if ACEMQ_BENCH_NATS
-#include <nats/nats.h>
-#endif
-
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
@@ -50,6 +46,7 @@
 #include <vector>
 
 #include "measure.hpp"
+#include "nats_client.hpp"
 #include "raw_zmq.hpp"
 
 using namespace std::chrono_literals;
@@ -145,40 +142,17 @@ constexpr const char* nats_subject = "acemq.bench.request_reply";
 
 #if ACEMQ_BENCH_NATS
 
-void nats_ok(natsStatus status, const std::string& what) {
-    if (status != NATS_OK) throw std::runtime_error("libnats, " + what + ": " + natsStatus_GetText(status));
-}
-
-struct DestroyConnection {
-    void operator()(natsConnection* connection) const { natsConnection_Destroy(connection); }
-};
-struct DestroySubscription {
-    void operator()(natsSubscription* subscription) const { natsSubscription_Destroy(subscription); }
-};
-using NatsConnection = std::unique_ptr<natsConnection, DestroyConnection>;
-using NatsSubscription = std::unique_ptr<natsSubscription, DestroySubscription>;
-
-// Sends each publish at once (natsOptions_SetSendAsap): by default libnats leaves it to its
-// flusher thread, which waits up to a millisecond to gather more, and that millisecond was
-// every call's p50 here (and fewer calls/s with 64 in flight, too).
-NatsConnection nats_connect(const std::string& url) {
-    natsOptions* made = nullptr;
-    nats_ok(natsOptions_Create(&made), "making the connection options");
-    const std::unique_ptr<natsOptions, decltype(&natsOptions_Destroy)> options(made, natsOptions_Destroy);
-    nats_ok(natsOptions_SetURL(options.get(), url.c_str()), "the URL " + acemq::redacted_url(url));
-    nats_ok(natsOptions_SetSendAsap(options.get(), true), "sending at once");
-    natsConnection* connection = nullptr;
-    nats_ok(natsConnection_Connect(&connection, options.get()), "connecting to " + acemq::redacted_url(url));
-    return NatsConnection(connection);
-}
+using bench::nats::ok;
+using NatsConnection = bench::nats::Connection;
+using NatsSubscription = bench::nats::Subscription;
 
 NatsSubscription nats_subscribe(natsConnection* connection, const std::string& subject, natsMsgHandler handler,
                                 void* closure) {
     natsSubscription* subscription = nullptr;
-    nats_ok(natsConnection_Subscribe(&subscription, connection, subject.c_str(), handler, closure),
-            "subscribing to " + subject);
+    ok(natsConnection_Subscribe(&subscription, connection, subject.c_str(), handler, closure),
+       "subscribing to " + subject);
     // Once flushed, the server has the subscription: the first request finds it.
-    nats_ok(natsConnection_Flush(connection), "flushing the subscription to " + subject);
+    ok(natsConnection_Flush(connection), "flushing the subscription to " + subject);
     return NatsSubscription(subscription);
 }
 
@@ -187,7 +161,7 @@ NatsSubscription nats_subscribe(natsConnection* connection, const std::string& s
 class NatsEcho {
 public:
     explicit NatsEcho(const std::string& url)
-        : connection_(nats_connect(url)),
+        : connection_(bench::nats::connect(url, true)),
           subscription_(nats_subscribe(connection_.get(), nats_subject, answer, nullptr)) {}
 
 private:
@@ -206,9 +180,10 @@ private:
 // (INBOX.1, INBOX.2, ...) one wildcard subscription receives, counted as they arrive.
 class NatsRequester {
 public:
-    explicit NatsRequester(const std::string& url) : connection_(nats_connect(url)), body_(payload_bytes, 'x') {
+    explicit NatsRequester(const std::string& url)
+        : connection_(bench::nats::connect(url, true)), body_(payload_bytes, 'x') {
         natsInbox* inbox = nullptr;
-        nats_ok(natsInbox_Create(&inbox), "making an inbox");
+        ok(natsInbox_Create(&inbox), "making an inbox");
         inbox_ = inbox;
         natsInbox_Destroy(inbox);
         replies_subscription_ = nats_subscribe(connection_.get(), inbox_ + ".*", arrived, this);
@@ -216,17 +191,17 @@ public:
 
     void call() {
         natsMsg* reply = nullptr;
-        nats_ok(natsConnection_Request(&reply, connection_.get(), nats_subject, body_.data(),
-                                       static_cast<int>(body_.size()), reply_timeout.count()),
-                "a request");
+        ok(natsConnection_Request(&reply, connection_.get(), nats_subject, body_.data(), static_cast<int>(body_.size()),
+                                  reply_timeout.count()),
+           "a request");
         natsMsg_Destroy(reply);
     }
 
     void start() {
         const std::string reply_to = inbox_ + "." + std::to_string(++sent_);
-        nats_ok(natsConnection_PublishRequest(connection_.get(), nats_subject, reply_to.c_str(), body_.data(),
-                                              static_cast<int>(body_.size())),
-                "an asynchronous request");
+        ok(natsConnection_PublishRequest(connection_.get(), nats_subject, reply_to.c_str(), body_.data(),
+                                         static_cast<int>(body_.size())),
+           "an asynchronous request");
     }
 
     void finish() {
@@ -276,17 +251,9 @@ Outcome through_nats(const Sizes& sizes) {
     }
 }
 
-std::string nats_client() { return std::string("libnats ") + nats_GetVersion(); }
-
 #else
 
-Outcome through_nats(const Sizes&) {
-    return {std::nullopt,
-            "this build has no libnats: libnats-dev was not installed when it was configured (scripts/setup "
-            "--servers installs it; then meson setup --reconfigure on the build directory)"};
-}
-
-std::string nats_client() { return "libnats"; }
+Outcome through_nats(const Sizes&) { return {std::nullopt, bench::nats::missing_from_build}; }
 
 #endif
 
@@ -395,7 +362,7 @@ int main(int argc, char** argv) {
     std::fflush(stdout);
     try {
         const Side raw{"raw cppzmq DEALER/ROUTER, tcp://", "", "raw zmq", {through_raw_zmq(sizes), ""}};
-        const Side nats{"NATS, " + nats_client(), "", "NATS", through_nats(sizes)};
+        const Side nats{"NATS, " + bench::nats::client(), "", "NATS", through_nats(sizes)};
         const std::vector<Side> acemq{
             {"acemq inproc", "inproc", "inproc", {through_acemq("inproc://request-reply-bench", sizes), ""}},
             {"acemq zmq, acemq-broker process", "zmq (acemq-broker process, tcp://)", "zmq",
@@ -417,14 +384,12 @@ int main(int argc, char** argv) {
         }
         for (const Side& side : acemq) {
             record_against(side, raw, "raw cppzmq DEALER/ROUTER echo, tcp://");
-            record_against(side, nats, "NATS request/reply, " + nats_client() + " on nats-server");
+            record_against(side, nats, "NATS request/reply, " + bench::nats::client() + " on nats-server");
         }
     } catch (const std::exception& error) {
         std::fprintf(stderr, "request_reply_bench: %s\n", error.what());
         return 1;
     }
-#if ACEMQ_BENCH_NATS
-    nats_Close();  // libnats's own threads and memory, once every connection is gone
-#endif
+    bench::nats::close();
     return 0;
 }
