@@ -237,6 +237,43 @@ TEST_CASE("a batch past the entry limit or claiming what it does not hold is ref
     REQUIRE(client->publish(batch_message(queue, 4)).confirmed);  // and the broker serves on
 }
 
+TEST_CASE("a batch past the broker's frame limit is refused whole, each publish in it too_large") {
+    zmq_test::ThreadBroker broker(zmq_test::fresh_ipc_endpoint("batch-frame-limit"), {.max_frame_bytes = 64 * 1024});
+    const std::string queue = "batches.frame_limit";
+    auto client = acemq::zmq::open(broker.url());
+    client->declare(acemq::Topology{}.queue(queue, {.type = acemq::QueueType::classic}));
+    BatchPeer peer(broker.endpoint(), 3);
+    // Ten publishes of 8 KiB: each fits alone, together they pass 64 KiB (and stay within the
+    // twice that libzmq reads, so the broker sees the frame and answers it).
+    std::vector<msgpack::sbuffer> publishes;
+    for (int i = 1; i <= 10; ++i) {
+        acemq::OutboundMessage message = batch_message(queue, i);
+        message.body.assign(8 * 1024, std::byte{'x'});
+        publishes.push_back(wire::encode_publish(static_cast<std::uint64_t>(i), message));
+    }
+    peer.send(batch_of(std::move(publishes)));
+    const BatchAnswers refused =
+        answers_until(peer, [](const BatchAnswers& r) { return r.confirms.size() == 10 && r.errors.size() == 1; });
+    for (const auto& [sequence, confirm] : refused.confirms) {
+        CHECK_FALSE(confirm.result.confirmed);
+        CHECK(confirm.result.why == acemq::PublishResult::Unconfirmed::too_large);
+        CHECK_THAT(confirm.result.return_reason, Catch::Contains("over this broker's limit of 65536 bytes"));
+        CHECK_THAT(confirm.result.return_reason, Catch::EndsWith("nothing of the batch was taken"));
+    }
+    CHECK(client->queue_depth(queue) == 0);
+    // This client splits what would pass the limit into batches that do not.
+    std::vector<acemq::OutboundMessage> messages;
+    for (int i = 0; i < 40; ++i) {
+        messages.push_back(batch_message(queue, i));
+        messages.back().body.assign(8 * 1024, std::byte{'x'});
+    }
+    for (const acemq::PublishResult& result : client->publish_batch(std::move(messages))) {
+        INFO(result.return_reason);
+        CHECK(result.confirmed);
+    }
+    CHECK(client->queue_depth(queue) == 40);
+}
+
 TEST_CASE("a version-2 peer is never sent a batch, and its version-3 commands are refused as unknown") {
     zmq_test::ThreadBroker broker(zmq_test::fresh_ipc_endpoint("batch-v2"));
     const std::string queue = "batches.v2";
