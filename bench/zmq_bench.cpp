@@ -17,6 +17,9 @@
 // never asserted on; another process busy on the same cores moves them by tens of percent.
 //
 //   build/bench/zmq_bench [--quick]     (or ACEMQ_BENCH_QUICK=1: a tenth of the work, one run)
+//   build/bench/zmq_bench --profile-acked N
+//       only (c)'s confirmed + acked loop, N messages of 64 B over ipc://, for a profiler
+//       (perf record -g: client and broker threads in one profile; bench/README.md).
 //
 // A RabbitMQ for row (d): source scripts/servers.sh; start_rabbitmq (it sets the URL).
 #include <unistd.h>
@@ -381,9 +384,30 @@ Column measure(zmq::context_t& context, Endpoints& endpoints, Scheme scheme, con
     return column;
 }
 
+// --profile-acked N: (c)'s confirmed + acked loop alone, its figure printed.
+int profile_acked(int count) {
+    Endpoints endpoints;
+    const std::string queue = unique_name("queue");
+    auto server = acemq::zmq::serve(acemq::inproc::broker(unique_name("broker")), {endpoints.fresh(Scheme::ipc)});
+    auto transport = acemq::zmq::open("zmq+" + server->endpoints().front(), {.session = {.name = "zmq_bench"}});
+    transport->declare(bench_queue(queue));
+    const double per_second = confirmed_acked(*transport, queue, acemq::Bytes(64, std::byte{'x'}), count);
+    std::printf("confirmed + acked, ipc://, 64 B: %d messages, %.0f msg/s\n", count, per_second);
+    transport->close();
+    return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
+    if (argc == 3 && std::string_view(argv[1]) == "--profile-acked") {
+        try {
+            return profile_acked(std::stoi(argv[2]));
+        } catch (const std::exception& error) {
+            std::fprintf(stderr, "zmq_bench: %s\n", error.what());
+            return 1;
+        }
+    }
     const bool quick = bench::quick_from_command_line(argc, argv);
     const Sizes& sizes = quick ? quick_sizes : full_sizes;
     int major = 0, minor = 0, patch = 0;

@@ -26,12 +26,12 @@ void read_each_way(const acemq::zmq::wire::Frame& frame, Read... read) {
         ...);
 }
 
-// Parses the frame and reads every field its command has; throws what the readers throw.
-inline void read_zmq_frame(std::span<const std::byte> bytes) {
+// Reads every field the frame's command has; throws what the readers throw. A batch's
+// entries are read one by one, as the broker and the client do: one refused does not stop
+// the next from being read.
+inline void read_zmq_fields(const acemq::zmq::wire::Frame& frame) {
     namespace wire = acemq::zmq::wire;
     using wire::Command;
-    (void)wire::request_of(bytes);
-    const wire::Frame frame = wire::Frame::parse(bytes);
     switch (frame.command()) {
     case Command::hello: (void)wire::read_hello(frame); return;
     case Command::declare: (void)wire::read_declare(frame); return;
@@ -69,7 +69,24 @@ inline void read_zmq_frame(std::span<const std::byte> bytes) {
     case Command::error: (void)wire::read_error(frame); return;
     case Command::manage: (void)wire::read_manage(frame); return;
     case Command::refusal: (void)wire::read_refusal(frame); return;
+    case Command::batch: {
+        const msgpack::object_array& entries = wire::batch_entries(frame);
+        for (std::size_t index = 0; index < entries.size; ++index) {
+            try {
+                read_zmq_fields(wire::Frame::entry(entries, index));
+            } catch (const wire::ProtocolError&) {
+                // this entry refused; the next is read
+            }
+        }
+        return;
     }
+    }
+}
+
+// Parses the frame and reads every field its command has; throws what the readers throw.
+inline void read_zmq_frame(std::span<const std::byte> bytes) {
+    (void)acemq::zmq::wire::request_of(bytes);
+    read_zmq_fields(acemq::zmq::wire::Frame::parse(bytes));
 }
 
 inline void zmq_frame_input(std::span<const std::byte> bytes) {

@@ -49,9 +49,14 @@ bool ZmqTransport::start_session(Clock::time_point deadline, bool first) {
     refused_because_.clear();
     key_refused_ = false;
     open_socket();
-    hello_number_ = next_number();
-    send_frame(*socket_, wire::encode_hello(hello_number_, session_.name,
-                                            static_cast<std::uint32_t>(session_.heartbeat.count())));
+    hello_version_ = wire::version;
+    const auto say_hello = [&] {
+        hello_number_ = next_number();
+        send_frame(*socket_,
+                   wire::encode_hello(hello_number_, session_.name,
+                                      static_cast<std::uint32_t>(session_.heartbeat.count()), hello_version_));
+    };
+    say_hello();
     while (!closed_.load() && Clock::now() < deadline) {
         std::vector<::zmq::pollitem_t> items{{socket_->handle(), 0, ZMQ_POLLIN, 0},
                                              {monitor_->handle(), 0, ZMQ_POLLIN, 0},
@@ -75,9 +80,16 @@ bool ZmqTransport::start_session(Clock::time_point deadline, bool first) {
                 }
                 if (frame.command() == Command::error) {
                     const wire::ErrorFrame error = wire::read_error(frame);
+                    if (error.code == wire::ErrorCode::unsupported_version &&
+                        hello_version_ > wire::version_of(Command::manage)) {
+                        // A broker of version 2 serves everything but batches: docs/zmq-protocol.md §9.
+                        hello_version_ = wire::version_of(Command::manage);
+                        say_hello();
+                        continue;
+                    }
                     if (error.code == wire::ErrorCode::unsupported_version) {
                         refused_because_ = "acemq: " + where() + " does not speak this client's protocol version " +
-                                           std::to_string(wire::version) + ": " +
+                                           std::to_string(hello_version_) + ": " +
                                            std::string(without_prefix(error.text)) +
                                            "; upgrade the broker, or use a client of the broker's version";
                         return false;
@@ -96,6 +108,8 @@ void ZmqTransport::welcomed(const wire::Welcome& welcome) {
     broker_heartbeat_ = std::chrono::milliseconds(std::max<std::uint32_t>(welcome.heartbeat_millis, 1));
     max_frame_bytes_.store(welcome.max_frame_bytes);
     broker_takes_arguments_ = welcome.consumer_arguments;
+    broker_batches_ = hello_version_ >= wire::version_of(Command::batch);
+    outbox_ = wire::Batch(welcome.max_frame_bytes);
     named_in_process_ = inproc::detail::broker_in_errors(welcome.broker_name);
     named_here_ = "the zmq broker " + inproc::detail::in_quotes(welcome.broker_name) + " at " + redacted_url(url_);
     generation_.store(generations_.next());

@@ -112,6 +112,22 @@ void ZmqTransport::drain_outgoing() {
         return;
     }
     for (Outgoing& outgoing : taken) send_outgoing(outgoing);
+    flush_outbox();
+}
+
+void ZmqTransport::send_batched(msgpack::sbuffer frame, bool batchable) {
+    if (!broker_batches_ || !batchable) {
+        flush_outbox();
+        send_frame(*socket_, std::move(frame));
+    } else {
+        if (!outbox_.fits(frame)) flush_outbox();
+        outbox_.add(std::move(frame));
+    }
+    last_sent_ = Clock::now();
+}
+
+void ZmqTransport::flush_outbox() {
+    if (!outbox_.empty()) send_frame(*socket_, outbox_.take());
 }
 
 void ZmqTransport::send_outgoing(Outgoing& outgoing) {
@@ -153,13 +169,11 @@ void ZmqTransport::send_outgoing(Outgoing& outgoing) {
     case Outgoing::Kind::consume: {
         msgpack::sbuffer frame = std::move(outgoing.frame);
         awaiting_.emplace(outgoing.number, std::move(outgoing));
-        send_frame(*socket_, std::move(frame));
-        last_sent_ = Clock::now();
+        send_batched(std::move(frame), false);
         return;
     }
     }
-    send_frame(*socket_, std::move(outgoing.frame));
-    last_sent_ = Clock::now();
+    send_batched(std::move(outgoing.frame), outgoing.batchable);
 }
 
 void ZmqTransport::receive_all() {
@@ -198,6 +212,19 @@ void ZmqTransport::dispatch(const wire::Frame& frame, std::span<const std::byte>
         return;
     }
     case Command::deliver: deliver(wire::read_deliver(frame)); return;
+    case Command::batch: {
+        const msgpack::object_array& entries = wire::batch_entries(frame);
+        for (std::size_t index = 0; index < entries.size && ready_.load(); ++index) {
+            try {
+                dispatch(wire::Frame::entry(entries, index), {});
+            } catch (const wire::ProtocolError& error) {
+                log(LogLevel::warning, "zmq",
+                    "zmq transport: an unreadable frame from " + where() + ": " +
+                        wire::in_entry(error.what(), index, entries.size));
+            }
+        }
+        return;
+    }
     case Command::reply:
     case Command::failure:
     case Command::refusal: answer(frame, bytes); return;

@@ -51,6 +51,7 @@ std::string_view to_string(Command command) noexcept {
     case Command::heartbeat: return "heartbeat";
     case Command::bye: return "bye";
     case Command::manage: return "manage";
+    case Command::batch: return "batch";
     case Command::welcome: return "welcome";
     case Command::reply: return "reply";
     case Command::failure: return "failure";
@@ -66,6 +67,7 @@ namespace {
 
 // The version that brought `command` in: a frame of an older version does not have it.
 std::uint32_t introduced_in(Command command) noexcept {
+    if (command == Command::batch) return 3;
     return command == Command::manage || command == Command::refusal ? 2 : 1;
 }
 
@@ -98,6 +100,7 @@ std::optional<std::size_t> fields_of(std::uint64_t command, std::uint64_t frame_
     case Command::heartbeat:
     case Command::bye: return 0;
     case Command::manage: return 3;
+    case Command::batch: return 1;
     case Command::welcome: return 4;
     case Command::reply: return 2;
     case Command::failure: return 3;
@@ -117,29 +120,112 @@ Frame Frame::parse(std::span<const std::byte> bytes) {
     return protocol_read([&] {
         Frame frame;
         frame.handle_ = message_pack::unpack_checked(bytes, "frame");
-        const msgpack::object& top = frame.handle_.get();
-        if (top.type != msgpack::type::ARRAY)
-            malformed("it is a " + std::string(message_pack::type_name(top.type)) + ", not an array");
-        if (top.via.array.size < 2) malformed("it has no version and command");
-        const msgpack::object* head = top.via.array.ptr;
-        const std::uint64_t frame_version = read_unsigned(head[0], "version");
-        if (frame_version < 1 || frame_version > wire::version)
-            throw ProtocolError(std::string(version_refused) + std::to_string(frame_version) +
-                                " is not spoken here (this side speaks versions 1 to " + std::to_string(wire::version) +
-                                ")");
-        const std::uint64_t command = read_unsigned(head[1], "command");
-        const auto needed = fields_of(command, frame_version);
-        if (!needed)
-            malformed("command " + std::to_string(command) + " is unknown in protocol version " +
-                      std::to_string(frame_version));
-        frame.command_ = static_cast<Command>(command);
-        frame.version_ = static_cast<std::uint32_t>(frame_version);
-        frame.fields_ = msgpack::object_array{top.via.array.size - 2, top.via.array.ptr + 2};
-        if (frame.fields_.size < *needed)
-            malformed(std::string(to_string(frame.command_)) + " needs " + std::to_string(*needed) + " fields, has " +
-                      std::to_string(frame.fields_.size));
+        frame.read_head(frame.handle_.get());
         return frame;
     });
+}
+
+Frame Frame::entry(const msgpack::object_array& entries, std::size_t index) {
+    return protocol_read([&] {
+        Frame frame;
+        frame.read_head(entries.ptr[index]);
+        if (!batchable(frame.command_)) malformed(std::string(to_string(frame.command_)) + " cannot travel in a batch");
+        return frame;
+    });
+}
+
+void Frame::read_head(const msgpack::object& top) {
+    if (top.type != msgpack::type::ARRAY)
+        malformed("it is a " + std::string(message_pack::type_name(top.type)) + ", not an array");
+    if (top.via.array.size < 2) malformed("it has no version and command");
+    const msgpack::object* head = top.via.array.ptr;
+    const std::uint64_t frame_version = read_unsigned(head[0], "version");
+    if (frame_version < 1 || frame_version > wire::version)
+        throw ProtocolError(std::string(version_refused) + std::to_string(frame_version) +
+                            " is not spoken here (this side speaks versions 1 to " + std::to_string(wire::version) +
+                            ")");
+    const std::uint64_t command = read_unsigned(head[1], "command");
+    const auto needed = fields_of(command, frame_version);
+    if (!needed)
+        malformed("command " + std::to_string(command) + " is unknown in protocol version " +
+                  std::to_string(frame_version));
+    command_ = static_cast<Command>(command);
+    version_ = static_cast<std::uint32_t>(frame_version);
+    fields_ = msgpack::object_array{top.via.array.size - 2, top.via.array.ptr + 2};
+    if (fields_.size < *needed)
+        malformed(std::string(to_string(command_)) + " needs " + std::to_string(*needed) + " fields, has " +
+                  std::to_string(fields_.size));
+}
+
+const msgpack::object_array& batch_entries(const Frame& frame) {
+    return protocol_read([&]() -> const msgpack::object_array& {
+        const auto& entries = read_array(frame.field(0), "entries", 0);
+        if (entries.size > max_batch_entries)
+            malformed("a batch of " + std::to_string(entries.size) + " entries is past the limit of " +
+                      std::to_string(max_batch_entries) + " a frame");
+        return entries;
+    });
+}
+
+std::string in_entry(std::string_view error, std::size_t index, std::size_t count) {
+    static constexpr std::string_view prefix = "acemq: malformed zmq protocol frame: ";
+    const std::string entry = "batch entry " + std::to_string(index + 1) + " of " + std::to_string(count) + ": ";
+    if (error.starts_with(prefix)) return std::string(prefix) + entry + std::string(error.substr(prefix.size()));
+    if (error.starts_with("acemq: ")) error.remove_prefix(7);
+    return "acemq: " + entry + std::string(error);
+}
+
+bool batchable(Command command) noexcept {
+    switch (command) {
+    case Command::publish:
+    case Command::ack:
+    case Command::nack:
+    case Command::confirm:
+    case Command::deliver: return true;
+    default: return false;
+    }
+}
+
+bool batchable(const FieldTable& headers) noexcept {
+    for (const auto& [name, value] : headers)
+        if (value.holds<FieldArray>() || value.holds<FieldTable>()) return false;
+    return true;
+}
+
+namespace {
+
+// A batch frame's head: [3, 17, entries] with the entries' array header as an array 32, so
+// that it can be written before the entries are counted and filled in after.
+constexpr std::size_t batch_head_bytes = 8;
+
+}  // namespace
+
+bool Batch::fits(const msgpack::sbuffer& frame) const noexcept {
+    return frames_.empty() ||
+           (frames_.size() < max_batch_entries && batch_head_bytes + bytes_ + frame.size() <= max_bytes_);
+}
+
+void Batch::add(msgpack::sbuffer frame) {
+    bytes_ += frame.size();
+    frames_.push_back(std::move(frame));
+}
+
+msgpack::sbuffer Batch::take() {
+    msgpack::sbuffer out;
+    if (frames_.size() == 1) {
+        out = std::move(frames_.front());
+    } else {
+        out = msgpack::sbuffer(batch_head_bytes + bytes_);
+        const auto count = static_cast<std::uint32_t>(frames_.size());
+        const char head[batch_head_bytes] = {
+            char(0x93),        char(version_of(Command::batch)), char(Command::batch),      char(0xdd),
+            char(count >> 24), char((count >> 16) & 0xff),       char((count >> 8) & 0xff), char(count & 0xff)};
+        out.write(head, batch_head_bytes);
+        for (const msgpack::sbuffer& frame : frames_) out.write(frame.data(), frame.size());
+    }
+    frames_.clear();
+    bytes_ = 0;
+    return out;
 }
 
 bool is_unsupported_version(const ProtocolError& error) noexcept {
@@ -181,10 +267,10 @@ FieldTable Frame::table_at(std::size_t index, std::string_view name) const {
 }
 bool Frame::is_nil(std::size_t index) const { return field(index).type == msgpack::type::NIL; }
 
-Writer::Writer(Command command, std::uint32_t fields, std::size_t expected_bytes)
+Writer::Writer(Command command, std::uint32_t fields, std::size_t expected_bytes, std::uint32_t frame_version)
     : buffer_(expected_bytes), packer_(buffer_) {
     packer_.pack_array(fields + 2);
-    packer_.pack(version_of(command));
+    packer_.pack(frame_version != 0 ? frame_version : version_of(command));
     packer_.pack(static_cast<std::uint8_t>(command));
 }
 Writer& Writer::text(std::string_view value) {
@@ -204,8 +290,9 @@ Writer& Writer::nil() {
     return *this;
 }
 
-msgpack::sbuffer encode_hello(std::uint64_t request, std::string_view client_name, std::uint32_t heartbeat_millis) {
-    Writer out(Command::hello, 3);
+msgpack::sbuffer encode_hello(std::uint64_t request, std::string_view client_name, std::uint32_t heartbeat_millis,
+                              std::uint32_t speaks) {
+    Writer out(Command::hello, 3, 64, speaks);
     out.value(request).text(client_name).value(heartbeat_millis);
     return std::move(out.buffer());
 }

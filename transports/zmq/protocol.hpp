@@ -1,4 +1,4 @@
-// The acemq ZeroMQ wire protocol, version 2 (docs/zmq-protocol.md says it in words; this
+// The acemq ZeroMQ wire protocol, version 3 (docs/zmq-protocol.md says it in words; this
 // file and protocol.cpp are its one implementation, shared by the broker and the client).
 // Every ZeroMQ message between a client's DEALER and the broker's ROUTER is one frame (the
 // ROUTER adds the peer's routing id in front): a msgpack array whose first element is the
@@ -26,7 +26,10 @@ namespace acemq::zmq::wire {
 // The newest version this side speaks; it reads every version from 1 up to it. A frame
 // carries the oldest version that has its command (version_of), except a hello, which
 // carries this: the version the client speaks (docs/zmq-protocol.md §9).
-inline constexpr std::uint32_t version = 2;
+inline constexpr std::uint32_t version = 3;
+
+// The most entries one batch frame carries (docs/zmq-protocol.md §12); a reader refuses more.
+inline constexpr std::size_t max_batch_entries = 4096;
 
 enum class Command : std::uint8_t {
     // client → broker
@@ -46,6 +49,7 @@ enum class Command : std::uint8_t {
     heartbeat = 14,  // both ways
     bye = 15,
     manage = 16,  // version 2: a management call (management_wire.hpp)
+    batch = 17,   // version 3, both ways: publishes, settlements, confirms and deliveries in one frame
     // broker → client
     welcome = 32,
     reply = 33,
@@ -100,6 +104,10 @@ public:
     // trailing bytes, nested past the limit, longer than it says, another version
     // (is_unsupported_version), another command.
     static Frame parse(std::span<const std::byte> bytes);
+    // Entry `index` of a batch frame (batch_entries), read as the frame it would be alone; it
+    // refers into the batch, which must outlive it. ProtocolError when it is not a frame of a
+    // command a batch may carry (publish, ack, nack, confirm, deliver).
+    static Frame entry(const msgpack::object_array& entries, std::size_t index);
 
     Command command() const noexcept { return command_; }
     std::uint32_t version() const noexcept { return version_; }
@@ -116,6 +124,7 @@ public:
 
 private:
     Frame() = default;
+    void read_head(const msgpack::object& top);
     msgpack::object_handle handle_;
     Command command_{};
     std::uint32_t version_ = 0;
@@ -128,12 +137,44 @@ std::uint64_t request_of(std::span<const std::byte> bytes) noexcept;
 // True when the frame names a protocol version this side does not speak.
 bool is_unsupported_version(const ProtocolError& error) noexcept;
 
+// The entries of a batch frame: ProtocolError when there are more than max_batch_entries.
+const msgpack::object_array& batch_entries(const Frame& frame);
+// The text of `error`, refused in entry `index` (from 0) of a batch of `count`, naming the entry.
+std::string in_entry(std::string_view error, std::size_t index, std::size_t count);
+// True when `command` may travel as a batch entry.
+bool batchable(Command command) noexcept;
+// True when a message with these headers may travel in a batch: none of its values is a
+// table or an array, so a batch (two levels deeper than a frame alone) stays far below the
+// nesting limit. A message whose headers nest travels alone.
+bool batchable(const FieldTable& headers) noexcept;
+
+// Frames for one peer, waiting to be sent as few frames as they fit in (docs/zmq-protocol.md
+// §12): one waiting alone is sent as it is, two or more as one batch frame of at most
+// max_batch_entries entries and `max_bytes` bytes. Nothing is sent on a timer: the I/O
+// thread sends what waits whenever it has taken everything it was woken for.
+class Batch {
+public:
+    explicit Batch(std::size_t max_bytes) : max_bytes_(max_bytes) {}
+    // Whether `frame` may join what waits without passing a limit; always, when nothing waits.
+    bool fits(const msgpack::sbuffer& frame) const noexcept;
+    void add(msgpack::sbuffer frame);
+    bool empty() const noexcept { return frames_.empty(); }
+    // The frame to send (what waits alone, or a batch of it all); leaves this empty.
+    msgpack::sbuffer take();
+
+private:
+    std::size_t max_bytes_;
+    std::size_t bytes_ = 0;
+    std::vector<msgpack::sbuffer> frames_;
+};
+
 // Writes one frame. Each encode_* below returns the frame's bytes.
 class Writer {
 public:
     // `expected_bytes`: room reserved up front (msgpack-c's default is 8 KiB a frame, most of
-    // which a confirm or an ack never uses).
-    Writer(Command command, std::uint32_t fields, std::size_t expected_bytes = 64);
+    // which a confirm or an ack never uses). `frame_version`: 0 for the version the command's
+    // frames carry (version_of); a hello's is the version the client asks for.
+    Writer(Command command, std::uint32_t fields, std::size_t expected_bytes = 64, std::uint32_t frame_version = 0);
     msgpack::packer<msgpack::sbuffer>& out() noexcept { return packer_; }
     Writer& text(std::string_view value);
     Writer& bytes(std::span<const std::byte> value);
@@ -152,7 +193,10 @@ private:
 };
 
 // The requests. `request` numbers a request within a session; the answer carries it back.
-msgpack::sbuffer encode_hello(std::uint64_t request, std::string_view client_name, std::uint32_t heartbeat_millis);
+// A hello carries `speaks`, the version the client asks for (a client falls back to 2 for a
+// broker that refuses 3, docs/zmq-protocol.md §9).
+msgpack::sbuffer encode_hello(std::uint64_t request, std::string_view client_name, std::uint32_t heartbeat_millis,
+                              std::uint32_t speaks = version);
 msgpack::sbuffer encode_declare(std::uint64_t request, const Topology& topology);
 msgpack::sbuffer encode_declare(std::uint64_t request, std::span<const ExchangeDeclaration> exchanges,
                                 std::span<const QueueDeclaration> queues, std::span<const BindingDeclaration> bindings);

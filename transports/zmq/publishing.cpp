@@ -26,7 +26,11 @@ PublishResult ZmqTransport::start_publish(OutboundMessage& message, std::shared_
     if (window_.take(1) == 0)
         return PublishResult{.return_reason = window_.full_reason(), .why = PublishResult::Unconfirmed::lost};
     confirm = std::make_shared<ConfirmAnswer>();
-    submit({.kind = Outgoing::Kind::publish, .number = sequence, .frame = std::move(frame), .confirm = confirm});
+    submit({.kind = Outgoing::Kind::publish,
+            .number = sequence,
+            .frame = std::move(frame),
+            .confirm = confirm,
+            .batchable = wire::batchable(message.headers)});
     return {};
 }
 

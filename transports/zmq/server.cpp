@@ -46,6 +46,8 @@ struct Session {
     int fd = -1;       // its connection's descriptor, from its hello; -1 once that connection dropped
     inproc::Broker::ConnectionId connection = 0;
     std::chrono::milliseconds client_heartbeat{0};
+    std::uint32_t version = 1;  // its hello's: from 3 on, what it is sent is batched
+    wire::Batch outbox{0};      // confirms and deliveries waiting to go in one frame
     Clock::time_point last_heard{};
     Clock::time_point last_sent{};
     std::uint64_t next_consumer = 1;
@@ -157,12 +159,25 @@ private:
     void answer_zap();
     void handle(const std::string& routing_id, ::zmq::message_t& message);
     void handle_in_session(Session& session, const wire::Frame& frame);
+    // Entry `index` of a batch, handled as the frame it would be alone; a refusal names it.
+    void handle_entry(Session& session, const msgpack::object_array& entries, std::size_t index);
+    // A batch that cannot be read whole (past max_batch_entries, or past max_frame_bytes): each
+    // publish in it gets a confirm not confirmed (`why`), then the frame an error naming `text`.
+    void refuse_batch(const std::string& routing_id, const wire::Frame& frame, PublishResult::Unconfirmed why,
+                      const std::string& text);
+    // `text` naming the batch entry being handled, when one is.
+    std::string named(std::string_view text) const;
     void start_session(const std::string& routing_id, const wire::Frame& frame, ::zmq::message_t& message);
     void note_disconnects();
     void end_session(std::uint64_t session_id, std::string_view why);
     void hand_over_deliveries();
     void beat_and_reap();
     void send(Session& session, msgpack::sbuffer frame);
+    // Sends `frame` in the session's next batch (or at once, to a client older than batches,
+    // or when it must travel alone); flush_outboxes() sends what the batches hold.
+    void send_batched(Session& session, msgpack::sbuffer frame, bool batchable);
+    void flush_outbox(Session& session);
+    void flush_outboxes();
     void end_unreachable();
     void send_to(const std::string& routing_id, msgpack::sbuffer frame);
     void refuse_frame(const std::string& routing_id, std::uint64_t request, wire::ErrorCode code,
@@ -213,6 +228,9 @@ private:
     std::atomic<std::uint64_t> sessions_now_{0}, sessions_ended_{0}, frames_refused_{0}, clients_refused_{0};
     // The size of the message being handled, for the log line of a refusal.
     std::size_t received_bytes_ = 0;
+    // The batch entry being handled (its index and the batch's size), for the texts that refuse it.
+    std::optional<std::pair<std::size_t, std::size_t>> entry_;
+    std::vector<std::uint64_t> batched_;  // sessions whose outbox may hold frames
     std::thread::id io_thread_id_;
     std::thread thread_;
 };
@@ -440,6 +458,8 @@ void ServerImpl::start_session(const std::string& routing_id, const wire::Frame&
     // would only stall every other session.
     session.connection = broker_->open_connection(
         {.acks_wait = false, .peer = address_of(message, session.fd), .client_name = session.client_name});
+    session.version = frame.version();
+    session.outbox = wire::Batch(options_.max_frame_bytes);
     session.client_heartbeat =
         hello.heartbeat_millis > 0 ? std::chrono::milliseconds(hello.heartbeat_millis) : options_.heartbeat;
     session.last_heard = Clock::now();
@@ -492,9 +512,9 @@ void ServerImpl::handle_in_session(Session& session, const wire::Frame& frame) {
         } catch (const wire::ProtocolError& error) {
             // The client waits for this sequence's confirm: it gets a refusal naming the fault.
             ++frames_refused_;
-            refusal = PublishResult{.return_reason = error.what(), .why = PublishResult::Unconfirmed::refused};
+            refusal = PublishResult{.return_reason = named(error.what()), .why = PublishResult::Unconfirmed::refused};
         } catch (const std::exception& error) {
-            refusal = PublishResult{.return_reason = error.what(), .why = PublishResult::Unconfirmed::refused};
+            refusal = PublishResult{.return_reason = named(error.what()), .why = PublishResult::Unconfirmed::refused};
         }
         send(session, wire::encode_confirm(sequence, refusal));
         return;
@@ -538,9 +558,9 @@ void ServerImpl::handle_in_session(Session& session, const wire::Frame& frame) {
         const auto found = session.unsettled.find(settle.delivery_tag);
         if (found == session.unsettled.end()) {
             refuse_frame(session.routing_id, 0, wire::ErrorCode::malformed,
-                         "acemq: " + std::string(to_string(frame.command())) + " names delivery tag " +
-                             std::to_string(settle.delivery_tag) +
-                             ", which this session does not hold (settled already, or its consumer was released)");
+                         named("acemq: " + std::string(to_string(frame.command())) + " names delivery tag " +
+                               std::to_string(settle.delivery_tag) +
+                               ", which this session does not hold (settled already, or its consumer was released)"));
             return;
         }
         Delivery delivery = std::move(found->second.delivery);
@@ -605,6 +625,17 @@ void ServerImpl::handle_in_session(Session& session, const wire::Frame& frame) {
                [&] { return answer_management(*management_, request, options_.max_frame_bytes, details_); });
         return;
     }
+    case Command::batch: {
+        const msgpack::object_array* entries = nullptr;
+        try {
+            entries = &wire::batch_entries(frame);
+        } catch (const wire::ProtocolError& error) {
+            refuse_batch(session.routing_id, frame, PublishResult::Unconfirmed::refused, error.what());
+            return;
+        }
+        for (std::size_t index = 0; index < entries->size; ++index) handle_entry(session, *entries, index);
+        return;
+    }
     case Command::heartbeat: return;
     case Command::bye: end_session(session.id, "it said goodbye"); return;
     case Command::hello: return;  // handled before a session is looked up
@@ -615,11 +646,53 @@ void ServerImpl::handle_in_session(Session& session, const wire::Frame& frame) {
     case Command::deliver:
     case Command::error:
     case Command::refusal:
-        refuse_frame(
-            session.routing_id, 0, wire::ErrorCode::unknown_command,
-            "acemq: " + std::string(to_string(frame.command())) + " is a command the broker sends, not one it takes");
+        refuse_frame(session.routing_id, 0, wire::ErrorCode::unknown_command,
+                     named("acemq: " + std::string(to_string(frame.command())) +
+                           " is a command the broker sends, not one it takes"));
         return;
     }
+}
+
+void ServerImpl::handle_entry(Session& session, const msgpack::object_array& entries, std::size_t index) {
+    entry_.emplace(index, entries.size);
+    const struct Handled {
+        std::optional<std::pair<std::size_t, std::size_t>>& entry;
+        ~Handled() { entry.reset(); }
+    } handled{entry_};
+    try {
+        handle_in_session(session, wire::Frame::entry(entries, index));
+    } catch (const std::exception& error) {
+        // As for a frame alone (handle): a refused settlement or an unreadable entry is
+        // answered with an error frame, and the entries after it are handled all the same.
+        refuse_frame(session.routing_id, 0, wire::ErrorCode::malformed, named(error.what()));
+    }
+}
+
+std::string ServerImpl::named(std::string_view text) const {
+    return entry_ ? wire::in_entry(text, entry_->first, entry_->second) : std::string(text);
+}
+
+void ServerImpl::refuse_batch(const std::string& routing_id, const wire::Frame& frame, PublishResult::Unconfirmed why,
+                              const std::string& text) {
+    const auto known = session_of_peer_.find(routing_id);
+    if (known != session_of_peer_.end() && frame.field(0).type == msgpack::type::ARRAY) {
+        // The client waits for a confirm of every publish it sent: none of these was taken.
+        const msgpack::object_array& entries = frame.field(0).via.array;
+        for (std::size_t index = 0; index < entries.size; ++index) {
+            try {
+                const wire::Frame entry = wire::Frame::entry(entries, index);
+                if (entry.command() != Command::publish) continue;
+                send(sessions_.at(known->second),
+                     wire::encode_confirm(entry.unsigned_at(0, "sequence"),
+                                          PublishResult{.return_reason = wire::in_entry(text, index, entries.size) +
+                                                                         "; nothing of the batch was taken",
+                                                        .why = why}));
+            } catch (const wire::ProtocolError&) {
+                // No sequence to answer: the error frame below speaks for it.
+            }
+        }
+    }
+    refuse_frame(routing_id, 0, wire::ErrorCode::malformed, text);
 }
 
 void ServerImpl::back_up(Session& session, const wire::ManageRequest& request) {
@@ -659,7 +732,7 @@ void ServerImpl::hand_over_deliveries() {
             send(found->second, std::move(item.frame));
     for (Confirmed& item : confirmed)
         if (const auto found = sessions_.find(item.session); found != sessions_.end())
-            send(found->second, wire::encode_confirm(item.sequence, item.result));
+            send_batched(found->second, wire::encode_confirm(item.sequence, item.result), true);
     for (Handed& item : handed) {
         const auto found = sessions_.find(item.session);
         // A session that ended has closed its subscriptions, which took their deliveries back.
@@ -667,9 +740,32 @@ void ServerImpl::hand_over_deliveries() {
         Session& session = found->second;
         const std::uint64_t tag = session.next_tag++;
         msgpack::sbuffer frame = wire::encode_deliver(item.consumer, tag, item.delivery.message());
+        const bool batchable = wire::batchable(item.delivery.message().headers);
         session.unsettled.emplace(tag, Session::Unsettled{std::move(item.delivery), item.consumer});
-        send(session, std::move(frame));
+        send_batched(session, std::move(frame), batchable);
     }
+    flush_outboxes();
+}
+
+void ServerImpl::send_batched(Session& session, msgpack::sbuffer frame, bool batchable) {
+    if (session.version < wire::version_of(Command::batch) || !batchable) {
+        flush_outbox(session);
+        send(session, std::move(frame));
+        return;
+    }
+    if (!session.outbox.fits(frame)) flush_outbox(session);
+    if (session.outbox.empty()) batched_.push_back(session.id);
+    session.outbox.add(std::move(frame));
+}
+
+void ServerImpl::flush_outbox(Session& session) {
+    if (!session.outbox.empty()) send(session, session.outbox.take());
+}
+
+void ServerImpl::flush_outboxes() {
+    for (std::uint64_t id : batched_)
+        if (const auto found = sessions_.find(id); found != sessions_.end()) flush_outbox(found->second);
+    batched_.clear();
 }
 
 void ServerImpl::beat_and_reap() {
@@ -764,6 +860,10 @@ void ServerImpl::refuse_oversized(const std::string& routing_id, ::zmq::message_
     try {
         const wire::Frame parsed = wire::Frame::parse(bytes);
         if (parsed.command() == Command::publish) sequence = parsed.unsigned_at(0, "sequence");
+        if (parsed.command() == Command::batch) {
+            refuse_batch(routing_id, parsed, PublishResult::Unconfirmed::too_large, "acemq: " + why);
+            return;
+        }
     } catch (const wire::ProtocolError&) {
         // Not a publish anyone can match a confirm to: the error frame below answers it.
     }

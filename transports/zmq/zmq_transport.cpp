@@ -278,7 +278,8 @@ void ZmqTransport::settle(std::uint64_t delivery_tag, std::optional<bool> nack_r
     if (generation != generation_.load() || closed_.load()) return;
     submit({.kind = Outgoing::Kind::settle,
             .frame = wire::encode_settle(session::broker_tag_of(delivery_tag), nack_requeue),
-            .generation = generation});
+            .generation = generation,
+            .batchable = true});
 }
 
 std::shared_ptr<Transport> open(std::string_view url, Options options) {

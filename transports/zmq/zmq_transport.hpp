@@ -119,6 +119,7 @@ private:
         std::shared_ptr<LocalConsumer> consumer{};  // consume, end_consumer
         bool release = false;                       // end_consumer
         std::uint64_t generation = 0;               // settle: the session its tag is from
+        bool batchable = false;                     // publish, settle: may travel in a batch frame
         bool abandoned() const;
     };
 
@@ -147,6 +148,10 @@ private:
     void serve_session();
     void drain_outgoing();
     void send_outgoing(Outgoing& outgoing);
+    // Sends `frame` in the next batch when the broker takes batches and `batchable`, else at
+    // once (after what the batch holds); flush_outbox() sends what the batch holds.
+    void send_batched(msgpack::sbuffer frame, bool batchable);
+    void flush_outbox();
     void receive_all();
     void handle(std::span<const std::byte> bytes);
     void dispatch(const wire::Frame& frame, std::span<const std::byte> bytes);
@@ -215,6 +220,10 @@ private:
     std::string named_in_process_, named_here_;
     Clock::time_point last_heard_{}, last_sent_{};
     std::uint64_t hello_number_ = 0;
+    // The version the hello asks for: wire::version, or 2 again after a broker refused it.
+    std::uint32_t hello_version_ = wire::version;
+    bool broker_batches_ = false;  // the broker welcomed a hello of version 3: it reads batches
+    wire::Batch outbox_{0};        // publishes and settlements waiting to go in one frame
     std::string refused_because_;  // the handshake was refused (Curve key not admitted)
     bool key_refused_ = false;     // ... by the broker's ZAP handler, which refused the key itself
 };

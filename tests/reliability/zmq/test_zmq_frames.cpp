@@ -379,6 +379,36 @@ std::vector<Bytes> round_trips(Values& values) {
         same_message(deliver.message, message);
         keep(p);
     }
+    {
+        // A batch (version 3): each entry reads back as the frame it would be alone.
+        const std::uint64_t sequence = values.number(), consumer = values.number(), tag = values.number();
+        const acemq::OutboundMessage published = values.outbound();
+        const acemq::InboundMessage delivered = values.inbound();
+        std::vector<msgpack::sbuffer> alone;
+        alone.push_back(wire::encode_publish(sequence, published));
+        alone.push_back(wire::encode_settle(tag, true));
+        alone.push_back(wire::encode_confirm(sequence, acemq::PublishResult{}));
+        alone.push_back(wire::encode_deliver(consumer, tag, delivered));
+        wire::Batch batch(std::numeric_limits<std::size_t>::max());
+        for (msgpack::sbuffer& frame : alone) batch.add(std::move(frame));
+        const Parsed p = parsed(batch.take());
+        CHECK(p.frame.command() == Command::batch);
+        CHECK(p.frame.version() == 3);
+        const msgpack::object_array& entries = wire::batch_entries(p.frame);
+        REQUIRE(entries.size == 4);
+        const wire::Publish publish = wire::read_publish(wire::Frame::entry(entries, 0));
+        CHECK(publish.sequence == sequence);
+        CHECK(publish.message.body == published.body);
+        CHECK(publish.message.headers == published.headers);
+        const wire::Settle settle = wire::read_settle(wire::Frame::entry(entries, 1));
+        CHECK(settle.delivery_tag == tag);
+        CHECK(settle.requeue);
+        CHECK(wire::read_confirm(wire::Frame::entry(entries, 2)).sequence == sequence);
+        const wire::Deliver deliver = wire::read_deliver(wire::Frame::entry(entries, 3));
+        CHECK(deliver.consumer == consumer);
+        same_message(deliver.message, delivered);
+        keep(p);
+    }
     for (auto code : {wire::ErrorCode::malformed, wire::ErrorCode::unsupported_version,
                       wire::ErrorCode::unknown_command, wire::ErrorCode::no_session}) {
         const std::uint64_t request = values.number();
@@ -680,17 +710,17 @@ TEST_CASE("zmq frames: nesting past 72 levels is refused") {
 }
 
 TEST_CASE("zmq frames: another version is refused as such, whatever follows") {
-    for (const Bytes& frame : {bytes_of({0x93, 0x03, 0x0d, 0x07}), bytes_of({0x93, 0xcc, 0x03, 0x0d, 0x07}),
-                               bytes_of({0x92, 0x00, 0x0d}), bytes_of({0x93, 0x03, 0xcc, 0xc8, 0x01}),
+    for (const Bytes& frame : {bytes_of({0x93, 0x04, 0x0d, 0x07}), bytes_of({0x93, 0xcc, 0x04, 0x0d, 0x07}),
+                               bytes_of({0x92, 0x00, 0x0d}), bytes_of({0x93, 0x04, 0xcc, 0xc8, 0x01}),
                                bytes_of({0x92, 0xcf, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x0d})}) {
         INFO(testing_support::hex(frame));
         const std::string text =
             testing_support::what_of<wire::ProtocolError>([&] { (void)wire::Frame::parse(frame); });
         CHECK(text.starts_with("acemq: zmq protocol version "));
-        CHECK_THAT(text, Catch::Contains("this side speaks versions 1 to 2"));
+        CHECK_THAT(text, Catch::Contains("this side speaks versions 1 to 3"));
         CHECK(wire::is_unsupported_version(wire::ProtocolError(text)));
     }
-    CHECK_THAT(frame_refusal_of(bytes_of({0x93, 0x03, 0x0d, 0x07})), Catch::Contains("version 3 is not spoken here"));
+    CHECK_THAT(frame_refusal_of(bytes_of({0x93, 0x04, 0x0d, 0x07})), Catch::Contains("version 4 is not spoken here"));
     // Version 1's commands are read in a frame of either version (docs/zmq-protocol.md §9).
     CHECK(wire::Frame::parse(bytes_of({0x93, 0x02, 0x0d, 0x07})).command() == Command::ping);
     CHECK(wire::Frame::parse(bytes_of({0x93, 0x02, 0x0d, 0x07})).version() == 2);
@@ -708,6 +738,10 @@ TEST_CASE("zmq frames: unknown commands, missing fields, wrong types and trailin
                Catch::Contains("command 38 is unknown in protocol version 1"));
     CHECK_NOTHROW(fuzz::read_zmq_frame(bytes_of({0x95, 0x02, 0x10, 0x07, 0xa4, 'i', 'n', 'f', 'o', 0x90})));
     CHECK_THAT(frame_refusal_of(bytes_of({0x93, 0x02, 0x11, 0x07})), Catch::Contains("command 17 is unknown"));
+    // batch (17) is a command of version 3 only; its entries are read one by one.
+    CHECK_THAT(frame_refusal_of(bytes_of({0x93, 0x03, 0x11, 0x07})),
+               Catch::Contains("field entries should be an array, is integer"));
+    CHECK_THAT(frame_refusal_of(bytes_of({0x93, 0x03, 0x12, 0x07})), Catch::Contains("command 18 is unknown"));
     CHECK_THAT(frame_refusal_of(bytes_of({0x93, 0x01, 0x00, 0x07})), Catch::Contains("command 0 is unknown"));
     CHECK_THAT(frame_refusal_of(bytes_of({0x93, 0x01, 0xcd, 0x01, 0x0d, 0x07})),
                Catch::Contains("command 269 is unknown"));
