@@ -196,9 +196,9 @@ private:
 // writer thread only, one line (no newline) at a time, so it need not be thread-safe; it
 // must not call flush(). A write that throws loses that line, which is counted as dropped.
 struct JsonLinesOptions {
-    // Ended spans waiting for the writer, at most (rounded up to a power of two): 2048, as
-    // OpenTelemetry's, holds about a second of spans of a bus publishing flat out, a
-    // megabyte. The writer is woken each time a quarter of it has filled.
+    // Ended spans waiting for the writer, at most (rounded up to a power of two); 2048, as
+    // OpenTelemetry's, take under a megabyte. The writer is woken each time a quarter of it
+    // has filled, so it only has to absorb what the writer falls behind by.
     std::size_t queue_capacity = 2048;
 };
 

@@ -436,10 +436,10 @@ void append_number(SpanBytes& bytes, Number value) {
     bytes.append(&value, sizeof value);
 }
 
-void append(SpanBytes& bytes, std::string_view key, const AttributeValueView& value) {
+// `index` is key_index(key).
+void append(SpanBytes& bytes, std::uint8_t index, std::string_view key, const AttributeValueView& value) {
     const std::uint8_t tag = static_cast<std::uint8_t>(value.index());
     bytes.append(&tag, 1);
-    const std::uint8_t index = key_index(key);
     bytes.append(&index, 1);
     if (index == other_key) {
         append_number(bytes, static_cast<std::uint16_t>(std::min<std::size_t>(key.size(), 0xFFFF)));
@@ -715,7 +715,7 @@ public:
 
     void set_attribute(std::string_view key, AttributeValue value) override {
         if (ended_) return;
-        if ((written_keys_ & mark_of(key)) != 0) replace_attribute(key);
+        if ((written_keys_ & mark_of(attribute_codec::key_index(key), key)) != 0) replace_attribute(key);
         add_attribute(key, view_of(value));
     }
 
@@ -740,14 +740,20 @@ public:
 
 private:
     // One bit of 64 for a key: set_attribute looks for an earlier value of a key only when
-    // its bit says the key may be there, which a new key's seldom is.
-    static std::uint64_t mark_of(std::string_view key) noexcept {
-        return std::uint64_t{1} << (std::hash<std::string_view>{}(key)&63);
+    // its bit says the key may be there, which a new key's seldom is. A family key has a bit
+    // of its own; any other shares one of the rest by its size and last byte (not a hash of
+    // it: a publish span marks eight keys, and hashing them was a tenth of its cost).
+    static std::uint64_t mark_of(std::uint8_t index, std::string_view key) noexcept {
+        constexpr std::size_t own = attribute_codec::family_keys.size();
+        if (index != attribute_codec::other_key) return std::uint64_t{1} << index;
+        const std::size_t last = key.empty() ? 0 : static_cast<unsigned char>(key.back());
+        return std::uint64_t{1} << (own + (key.size() * 31 + last) % (64 - own));
     }
 
     void add_attribute(std::string_view key, const AttributeValueView& value) {
-        written_keys_ |= mark_of(key);
-        attribute_codec::append(record_.bytes, key, value);
+        const std::uint8_t index = attribute_codec::key_index(key);
+        written_keys_ |= mark_of(index, key);
+        attribute_codec::append(record_.bytes, index, key, value);
     }
 
     // Marks the value `key` has (if any) as replaced: the line will have the later one only.
