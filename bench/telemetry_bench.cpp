@@ -6,7 +6,7 @@
 //            lines: what a span costs the sending thread (its record, its queueing) is
 //            measured; the JSON is rendered on the tracer's writer thread, beside it, and I/O
 //            is not measured. Spans the writer could not keep up with are dropped, which
-//            would flatter the figure: the run prints how many (none, so far).
+//            would flatter the figure: the run prints how many.
 //   both     the two together
 //   (a) Publisher::send of a small struct to a declared queue nobody consumes, µs per send;
 //       the queue is deleted and declared again after every 1,000, untimed, so it stays small.
