@@ -373,7 +373,7 @@ struct Event {
 };
 
 // The bytes a span keeps of its text: its name, then its attributes (encoded by
-// AttributeCodec). In a buffer of the span's own up to a publish span's worth, so that
+// attribute_codec). In a buffer of the span's own up to a publish span's worth, so that
 // recording a span allocates nothing; past that, all of it moves to the heap and grows there.
 class SpanBytes {
 public:
@@ -587,12 +587,13 @@ public:
     LineWriter(const LineWriter&) = delete;
     LineWriter& operator=(const LineWriter&) = delete;
 
-    // Any thread; never blocks (but for waking the writer, once a batch).
+    // Any thread; never waits for the writer (it takes the writer's lock only to wake it:
+    // once a batch, or when it was idle).
     void push(SpanRecord& span) noexcept {
         const std::uint64_t ticket = queue_.try_push(span);
         if (ticket == queue_.full) {
             dropped_.fetch_add(1, std::memory_order_relaxed);
-        } else if ((ticket + 1) % batch_ == 0 || (idle_.load() && idle_.exchange(false))) {
+        } else if (((ticket + 1) & (batch_ - 1)) == 0 || (idle_.load() && idle_.exchange(false))) {
             wake();
         }
     }
@@ -675,7 +676,7 @@ private:
     const std::function<void(std::string_view)> write_;
     const std::function<void()> batch_written_;
     detail::BoundedQueue<SpanRecord> queue_;
-    const std::size_t batch_;  // the writer is woken each time this many more spans ended
+    const std::size_t batch_;  // the writer is woken each time this many more spans ended (a power of two)
     std::atomic<std::uint64_t> dropped_{0};
     std::atomic<bool> idle_{false};  // the writer sleeps until a span wakes it
     std::mutex lock_;
