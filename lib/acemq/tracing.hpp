@@ -17,10 +17,11 @@
 // docs/observability.md, "Bridging to OpenTelemetry".
 //
 // Thread-safety: a Tracer is called from every publishing and consuming thread at once and
-// must be thread-safe; one Span is used by one thread at a time.
+// must be thread-safe (start_span and flush alike); one Span is used by one thread at a time.
 #pragma once
 
 #include <array>
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <iosfwd>
@@ -54,6 +55,9 @@ struct TraceContext {
     bool sampled() const noexcept { return (flags & 0x01) != 0; }
     // "00-<32 hex>-<16 hex>-<2 hex>", lowercase.
     std::string traceparent() const;
+    // The same into a buffer of the caller's, for a path that should not allocate for it.
+    static constexpr std::size_t traceparent_size = 55;
+    void write_traceparent(std::span<char, traceparent_size> out) const noexcept;
     std::string trace_id_hex() const;
     std::string span_id_hex() const;
 
@@ -141,6 +145,10 @@ public:
     virtual ~Tracer() = default;
     // Never null.
     virtual std::unique_ptr<Span> start_span(const SpanStart& start) = 0;
+    // Returns when every span ended before the call has been handed on (written, exported);
+    // a tracer that does that as each span ends has nothing to do. For tests and for a
+    // program that must see every span before it exits.
+    virtual void flush() {}
 };
 
 // The trace of the delivery this thread is handling (set by the engine around a handler and
@@ -171,10 +179,39 @@ private:
 //    "parentSpanId":"...","start":"2026-12-02T10:00:00.000123Z","attributes":{...},
 //    "durationMicros":42,"status":"ERROR","statusDescription":"...","events":[{"name":...,
 //    "time":"...","attributes":{...}}],"scope":"org.acemq.amqp"}
-// "parentSpanId", "status" and "statusDescription" are left out when there is none. `write`
-// is called with one line (no newline) at a time, under a lock: it need not be thread-safe.
-std::shared_ptr<Tracer> json_lines_tracer(std::function<void(std::string_view line)> write);
-// The same into a stream, one line each, flushed; the stream must outlive the tracer.
-std::shared_ptr<Tracer> json_lines_tracer(std::ostream& out);
+// "parentSpanId", "status" and "statusDescription" are left out when there is none.
+//
+// Off the hot path, as OpenTelemetry's batch span processor: an ended span is a small
+// record put in a bounded queue, without a lock; a writer thread of the tracer's renders
+// the lines and writes them in batches — at once when it was idle, else when a batch has
+// gathered or shortly after. So a line appears a little after its span ends, and in the
+// order the spans ended. flush() returns when every span ended before it is written;
+// destroying the tracer (the last of it and of its spans) writes every span that ended and
+// stops the writer, so a clean shutdown loses nothing. A span ended while the queue is full
+// is dropped and counted (dropped()), never waited for: tracing must not slow the messages
+// it watches. The writer is a thread of this process: a child made by fork() has none, and
+// should make a tracer of its own.
+//
+// Thread-safety: start_span, flush and dropped from any thread; `write` is called on the
+// writer thread only, one line (no newline) at a time, so it need not be thread-safe; it
+// must not call flush(). A write that throws loses that line, which is counted as dropped.
+struct JsonLinesOptions {
+    // Ended spans waiting for the writer, at most (rounded up to a power of two); 2048, as
+    // OpenTelemetry's, take under a megabyte. The writer is woken each time a quarter of it
+    // has filled, so it only has to absorb what the writer falls behind by.
+    std::size_t queue_capacity = 2048;
+};
+
+class JsonLinesTracer : public Tracer {
+public:
+    // Spans that ended but were not written: the queue was full, or `write` threw.
+    virtual std::uint64_t dropped() const noexcept = 0;
+};
+
+std::shared_ptr<JsonLinesTracer> json_lines_tracer(std::function<void(std::string_view line)> write,
+                                                   JsonLinesOptions options = {});
+// The same into a stream, one line each, flushed after each batch; the stream must outlive
+// the tracer.
+std::shared_ptr<JsonLinesTracer> json_lines_tracer(std::ostream& out, JsonLinesOptions options = {});
 
 }  // namespace acemq

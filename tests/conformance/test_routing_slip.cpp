@@ -53,22 +53,26 @@ acemq::Labels run_labels(const std::string& pipeline, const std::string& step) {
     return {{"pipeline", pipeline}, {"step", step}, {"outcome", "completed"}};
 }
 
-// Lines of the spans the bus ended, as json_lines_tracer writes them.
+// Lines of the spans the bus ended, as json_lines_tracer writes them (on its writer thread:
+// each read flushes it first).
 class SpanLines {
 public:
     std::shared_ptr<acemq::Tracer> tracer() {
-        return acemq::json_lines_tracer([this](std::string_view line) {
+        tracer_ = acemq::json_lines_tracer([this](std::string_view line) {
             std::lock_guard guard(lock_);
             lines_.emplace_back(line);
         });
+        return tracer_;
     }
     std::size_t count(std::string_view part) const {
+        tracer_->flush();
         std::lock_guard guard(lock_);
         std::size_t found = 0;
         for (const std::string& line : lines_) found += contains(line, part) ? 1 : 0;
         return found;
     }
     std::vector<std::string> with(std::string_view part) const {
+        tracer_->flush();
         std::lock_guard guard(lock_);
         std::vector<std::string> found;
         for (const std::string& line : lines_)
@@ -79,6 +83,7 @@ public:
 private:
     mutable std::mutex lock_;
     std::vector<std::string> lines_;
+    std::shared_ptr<acemq::Tracer> tracer_;  // last: destroyed first, it writes what it holds into lines_
 };
 
 // Checks the three hops of one run: the stages in order, the form, the conversation and the

@@ -73,6 +73,7 @@ TEST_CASE("a requester counts each call by routing key and outcome, and traces i
     CHECK(metrics->summary(metric::request_duration, requested(silent, "timed_out")).count == 1);
     CHECK(metrics->summary(metric::request_duration, requested(silent, "timed_out")).sum >= 0.3);
 
+    tracer->flush();
     const std::vector<std::string> calls = spans->named(quotes + " request");
     REQUIRE(calls.size() == 2);
     for (const std::string& call : calls) {

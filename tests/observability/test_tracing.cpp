@@ -1,17 +1,22 @@
 #include <acemq/envelope.hpp>
+#include <acemq/error.hpp>
 #include <acemq/tracing.hpp>
 
 #include <catch2/catch.hpp>
 
+#include <chrono>
+#include <condition_variable>
 #include <iterator>
 #include <mutex>
 #include <regex>
 #include <sstream>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
 
 using namespace acemq;
+using namespace std::chrono_literals;
 
 namespace {
 const std::string trace = "4bf92f3577b34da6a3ce929d0e0e4736";
@@ -118,6 +123,7 @@ TEST_CASE("json lines tracer writes one line per span") {
     child->set_error("it broke");
     child->end();
     child->end();
+    tracer->flush();
     REQUIRE(lines.size() == 1);
     const auto& line = lines[0];
     CHECK(line.find("\"name\":\"orders process\"") != std::string::npos);
@@ -132,6 +138,7 @@ TEST_CASE("json lines tracer writes one line per span") {
     const std::regex stamp(R"re("(start|time)":"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z")re");
     CHECK(std::distance(std::sregex_iterator(line.begin(), line.end(), stamp), std::sregex_iterator()) == 2);
     parent.reset();
+    tracer->flush();
     REQUIRE(lines.size() == 2);
     CHECK(lines[1].find("parentSpanId") == std::string::npos);
     CHECK(lines[1].find("\"status\"") == std::string::npos);
@@ -170,6 +177,7 @@ TEST_CASE("json lines tracer: a later attribute replaces one of the same key, wh
     span->set_attribute("last", std::string("L"));
     span->end();
     span->set_attribute("after", std::string("end"));  // ignored: the line is written
+    tracer->flush();
     REQUIRE(lines.size() == 1);
     CHECK(attributes_of(lines[0]) ==
           R"({"trap":"x,\"middle\":2,\"first\":3","middle":"M","first":10,"odd\"key":false,"new":"N","last":"L"})");
@@ -185,6 +193,7 @@ TEST_CASE("json lines tracer escapes every byte that needs it, at any position i
             text[at] = special;
             span->set_attribute("k", text);
             span->end();
+            tracer->flush();
             REQUIRE(!lines.empty());
             std::string expected(19, 'a');
             const std::string escaped = special == '"'      ? "\\\""
@@ -199,6 +208,7 @@ TEST_CASE("json lines tracer escapes every byte that needs it, at any position i
     // Text above 0x7f (UTF-8) passes unescaped.
     span->set_attribute("k", std::string("caf\xc3\xa9 na\xc3\xafve long enough"));
     span->end();
+    tracer->flush();
     CHECK(attributes_of(lines.back()) == "{\"k\":\"caf\xc3\xa9 na\xc3\xafve long enough\"}");
 }
 
@@ -215,6 +225,7 @@ TEST_CASE("json lines tracer is thread-safe") {
         });
     }
     for (auto& thread : threads) thread.join();
+    tracer->flush();
     std::istringstream in(out.str());
     std::string line;
     int count = 0;
@@ -224,4 +235,78 @@ TEST_CASE("json lines tracer is thread-safe") {
         CHECK(line.back() == '}');
     }
     CHECK(count == 8 * 200);
+}
+
+TEST_CASE("json lines tracer: every ended span is written by flush(), and by the tracer's end") {
+    std::mutex lock;
+    std::vector<std::string> lines;
+    auto written = [&] {
+        std::lock_guard guard(lock);
+        return lines.size();
+    };
+    auto tracer = json_lines_tracer([&](std::string_view line) {
+        std::lock_guard guard(lock);
+        lines.emplace_back(line);
+    });
+    // More than a batch (a quarter of the queue), from two threads.
+    std::thread other([&] {
+        for (int i = 0; i < 700; ++i) tracer->start_span({.name = "q process", .kind = SpanKind::consumer});
+    });
+    for (int i = 0; i < 700; ++i) tracer->start_span({.name = "q publish", .kind = SpanKind::producer});
+    other.join();
+    tracer->flush();
+    CHECK(written() == 1400);
+
+    // A span that outlives its tracer is written when it ends; the tracer's end writes the rest.
+    auto late = tracer->start_span({.name = "q late", .kind = SpanKind::producer});
+    for (int i = 0; i < 10; ++i) tracer->start_span({.name = "q last", .kind = SpanKind::producer});
+    tracer.reset();
+    late->set_attribute("n", std::int64_t{1});
+    late.reset();
+    REQUIRE(written() == 1411);
+    CHECK(lines.back().find("\"name\":\"q late\"") != std::string::npos);
+    CHECK(lines.back().find("\"attributes\":{\"n\":1}") != std::string::npos);
+}
+
+TEST_CASE("json lines tracer: a span ended while the queue is full is dropped and counted, never waited for") {
+    std::mutex lock;
+    std::condition_variable changed;
+    bool writing = false, released = false;
+    std::vector<std::string> lines;
+    // The first write holds the writer until the test releases it, so the queue fills.
+    auto tracer = json_lines_tracer(
+        [&](std::string_view line) {
+            std::unique_lock guard(lock);
+            writing = true;
+            changed.notify_all();
+            changed.wait(guard, [&] { return released; });
+            if (line.find("\"name\":\"q fails\"") != std::string::npos) throw std::runtime_error("disk full");
+            lines.emplace_back(line);
+        },
+        {.queue_capacity = 4});
+    tracer->start_span({.name = "q first", .kind = SpanKind::producer});
+    {
+        std::unique_lock guard(lock);
+        REQUIRE(changed.wait_for(guard, 10s, [&] { return writing; }));
+    }
+    for (int i = 0; i < 4; ++i) tracer->start_span({.name = "q kept", .kind = SpanKind::producer});
+    for (int i = 0; i < 3; ++i) tracer->start_span({.name = "q dropped", .kind = SpanKind::producer});
+    CHECK(tracer->dropped() == 3);
+    {
+        std::lock_guard guard(lock);
+        released = true;
+    }
+    changed.notify_all();
+    tracer->flush();
+    CHECK(lines.size() == 5);
+    CHECK(tracer->dropped() == 3);
+    // A line the write function throws on is lost too, and counted with them.
+    tracer->start_span({.name = "q fails", .kind = SpanKind::producer});
+    tracer->start_span({.name = "q after", .kind = SpanKind::producer});
+    tracer->flush();
+    CHECK(tracer->dropped() == 4);
+    REQUIRE(lines.size() == 6);
+    CHECK(lines.back().find("\"name\":\"q after\"") != std::string::npos);
+
+    CHECK_THROWS_AS(json_lines_tracer([](std::string_view) {}, {.queue_capacity = 0}), InvalidArgument);
 }
