@@ -141,7 +141,7 @@ int main(int argc, char** argv) {
                    .against = "Transport::publish of the prepared message",
                    .underneath = raw,
                    .unit = "ns/op",
-                   .aim = 1.5});
+                   .aim = 1.3});
 
     std::puts("send_all, 1,000 messages:");
     std::vector<Order> batch(1000, order);
@@ -181,5 +181,5 @@ int main(int argc, char** argv) {
                    .against = "the embedded broker's own publish + deliver + ack",
                    .underneath = broker_round_trip,
                    .unit = "ns/msg",
-                   .aim = 3});
+                   .aim = 2});
 }

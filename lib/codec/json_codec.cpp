@@ -145,9 +145,11 @@ private:
         Open& top = open_.back();
         if (top.members++ > 0) put(',');
         top.at_key = false;
-        keys_.emplace_back(key_text_.size(), text.size());
-        key_text_.append(text);
+        // Room for a typical struct's keys at once, rather than growing one key at a time.
+        if (keys_.capacity() == 0) keys_.reserve(8);
+        const std::size_t from = body_.size() + 1;  // after the opening quote
         quoted(text);
+        keys_.emplace_back(from, body_.size() - 1 - from);
         put(':');
     }
 
@@ -163,9 +165,7 @@ private:
     void close(char bracket) {
         const std::size_t first = open_.back().first_key;
         if (first < keys_.size()) {
-            const std::size_t text_from = keys_[first].first;
             refuse_duplicate_keys(first);
-            key_text_.resize(text_from);
             keys_.resize(first);
         }
         open_.pop_back();
@@ -174,10 +174,11 @@ private:
 
     // Two keys of one object (say "1" and the integer 1) would leave only one member in
     // the reader's hands. Checked when the object closes, by sorting its keys (which are
-    // not needed after), so a large map costs n log n.
+    // not needed after), so a large map costs n log n. The keys are compared as written,
+    // escaped: two texts are equal exactly when their escaped forms are.
     void refuse_duplicate_keys(std::size_t first) {
         const auto text = [this](const std::pair<std::size_t, std::size_t>& k) {
-            return std::string_view(key_text_).substr(k.first, k.second);
+            return std::string_view(reinterpret_cast<const char*>(body_.data()) + k.first, k.second);
         };
         // Iterators rather than a ranges::subrange, which clang 14 (the fuzz build) cannot
         // compile with libstdc++ 12.
@@ -202,9 +203,9 @@ private:
     std::vector<std::byte>& body_;
     FieldNames names_;
     std::vector<Open> open_;
-    // The keys of the open objects, innermost last, as (offset, size) in key_text_.
+    // The keys of the open objects, innermost last, as (offset, size) of their escaped text
+    // in the body.
     std::vector<std::pair<std::size_t, std::size_t>> keys_;
-    std::string key_text_;
 };
 
 // A parsed body, flat: each value one token in document order, an array or object first

@@ -212,20 +212,26 @@ void ConsumerCore::on_delivery(Delivery delivery) {
 }
 
 void ConsumerCore::work() {
+    // A lone worker takes everything waiting when it wakes: one lock and one wake for many
+    // deliveries, in the order they came. With more workers each takes one at a time, so
+    // that no delivery waits behind a busy worker while another worker is free.
+    const bool takes_all = options_.concurrency == 1;
+    std::vector<Delivery> taken;
     std::unique_lock guard(lock_);
     for (;;) {
-        changed_.wait(guard, [&] { return stopping_ || !waiting_.empty(); });
+        changed_.wait(guard, [&] { return stopping_.load() || !waiting_.empty(); });
         if (stopping_) break;
-        Delivery delivery = std::move(waiting_.front());
-        waiting_.pop_front();
-        ++running_;
-        last_started_ = std::chrono::steady_clock::now();
-        Handout handout{handouts_, handouts_->take()};
-        guard.unlock();
-        {
-            const HandoutScope handling(std::move(handout));
-            process(delivery);
+        const std::size_t count = takes_all ? waiting_.size() : 1;
+        for (std::size_t i = 0; i < count; ++i) {
+            taken.push_back(std::move(waiting_.front()));
+            waiting_.pop_front();
         }
+        ++running_;
+        taken_unstarted_.fetch_add(count, std::memory_order_relaxed);
+        const std::uint64_t first_handout = handouts_->take(count);
+        guard.unlock();
+        handle(taken, first_handout);
+        taken.clear();
         guard.lock();
         --running_;
         changed_.notify_all();
@@ -238,6 +244,29 @@ void ConsumerCore::work() {
     guard.unlock();
     std::unique_lock one_at_a_time(close_lock_, std::try_to_lock);
     if (one_at_a_time) release(true, std::chrono::milliseconds(0));
+}
+
+void ConsumerCore::handle(std::vector<Delivery>& taken, std::uint64_t first_handout) {
+    std::size_t next = 0;
+    for (; next < taken.size() && (next == 0 || !stopping_); ++next) {
+        taken_unstarted_.fetch_sub(1, std::memory_order_relaxed);
+        last_started_.store(std::chrono::steady_clock::now(), std::memory_order_relaxed);
+        const HandoutScope handling(Handout{handouts_, first_handout + next});
+        process(taken[next]);
+    }
+    // Stopped: the rest go back as the ones still waiting did (stop_deliveries), passing
+    // their places in the handout order.
+    for (; next < taken.size(); ++next) {
+        taken_unstarted_.fetch_sub(1, std::memory_order_relaxed);
+        handouts_->pass(first_handout + next);
+        try {
+            hand_back(taken[next]);
+        } catch (const std::exception& error) {
+            // The connection is gone; the broker redelivers unsettled messages by itself.
+            log(LogLevel::error, "engine",
+                "could not hand back a delivery from " + queue_ + " that had not started: " + error.what());
+        }
+    }
 }
 
 void ConsumerCore::process(Delivery& delivery) {
@@ -413,7 +442,7 @@ bool ConsumerCore::set_aside(Delivery& delivery, const ConsumeContext& context, 
         // tried again after each pause until the set-aside works or the consumer closes.
         if (!reads_stream_) settle(delivery, false, true);
         std::unique_lock guard(lock_);
-        const bool closing = changed_.wait_for(guard, pause, [&] { return stopping_; });
+        const bool closing = changed_.wait_for(guard, pause, [&] { return stopping_.load(); });
         if (!reads_stream_) return false;
         if (closing) {
             guard.unlock();
@@ -475,9 +504,11 @@ ConsumerCore::Reading ConsumerCore::reading(bool ask_transport) {
     {
         std::lock_guard guard(lock_);
         if (stopping_) return Reading{.open = false};
-        now.in_flight = waiting_.size() + running_;
-        const auto quiet_since = std::max(last_started_, waiting_since_);
-        now.stopped = !waiting_.empty() && std::chrono::steady_clock::now() - quiet_since > options_.stall_after;
+        const std::size_t unstarted = taken_unstarted_.load(std::memory_order_relaxed);
+        now.in_flight = waiting_.size() + unstarted + running_;
+        const auto quiet_since = std::max(last_started_.load(std::memory_order_relaxed), waiting_since_);
+        now.stopped = (!waiting_.empty() || unstarted > 0) &&
+                      std::chrono::steady_clock::now() - quiet_since > options_.stall_after;
     }
     if (!now.stopped && ask_transport) {
         try {

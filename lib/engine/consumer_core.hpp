@@ -2,6 +2,7 @@
 // the transport and them, settlement, and drain on close.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <deque>
 #include <memory>
@@ -46,6 +47,9 @@ public:
 private:
     void on_delivery(Delivery delivery);
     void work();
+    // Handles what a worker took, in order; once the consumer stops, hands back the ones
+    // not started.
+    void handle(std::vector<Delivery>& taken, std::uint64_t first_handout);
     void process(Delivery& delivery);
     // `reached_handler` says whether it decoded and the interceptors and handler ran.
     Settlement run_handler(ConsumeContext& context, bool& reached_handler);
@@ -98,12 +102,18 @@ private:
     std::deque<Delivery> waiting_;
     // Numbered as workers take them from waiting_, for the ordered handler.
     std::shared_ptr<HandoutOrder> handouts_ = std::make_shared<HandoutOrder>();
-    std::size_t running_ = 0;
-    // When a worker last started a delivery, and when waiting_ last became non-empty: a
-    // stall is deliveries waiting with neither for longer than stall_after.
-    std::chrono::steady_clock::time_point last_started_{};
+    std::size_t running_ = 0;  // workers holding deliveries taken from waiting_
+    // Taken from waiting_ with others by the one worker (see work()) and not started yet:
+    // still waiting, as far as in_flight and a stall are concerned. Changed by that worker
+    // without the lock, once per delivery.
+    std::atomic<std::size_t> taken_unstarted_{0};
+    // When a worker last started a delivery (written without the lock too), and when
+    // waiting_ last became non-empty: a stall is deliveries waiting with neither for longer
+    // than stall_after.
+    std::atomic<std::chrono::steady_clock::time_point> last_started_{};
     std::chrono::steady_clock::time_point waiting_since_{};
-    bool stopping_ = false;
+    // Written under lock_; read without it by a worker between the deliveries it took.
+    std::atomic<bool> stopping_ = false;
     bool released_ = false;          // the subscription is closed: late settlements are dropped
     bool finish_when_idle_ = false;  // close() was called inside a handler: the last worker out releases
     std::optional<bool> drained_;

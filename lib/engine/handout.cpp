@@ -8,9 +8,11 @@ namespace {
 thread_local const Handout* current = nullptr;
 }  // namespace
 
-std::uint64_t HandoutOrder::take() {
+std::uint64_t HandoutOrder::take(std::uint64_t count) {
     std::lock_guard guard(lock_);
-    return taken_++;
+    const std::uint64_t first = taken_;
+    taken_ += count;
+    return first;
 }
 
 void HandoutOrder::wait_for_earlier(std::uint64_t number) {

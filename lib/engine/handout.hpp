@@ -16,8 +16,9 @@ namespace acemq::detail {
 // Thread-safe.
 class HandoutOrder {
 public:
-    // The next number, from 0: taken where the consumer hands a delivery out, under its lock.
-    std::uint64_t take();
+    // The first of the next `count` numbers, from 0: taken where the consumer hands
+    // deliveries out, under its lock, for `count` deliveries taken together.
+    std::uint64_t take(std::uint64_t count = 1);
     // Returns once every number taken before `number` has passed.
     void wait_for_earlier(std::uint64_t number);
     // `number` has reached its ordering point (or its handling ended). Idempotent.

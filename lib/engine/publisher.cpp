@@ -16,8 +16,19 @@ namespace {
 
 Envelope envelope_for(const SendOptions& options, std::string_view routing_key, const std::string& bus_origin) {
     Envelope envelope;
-    envelope.id = options.message_id.empty() ? new_uuid() : options.message_id;
-    envelope.type = !options.type.empty() ? options.type : routing_key.empty() ? "message" : std::string(routing_key);
+    // Assigned branch by branch: a ?: between an option and a temporary copies the option
+    // into a temporary first, even when the temporary is the branch taken (a heap block more
+    // a message for a generated id, measured with valgrind --tool=dhat).
+    if (options.message_id.empty())
+        envelope.id = new_uuid();
+    else
+        envelope.id = options.message_id;
+    if (!options.type.empty())
+        envelope.type = options.type;
+    else if (routing_key.empty())
+        envelope.type = "message";
+    else
+        envelope.type = routing_key;
     envelope.version = options.version;
     envelope.correlation = options.correlation.empty() ? envelope.id : options.correlation;
     envelope.causation = options.causation;
