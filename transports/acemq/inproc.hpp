@@ -141,10 +141,13 @@ SalvageReport salvage(const std::string& from, const std::string& to);
 
 // What a connection asks of the broker.
 struct ConnectionOptions {
-    // On a durable broker, an ack returns once its deletion is committed. False applies it
-    // at once and commits it with the next transaction (a remote client's ack, which could
-    // not be waited for anyway).
-    bool acks_wait = true;
+    // On a durable broker, an ack is applied at once and its deletion rides the broker's next
+    // transaction: a crash of the process before that commit brings the message back, marked
+    // redelivered, never lost (an idempotent consumer makes that exactly-once). True makes an
+    // ack return only once its deletion is committed, for a consumer that must not see an
+    // acked message again after a crash of the process; each ack then costs a commit of its
+    // own. docs/durability.md §2.3.
+    bool acks_wait = false;
     // Who the connection is, for Management::sessions(): where it connects from and the name
     // its client gave ("" for none). The zmq server fills both; "" peer shows "in-process".
     std::string peer{};
