@@ -216,11 +216,13 @@ public:
     void bind(ConnectionId connection, const BindingDeclaration& binding);
 
     // Waits for the broker's word, so on a durable broker for the commit of a persistent
-    // message routed to a durable queue.
+    // message routed to a durable queue; when no commit is under way it makes that commit on
+    // this thread (docs/durability.md §2.2), running the ConfirmFns it settles here.
     PublishResult publish(OutboundMessage message);
     // Does not wait: `confirmed` is called once, on this thread before publish returns when
-    // the broker decided at once, else on the writer thread after the commit. It must hand
-    // the result on and return: it runs with the writer's work waiting behind it.
+    // the broker decided at once, else after the commit on the writer thread (or on that of
+    // a publish waiting as above, counted as the writer's). It must hand the result on and
+    // return: it runs with the writer's work waiting behind it.
     void publish(OutboundMessage message, ConfirmFn confirmed);
     // publish(messages[i], ...) for each i in order, `confirmed(i, result)` standing for its
     // ConfirmFn, but taking the lock once for a run of messages rather than once for each: a
