@@ -17,6 +17,7 @@
 #include <thread>
 
 #include <acemq/bus.hpp>
+#include <acemq/inproc.hpp>
 #include <acemq/topology.hpp>
 #include <acemq/transport.hpp>
 
@@ -42,7 +43,11 @@ int main(int argc, char** argv) {
     }
     const int fd = ::open(argv[2], O_WRONLY | O_APPEND | O_CREAT, 0644);
     if (fd < 0) return 3;
-    std::shared_ptr<acemq::Transport> transport = acemq::open_transport(argv[1]);
+    // In process the drill checks that no acked message comes back, the promise of acks that
+    // wait for their commit.
+    const std::string url = argv[1];
+    std::shared_ptr<acemq::Transport> transport =
+        url.starts_with("inproc://") ? acemq::inproc::open(url, {.acks_wait = true}) : acemq::open_transport(url);
     transport->declare(acemq::Topology{}.queue("drill", {.type = acemq::QueueType::classic}));
 
     std::mutex mutex;

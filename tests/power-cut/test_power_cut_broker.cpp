@@ -116,7 +116,7 @@ TEST_CASE(
 
         std::shared_ptr<inproc::Broker> broker;
         REQUIRE_NOTHROW(broker = inproc::broker("power-cut-" + std::to_string(round), options));
-        const auto connection = broker->open_connection();
+        const auto connection = broker->open_connection({.acks_wait = true});
         broker->declare_queue(connection, testing_support::durable_queue("q"));
         const std::vector<std::uint64_t> there = ids_in_queue(*broker);
         const std::set<std::uint64_t> present(there.begin(), there.end());
@@ -251,7 +251,7 @@ TEST_CASE("a frame an earlier life wrote and never synced does not come back at 
     const inproc::BrokerOptions options{.data = "/broker.db", .sqlite_vfs = disk.name()};
     const std::string wal = "/broker.db-wal";
     auto pull_and_ack = [](inproc::Broker& broker, std::uint64_t expected) {
-        const auto connection = broker.open_connection();
+        const auto connection = broker.open_connection({.acks_wait = true});
         auto delivery = broker.pull(connection, "q");
         REQUIRE(delivery);
         REQUIRE(number_of(delivery->message()) == expected);

@@ -141,10 +141,13 @@ SalvageReport salvage(const std::string& from, const std::string& to);
 
 // What a connection asks of the broker.
 struct ConnectionOptions {
-    // On a durable broker, an ack returns once its deletion is committed. False applies it
-    // at once and commits it with the next transaction (a remote client's ack, which could
-    // not be waited for anyway).
-    bool acks_wait = true;
+    // On a durable broker, an ack is applied at once and its deletion rides the broker's next
+    // transaction: a crash of the process before that commit brings the message back, marked
+    // redelivered, never lost (an idempotent consumer makes that exactly-once). True makes an
+    // ack return only once its deletion is committed, for a consumer that must not see an
+    // acked message again after a crash of the process; each ack then costs a commit of its
+    // own. docs/durability.md §2.3.
+    bool acks_wait = false;
     // Who the connection is, for Management::sessions(): where it connects from and the name
     // its client gave ("" for none). The zmq server fills both; "" peer shows "in-process".
     std::string peer{};
@@ -213,11 +216,13 @@ public:
     void bind(ConnectionId connection, const BindingDeclaration& binding);
 
     // Waits for the broker's word, so on a durable broker for the commit of a persistent
-    // message routed to a durable queue.
+    // message routed to a durable queue; when no commit is under way it makes that commit on
+    // this thread (docs/durability.md §2.2), running the ConfirmFns it settles here.
     PublishResult publish(OutboundMessage message);
     // Does not wait: `confirmed` is called once, on this thread before publish returns when
-    // the broker decided at once, else on the writer thread after the commit. It must hand
-    // the result on and return: it runs with the writer's work waiting behind it.
+    // the broker decided at once, else after the commit on the writer thread (or on that of
+    // a publish waiting as above, counted as the writer's). It must hand the result on and
+    // return: it runs with the writer's work waiting behind it.
     void publish(OutboundMessage message, ConfirmFn confirmed);
     // publish(messages[i], ...) for each i in order, `confirmed(i, result)` standing for its
     // ConfirmFn, but taking the lock once for a run of messages rather than once for each: a

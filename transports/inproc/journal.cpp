@@ -117,24 +117,42 @@ void Journal::wait(std::uint64_t sequence) {
             "acemq: cannot wait for the durable inproc broker's commit on its writer thread, which makes the "
             "commit; a ConfirmFn must hand its result on and return, not publish and wait");
     std::unique_lock lock(mutex_);
-    finished_.wait(lock, [&] { return finished_through_ >= sequence || closed_; });
+    while (finished_through_ < sequence && !closed_) {
+        // Nothing uses the file: this thread writes what is waiting itself, its change among
+        // it, sparing the wake-up of the writer and the one back.
+        if (file_busy_ || stopping_ || !backups_.empty() || pending_.empty()) {
+            finished_.wait(lock);
+            continue;
+        }
+        file_busy_ = true;
+        writing = true;
+        commit_waiting(lock);
+        writing = false;
+        file_busy_ = false;
+        wake_.notify_one();      // the writer, should it wait for the file
+        finished_.notify_all();  // other callers, to commit what came meanwhile
+    }
 }
 
 void Journal::run() {
     writing = true;
-    std::vector<Entry> kept;  // after a failed transaction: written first in the next one
-    bool failing = false;
-    bool written_since_tidy = false;
     std::unique_lock lock(mutex_);
     const auto work = [&] { return !pending_.empty() || stopping_ || !backups_.empty(); };
     for (;;) {
+        // A waiting caller may be writing a transaction (wait): the file is one thread's at a time.
+        if (file_busy_) {
+            wake_.wait(lock, [&] { return !file_busy_; });
+            continue;
+        }
         // A backup goes a step at a time, each between two transactions, so that a publish
         // waits for one step of it at most.
         if (!backups_.empty() && !stopping_) {
             Backup& backup = *backups_.front();
+            file_busy_ = true;
             lock.unlock();
             const bool done = copy_step(backup);
             lock.lock();
+            file_busy_ = false;
             if (done) {
                 backups_.erase(backups_.begin());
                 backup.done = true;
@@ -143,73 +161,30 @@ void Journal::run() {
             if (pending_.empty()) continue;
         }
         if (pending_.empty()) {
-            if (stopping_ && kept.empty()) break;
-            if (kept.empty() && written_since_tidy && !wake_.wait_for(lock, give_space_back_after, work)) {
-                lock.unlock();
-                file_->give_space_back();
-                written_since_tidy = false;
-                lock.lock();
+            if (stopping_ && kept_.empty()) break;
+            if (kept_.empty() && written_since_tidy_) {
+                if (!wake_.wait_for(lock, give_space_back_after, work) && !file_busy_) {
+                    file_busy_ = true;
+                    lock.unlock();
+                    file_->give_space_back();
+                    lock.lock();
+                    file_busy_ = false;
+                    written_since_tidy_ = false;
+                }
                 continue;
             }
-            if (kept.empty())
+            if (kept_.empty())
                 wake_.wait(lock, work);
             else if (!stopping_)
                 wake_.wait_for(lock, retry_every, work);
-            if (pending_.empty() && (kept.empty() || (!backups_.empty() && !stopping_))) continue;
+            if (file_busy_ || (pending_.empty() && (kept_.empty() || (!backups_.empty() && !stopping_)))) continue;
         }
-        std::vector<Entry> batch = std::move(kept);
-        kept.clear();
-        batch.reserve(batch.size() + pending_.size());
-        for (Entry& entry : pending_) batch.push_back(std::move(entry));
-        pending_.clear();
-        const std::uint64_t through = batch.back().sequence;
-        lock.unlock();
-
-        const auto began = std::chrono::steady_clock::now();
-        const std::optional<std::string> failure = write(batch);
-        const auto took = std::chrono::steady_clock::now() - began;
-        if (failure)
-            for (Entry& entry : batch)
-                if (!published(entry.change)) kept.push_back(std::move(entry));
-        // Once per streak: an operator needs to hear that commits fail, and that they work again.
-        if (failure && !failing)
+        file_busy_ = true;
+        const bool failed = commit_waiting(lock).has_value();
+        file_busy_ = false;
+        if (failed && stopping_ && pending_.empty()) {
             log(LogLevel::error, "durable-broker",
-                *failure + "; persistent publishes are refused until a commit succeeds, " +
-                    std::to_string(kept.size()) + " other changes are kept and tried again",
-                {{"event", "commits-refused"}, {"reason", *failure}});
-        else if (!failure && failing)
-            log(LogLevel::warning, "durable-broker",
-                "acemq: the durable inproc broker's commits succeed again; what was kept is written",
-                {{"event", "commits-resumed"}});
-        failing = failure.has_value();
-        written_since_tidy = written_since_tidy || !failure;
-        committed_(through, !failure);
-
-        std::vector<Confirm> due;
-        lock.lock();
-        failure_ = failure;
-        finished_through_ = through;
-        if (!failure) {
-            ++stats_.commits;
-            stats_.total += took;
-            stats_.longest = std::max<std::chrono::nanoseconds>(stats_.longest, took);
-        }
-        std::erase_if(confirms_, [&](Confirm& confirm) {
-            if (confirm.sequence > through) return false;
-            due.push_back(std::move(confirm));
-            return true;
-        });
-        finished_.notify_all();
-        lock.unlock();
-        for (Confirm& confirm : due) {
-            if (failure)
-                confirm.result = PublishResult{.return_reason = *failure, .why = PublishResult::Unconfirmed::refused};
-            confirm.confirmed(std::move(confirm.result));
-        }
-        lock.lock();
-        if (failure && stopping_ && pending_.empty()) {
-            log(LogLevel::error, "durable-broker",
-                *failure + "; " + std::to_string(kept.size()) + " changes were not written before the broker closed");
+                *failure_ + "; " + std::to_string(kept_.size()) + " changes were not written before the broker closed");
             unwritten_ = true;
             break;
         }
@@ -224,6 +199,60 @@ void Journal::run() {
     }
     backups_.clear();
     finished_.notify_all();
+}
+
+std::optional<std::string> Journal::commit_waiting(std::unique_lock<std::mutex>& lock) {
+    std::vector<Entry> batch = std::move(kept_);
+    kept_.clear();
+    batch.reserve(batch.size() + pending_.size());
+    for (Entry& entry : pending_) batch.push_back(std::move(entry));
+    pending_.clear();
+    const std::uint64_t through = batch.back().sequence;
+    lock.unlock();
+
+    const auto began = std::chrono::steady_clock::now();
+    const std::optional<std::string> failure = write(batch);
+    const auto took = std::chrono::steady_clock::now() - began;
+    if (failure)
+        for (Entry& entry : batch)
+            if (!published(entry.change)) kept_.push_back(std::move(entry));
+    // Once per streak: an operator needs to hear that commits fail, and that they work again.
+    if (failure && !failing_)
+        log(LogLevel::error, "durable-broker",
+            *failure + "; persistent publishes are refused until a commit succeeds, " + std::to_string(kept_.size()) +
+                " other changes are kept and tried again",
+            {{"event", "commits-refused"}, {"reason", *failure}});
+    else if (!failure && failing_)
+        log(LogLevel::warning, "durable-broker",
+            "acemq: the durable inproc broker's commits succeed again; what was kept is written",
+            {{"event", "commits-resumed"}});
+    failing_ = failure.has_value();
+    written_since_tidy_ = written_since_tidy_ || !failure;
+    committed_(through, !failure);
+
+    std::vector<Confirm> due;
+    lock.lock();
+    failure_ = failure;
+    finished_through_ = through;
+    if (!failure) {
+        ++stats_.commits;
+        stats_.total += took;
+        stats_.longest = std::max<std::chrono::nanoseconds>(stats_.longest, took);
+    }
+    std::erase_if(confirms_, [&](Confirm& confirm) {
+        if (confirm.sequence > through) return false;
+        due.push_back(std::move(confirm));
+        return true;
+    });
+    finished_.notify_all();
+    lock.unlock();
+    for (Confirm& confirm : due) {
+        if (failure)
+            confirm.result = PublishResult{.return_reason = *failure, .why = PublishResult::Unconfirmed::refused};
+        confirm.confirmed(std::move(confirm.result));
+    }
+    lock.lock();
+    return failure;
 }
 
 std::optional<std::string> Journal::write(const std::vector<Entry>& batch) {

@@ -1,8 +1,11 @@
 // The durable broker's writer: the changes the broker makes to its durable state, in the
-// order it makes them, and the one thread that commits them to the data file. Group commit:
+// order it makes them, and the thread that commits them to the data file. Group commit:
 // the writer takes everything waiting, writes it in one transaction with one sync, tells the
 // broker how far it got, and runs the confirms waiting on it; what arrives meanwhile waits
 // for the next transaction. Nothing waits on a timer: a lone change is committed at once.
+// A caller that waits for its change (wait()) while the file is idle commits it itself, with
+// whatever else is waiting, so that a lone confirmed publish pays its commit and no hand-off
+// between threads; the writer and such callers use the file one at a time.
 //
 // A transaction that fails (disk full, an I/O error) loses the publishes in it: their
 // confirms say refused, naming why, and the broker drops those messages. Every other change
@@ -12,8 +15,10 @@
 // It also makes an online backup of the file (OnlineBackup), a step between transactions.
 //
 // Threads: record() and confirm_after() are called with the broker's lock held, which is
-// what orders them; wait(), backup() and close() without it; commit_stats() either way. The
-// writer calls Committed without any lock of its own, and Committed takes the broker's lock.
+// what orders them; wait(), backup() and close() without it; commit_stats() either way.
+// Committed and the confirms run on the writer's thread, or on a caller's inside wait(),
+// which counts as the writer's thread (on_writer_thread()) meanwhile, one transaction at a
+// time, without any lock of the journal's; Committed takes the broker's lock.
 // Internal to the inproc broker.
 #pragma once
 
@@ -98,7 +103,9 @@ public:
     // naming why when its transaction failed.
     void confirm_after(std::uint64_t sequence, PublishResult result, ConfirmFn confirmed);
     // Returns once change `sequence` was committed, or its transaction failed and it is kept
-    // for the next. Refuses (UsageError) to wait on the writer's own thread.
+    // for the next; when nothing is using the file, commits it (and what else waits) on the
+    // calling thread, running Committed and the confirms due there. Refuses (UsageError) to
+    // wait on the writer's own thread.
     void wait(std::uint64_t sequence);
     // The last sequence number given out.
     std::uint64_t last_recorded();
@@ -149,6 +156,10 @@ private:
     };
 
     void run();
+    // Takes what waits (what a failed transaction kept first), writes it in one transaction,
+    // tells Committed and runs the confirms due; the failure's text. Called with `lock` held
+    // and file_busy_ set by the caller, returns with the lock held.
+    std::optional<std::string> commit_waiting(std::unique_lock<std::mutex>& lock);
     // One step of `backup`; true when it is done (finished or failed).
     bool copy_step(Backup& backup);
     // Writes `batch` in one transaction; the error text when it failed.
@@ -167,6 +178,12 @@ private:
     bool stopping_ = false;
     bool closed_ = false;
     bool unwritten_ = false;  // the writer stopped with changes it could not write
+    // A thread uses the file (a transaction, a backup step, giving space back): the writer, or
+    // a caller in wait(). Only that thread touches the three below, without the lock.
+    bool file_busy_ = false;
+    std::vector<Entry> kept_;  // after a failed transaction: written first in the next one
+    bool failing_ = false;
+    bool written_since_tidy_ = false;
     std::optional<std::string> failure_;
     CommitStats stats_;
     std::vector<Backup*> backups_;  // oldest first; the writer copies the first

@@ -54,6 +54,9 @@ PublishResult Broker::Impl::publish(OutboundMessage message) {
             result = std::move(confirmed);
             done.notify_one();
         });
+        // Once the lock is let go: when the file is idle this thread commits it, and the
+        // confirm has run by then.
+        guard.wait_for_commit(published.commit);
     }
     std::unique_lock lock(mutex);
     done.wait(lock, [&] { return result.has_value(); });
