@@ -68,7 +68,12 @@ void Subscriptions::stop(Connection* connection, SubscriptionState& state) {
 void Subscriptions::close(Connection* connection, const std::shared_ptr<SubscriptionState>& state) {
     if (connection != nullptr && state->channel != 0) {
         // Settled before the close: written ahead of it, or the broker would hand them out again.
-        settle_waiting(*connection, *state);
+        try {
+            settle_waiting(*connection, *state);
+        } catch (const ConnectionLost&) {
+            // The broker gives back all the channel held; the I/O loop meets the loss at its
+            // next read. A close that threw would reach ~Consumer, which cannot throw.
+        }
         connection->close_channel(state->channel);
     }
     state->settler->close();
