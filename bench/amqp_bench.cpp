@@ -15,9 +15,10 @@
 // The queues are deleted at the end. Figures only, never asserted on. Another process busy
 // on the same cores moves these figures by tens of percent: compare rounds, not runs.
 //
-//   build/bench/amqp_bench [URL] [--rounds=N] [--iterations=N] [--quorum] [--no-consume] [--quick]
+//   build/bench/amqp_bench [URL] [--rounds=N] [--iterations=N] [--quorum] [--no-consume] [--only-consume] [--quick]
 //   (defaults: 10 rounds of 1000 publishes per side, 5 batches, 3 consumes; --quorum adds a
-//   quorum queue; --quick or ACEMQ_BENCH_QUICK=1: 3 rounds of 300, 3 batches, 1 consume)
+//   quorum queue; --only-consume runs part 3 alone, e.g. under perf record; --quick or
+//   ACEMQ_BENCH_QUICK=1: 3 rounds of 300, 3 batches, 1 consume)
 //
 // URL: argv, else $ACEMQ_TEST_AMQP_URL, else amqp://guest:guest@127.0.0.1:5672/. A broker
 // to point it at: source scripts/servers.sh; start_rabbitmq (see there).
@@ -627,6 +628,7 @@ int main(int argc, char** argv) {
     const int consume_repetitions = quick ? 1 : 3;
     bool quorum = false;
     bool consume = true;
+    bool publish = true;
     for (int i = 1; i < argc; ++i) {
         const std::string argument = argv[i];
         if (argument == "--quick")
@@ -639,8 +641,12 @@ int main(int argc, char** argv) {
             quorum = true;
         else if (argument == "--no-consume")
             consume = false;
+        else if (argument == "--only-consume")
+            publish = false;
         else if (argument.rfind("--", 0) == 0) {
-            std::fprintf(stderr, "usage: %s [URL] [--rounds=N] [--iterations=N] [--quorum] [--no-consume] [--quick]\n",
+            std::fprintf(stderr,
+                         "usage: %s [URL] [--rounds=N] [--iterations=N] [--quorum] [--no-consume] [--only-consume] "
+                         "[--quick]\n",
                          argv[0]);
             return 2;
         } else
@@ -687,6 +693,7 @@ int main(int argc, char** argv) {
 
         std::vector<std::pair<std::string, acemq::QueueType>> queues = {{classic_queue, acemq::QueueType::classic}};
         if (quorum) queues.emplace_back(quorum_queue, acemq::QueueType::quorum);
+        if (!publish) queues.clear();
         for (const auto& [queue, type] : queues) {
             bus->transport().delete_queue(queue);
             bus->declare(acemq::Topology{}.queue(queue, {.type = type}));

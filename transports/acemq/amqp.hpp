@@ -29,10 +29,15 @@
 // returned by the broker and settling them does nothing.
 //
 // Threads: every member is thread-safe. One I/O thread per transport looks after the
-// connection; calls hand it work and wait for the answer. A single publish, an ack or a nack
-// finding the connection free does its own I/O instead (a publish then reads its own
-// confirm), which saves two thread wake-ups per message. So a DeliverFn runs on the I/O
-// thread or on a thread inside publish(); either way it must only hand the delivery on.
+// connection; calls hand it work and wait for the answer. A single publish, or the ack or
+// nack of a pulled delivery, finding the connection free does its own I/O instead (a publish
+// then reads its own confirm), which saves two thread wake-ups per message. The settlements
+// of a subscription's deliveries wait for the I/O thread instead, which a lone one wakes at
+// once (no timer): it writes all that wait on the subscription's channel in as few frames as
+// AMQP allows, one basic.ack (or basic.nack) with `multiple` for each run of one outcome at
+// the bottom of the channel's unsettled deliveries, one frame each above a delivery still
+// unsettled (never a `multiple` over it). A DeliverFn runs on the I/O thread or on a thread
+// inside publish(); either way it must only hand the delivery on.
 // on_event runs on either kind of thread too. Settle every Delivery before the transport and
 // its subscriptions are destroyed (settling one after a close is fine: it does nothing).
 #pragma once

@@ -260,12 +260,13 @@ void Connection::cancel(amqp_channel_t channel, const std::string& consumer_tag)
     check(amqp_get_rpc_reply(state_), "cancel consumer " + consumer_tag, channel);
 }
 
-void Connection::ack(amqp_channel_t channel, std::uint64_t delivery_tag) {
-    check_status(amqp_basic_ack(state_, channel, delivery_tag, 0), "ack a delivery");
-}
-
-void Connection::nack(amqp_channel_t channel, std::uint64_t delivery_tag, bool requeue) {
-    check_status(amqp_basic_nack(state_, channel, delivery_tag, 0, requeue ? 1 : 0), "nack a delivery");
+void Connection::settle(amqp_channel_t channel, const SettlementFrame& frame) {
+    const amqp_boolean_t multiple = frame.multiple ? 1 : 0;
+    if (frame.outcome == Outcome::ack)
+        check_status(amqp_basic_ack(state_, channel, frame.broker_tag, multiple), "ack a delivery");
+    else
+        check_status(amqp_basic_nack(state_, channel, frame.broker_tag, multiple, frame.outcome == Outcome::requeue),
+                     "nack a delivery");
 }
 
 void Connection::give_back(amqp_channel_t channel, std::uint64_t delivery_tag) {

@@ -17,6 +17,7 @@
 #include <acemq/topology.hpp>
 #include <acemq/transport.hpp>
 #include "amqp/address.hpp"
+#include "amqp/open_deliveries.hpp"
 #include "session/settings.hpp"
 
 namespace acemq::amqp {
@@ -82,8 +83,8 @@ public:
     void set_prefetch(amqp_channel_t channel, std::uint16_t prefetch, std::string_view what);
     void consume(amqp_channel_t channel, const std::string& queue, const ConsumeSpec& spec, std::string_view what);
     void cancel(amqp_channel_t channel, const std::string& consumer_tag);
-    void ack(amqp_channel_t channel, std::uint64_t delivery_tag);
-    void nack(amqp_channel_t channel, std::uint64_t delivery_tag, bool requeue);
+    // basic.ack, or basic.nack with requeue or without.
+    void settle(amqp_channel_t channel, const SettlementFrame& frame);
     // A delivery that arrived after its consumer was cancelled: back to its queue.
     void give_back(amqp_channel_t channel, std::uint64_t delivery_tag);
 

@@ -80,7 +80,7 @@ void AmqpTransport::Impl::complete(Incoming in) {
     if (in.kind == Incoming::Kind::returned)
         confirms_.file_return(in.message.message_id, in.return_reason);
     else
-        subscriptions_.deliver(*connection_, std::move(in), generation_);
+        subscriptions_.deliver(*connection_, std::move(in));
 }
 
 namespace {

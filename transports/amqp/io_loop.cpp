@@ -37,6 +37,7 @@ void AmqpTransport::Impl::run() {
         try {
             run_commands();
             pump_frames();
+            if (connection_) subscriptions_.settle_waiting(*connection_);
             if (connection_ && Clock::now() >= next_resume_) resume_subscriptions();
             if (!connection_) continue;
             if (connection_->has_buffered_input()) continue;
@@ -61,6 +62,7 @@ void AmqpTransport::Impl::run() {
         // which would hand the message out again.
         try {
             run_commands();
+            subscriptions_.settle_waiting(*connection_);
         } catch (const ConnectionLost&) {
             // The connection went while flushing; shut_down fails what is left to its callers.
         }

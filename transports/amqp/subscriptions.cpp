@@ -8,21 +8,48 @@
 
 namespace acemq::amqp {
 
-void Settler::settle(std::uint64_t delivery_tag, bool ack, bool requeue) {
-    link_.write_soon([this, delivery_tag, ack, requeue](Connection& connection, std::uint64_t generation) {
-        // A settlement for another connection's delivery, or after the channel closed: the
-        // broker gave that message back already, so nothing is settled.
-        const amqp_channel_t channel = subscription_ ? subscription_->channel : fixed_channel_;
-        if (session::generation_of(delivery_tag) != generation || channel == 0) return;
-        if (ack)
-            connection.ack(channel, session::broker_tag_of(delivery_tag));
-        else
-            connection.nack(channel, session::broker_tag_of(delivery_tag), requeue);
+void Settler::settle(std::uint64_t delivery_tag, Outcome outcome) {
+    link_.write_soon([this, delivery_tag, outcome](Connection& connection, std::uint64_t generation) {
+        // A settlement for another connection's delivery: the broker gave that message back
+        // already, so nothing is settled.
+        if (session::generation_of(delivery_tag) != generation) return;
+        connection.settle(channel_, {.outcome = outcome, .broker_tag = session::broker_tag_of(delivery_tag)});
     });
 }
 
+void ConsumerSettler::add(std::uint64_t delivery_tag, Outcome outcome) {
+    bool first = false;
+    {
+        std::lock_guard lock(mutex_);
+        if (closed_) return;
+        first = waiting_.empty();
+        waiting_.push_back({.broker_tag = delivery_tag, .outcome = outcome});
+    }
+    // The thread takes everything waiting once awake: only the first of a burst wakes it.
+    if (first) link_.wake();
+}
+
+std::vector<Settlement> ConsumerSettler::take(std::uint64_t generation) {
+    std::vector<Settlement> taken;
+    {
+        std::lock_guard lock(mutex_);
+        taken.swap(waiting_);
+    }
+    std::erase_if(taken, [generation](const Settlement& settlement) {
+        return session::generation_of(settlement.broker_tag) != generation;
+    });
+    for (Settlement& settlement : taken) settlement.broker_tag = session::broker_tag_of(settlement.broker_tag);
+    return taken;
+}
+
+void ConsumerSettler::close() {
+    std::lock_guard lock(mutex_);
+    closed_ = true;
+    waiting_.clear();
+}
+
 void Subscriptions::add(Connection& connection, std::shared_ptr<SubscriptionState> state) {
-    settlers_.push_back(std::make_unique<Settler>(link_, state));
+    settlers_.push_back(std::make_unique<ConsumerSettler>(link_));
     state->settler = settlers_.back().get();
     start_consuming(connection, *state);
     states_.push_back(std::move(state));
@@ -39,13 +66,23 @@ void Subscriptions::stop(Connection* connection, SubscriptionState& state) {
 }
 
 void Subscriptions::close(Connection* connection, const std::shared_ptr<SubscriptionState>& state) {
-    if (connection != nullptr && state->channel != 0) connection->close_channel(state->channel);
+    if (connection != nullptr && state->channel != 0) {
+        // Settled before the close: written ahead of it, or the broker would hand them out again.
+        try {
+            settle_waiting(*connection, *state);
+        } catch (const ConnectionLost&) {
+            // The broker gives back all the channel held; the I/O loop meets the loss at its
+            // next read. A close that threw would reach ~Consumer, which cannot throw.
+        }
+        connection->close_channel(state->channel);
+    }
+    state->settler->close();
     release(*state);
     states_.erase(std::remove(states_.begin(), states_.end(), state), states_.end());
     state->deliver = {};  // its settler keeps the state; not what the callback holds
 }
 
-void Subscriptions::deliver(Connection& connection, Incoming delivery, std::uint64_t generation) {
+void Subscriptions::deliver(Connection& connection, Incoming delivery) {
     for (auto& state : states_) {
         if (state->channel != delivery.channel) continue;
         if (state->stopped) {
@@ -53,10 +90,21 @@ void Subscriptions::deliver(Connection& connection, Incoming delivery, std::uint
             connection.give_back(delivery.channel, delivery.broker_tag);
             return;
         }
-        state->deliver(
-            Delivery(std::move(delivery.message), *state->settler, session::tag_for(generation, delivery.broker_tag)));
+        state->open.delivered(delivery.broker_tag);
+        state->deliver(Delivery(std::move(delivery.message), *state->settler,
+                                session::tag_for(state->generation, delivery.broker_tag)));
         return;
     }
+}
+
+void Subscriptions::settle_waiting(Connection& connection) {
+    for (auto& state : states_) settle_waiting(connection, *state);
+}
+
+void Subscriptions::settle_waiting(Connection& connection, SubscriptionState& state) {
+    std::vector<Settlement> waiting = state.settler->take(state.generation);
+    if (waiting.empty() || state.channel == 0) return;
+    for (const SettlementFrame& frame : state.open.settle(std::move(waiting))) connection.settle(state.channel, frame);
 }
 
 void Subscriptions::cancelled_by_broker(amqp_channel_t channel) {
@@ -108,6 +156,8 @@ void Subscriptions::start_consuming(Connection& connection, SubscriptionState& s
         throw TopologyError(closed.what());
     }
     state.channel = channel;
+    state.generation = generations_.next();
+    state.open = OpenDeliveries();
 }
 
 void Subscriptions::release(SubscriptionState& state) {

@@ -8,12 +8,15 @@
 #include <deque>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
 #include <acemq/transport.hpp>
 #include "amqp/channels.hpp"
 #include "amqp/incoming.hpp"
+#include "amqp/open_deliveries.hpp"
+#include "session/delivery_tags.hpp"
 
 namespace acemq::amqp {
 
@@ -25,40 +28,68 @@ public:
     // Runs `write` with the connection and its generation: at once when the connection is
     // free, else on the I/O thread; not at all when the transport closed first.
     virtual void write_soon(std::function<void(Connection&, std::uint64_t generation)> write) = 0;
+    // Wakes the I/O thread: a subscription's settler has settlements waiting.
+    virtual void wake() = 0;
 
 protected:
     ~SettlementLink() = default;
 };
 
-class Settler;
+// Settles a subscription's deliveries. Each settlement waits here until the I/O thread
+// wakes and writes all that wait on the subscription's channel at once, in as few frames as
+// OpenDeliveries makes of them: with `multiple`, one basic.ack stands for many. No timer
+// holds a settlement back: a lone one wakes the thread at once. Thread-safe: Deliveries
+// settle from any thread.
+class ConsumerSettler final : public DeliverySettler {
+public:
+    explicit ConsumerSettler(SettlementLink& link) : link_(link) {}
+    void ack(std::uint64_t delivery_tag) override { add(delivery_tag, Outcome::ack); }
+    void requeue(std::uint64_t delivery_tag) override { add(delivery_tag, Outcome::requeue); }
+    void reject(std::uint64_t delivery_tag) override { add(delivery_tag, Outcome::reject); }
+
+    // Everything waiting, leaving nothing, as the broker's tags of the channel life
+    // `generation`; a settlement of another life is left out (the broker gave that message
+    // back when its channel went, and its tag may name another message now).
+    std::vector<Settlement> take(std::uint64_t generation);
+    // The subscription is closed: its channel's unsettled deliveries went back to the queue,
+    // and what is settled from now on is dropped.
+    void close();
+
+private:
+    void add(std::uint64_t delivery_tag, Outcome outcome);
+
+    SettlementLink& link_;
+    std::mutex mutex_;                 // guards waiting_ and closed_
+    std::vector<Settlement> waiting_;  // each with the Delivery's tag, generation included
+    bool closed_ = false;
+};
 
 struct SubscriptionState {
     std::string queue;
     ConsumeSpec spec;
     DeliverFn deliver;
-    Settler* settler = nullptr;
+    ConsumerSettler* settler = nullptr;
     amqp_channel_t channel = 0;  // 0 while not consuming (lost, or stopped)
+    // Of the channel's life (each consume starts one): its Deliveries' tags carry it.
+    std::uint64_t generation = 0;
+    OpenDeliveries open;  // of the channel's life
     bool stopped = false;
     bool cancelled_by_broker = false;
 };
 
-// Settles on a fixed channel (the pull channel), or on whichever channel its subscription
-// has now. Thread-safe: Deliveries settle from any thread.
+// Settles on a fixed channel (the pull channel), one frame a settlement. Thread-safe.
 class Settler final : public DeliverySettler {
 public:
-    Settler(SettlementLink& link, amqp_channel_t channel) : link_(link), fixed_channel_(channel) {}
-    Settler(SettlementLink& link, std::shared_ptr<const SubscriptionState> subscription)
-        : link_(link), fixed_channel_(0), subscription_(std::move(subscription)) {}
-    void ack(std::uint64_t delivery_tag) override { settle(delivery_tag, true, false); }
-    void requeue(std::uint64_t delivery_tag) override { settle(delivery_tag, false, true); }
-    void reject(std::uint64_t delivery_tag) override { settle(delivery_tag, false, false); }
+    Settler(SettlementLink& link, amqp_channel_t channel) : link_(link), channel_(channel) {}
+    void ack(std::uint64_t delivery_tag) override { settle(delivery_tag, Outcome::ack); }
+    void requeue(std::uint64_t delivery_tag) override { settle(delivery_tag, Outcome::requeue); }
+    void reject(std::uint64_t delivery_tag) override { settle(delivery_tag, Outcome::reject); }
 
 private:
-    void settle(std::uint64_t delivery_tag, bool ack, bool requeue);
+    void settle(std::uint64_t delivery_tag, Outcome outcome);
 
     SettlementLink& link_;
-    amqp_channel_t fixed_channel_;
-    std::shared_ptr<const SubscriptionState> subscription_;  // read under the I/O lock
+    amqp_channel_t channel_;
 };
 
 class Subscriptions {
@@ -78,7 +109,9 @@ public:
     bool empty() const noexcept { return states_.empty(); }
 
     // Hands `delivery` to the subscription on its channel (a stopped one gives it back).
-    void deliver(Connection& connection, Incoming delivery, std::uint64_t generation);
+    void deliver(Connection& connection, Incoming delivery);
+    // Writes the settlements waiting on every subscription's channel.
+    void settle_waiting(Connection& connection);
     // basic.cancel from the broker: the queue on that channel was deleted.
     void cancelled_by_broker(amqp_channel_t channel);
     // The broker closed a consumer channel: its subscription waits for resume().
@@ -98,12 +131,15 @@ public:
 private:
     void start_consuming(Connection& connection, SubscriptionState& state);
     void release(SubscriptionState& state);
+    void settle_waiting(Connection& connection, SubscriptionState& state);
 
     SettlementLink& link_;
     IncomingContent& incoming_;
     ConsumerChannels channels_;
+    session::Generations generations_;  // of the channels' lives
     std::vector<std::shared_ptr<SubscriptionState>> states_;
-    std::deque<std::unique_ptr<Settler>> settlers_;  // live as long as the transport: Deliveries point at them
+    // Live as long as the transport: Deliveries point at them.
+    std::deque<std::unique_ptr<ConsumerSettler>> settlers_;
 };
 
 }  // namespace acemq::amqp

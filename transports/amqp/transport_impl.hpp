@@ -144,6 +144,7 @@ private:
     using Chunk = std::vector<std::shared_ptr<PendingPublish>>;
 
     void write_soon(std::function<void(Connection&, std::uint64_t generation)> write) override;
+    void wake() override { commands_.wake(); }
 
     // io_loop.cpp
     void run();
