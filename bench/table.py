@@ -112,13 +112,26 @@ def main():
     if arguments.results == "1":
         quick_note = (" A quick run (`--quick`): short runs, smoke figures." if document["quick"] else "")
         failed_note = (f"\n\nFailed: {', '.join(document['failed'])}." if document["failed"] else "")
+        kept = analyses_after_the_table("bench/RESULTS.md")
         with open("bench/RESULTS.md", "w") as out:
             out.write(f"# Benchmark results\n\n{now}, on {about['cpu']} ({about['cpus']} CPUs), "
                       f"from `{arguments.command}`.{quick_note} The machine is shared: only the ratios, "
                       f"each measured within one run, mean something (see bench/README.md)."
-                      f"{failed_note}\n\n{text}\n")
+                      f"{failed_note}\n\n{text}\n{kept}")
         print("bench/RESULTS.md written")
     return 0
+
+
+def analyses_after_the_table(path):
+    """The "## " sections a person wrote below the generated table (several runs of one bench
+    read together, say): a new table replaces the old one, never them."""
+    try:
+        with open(path) as existing:
+            text = existing.read()
+    except FileNotFoundError:
+        return ""
+    at = text.find("\n## ")
+    return "" if at < 0 else text[at:]
 
 
 if __name__ == "__main__":
