@@ -126,11 +126,22 @@ void Journal::wait(std::uint64_t sequence) {
         }
         file_busy_ = true;
         writing = true;
-        commit_waiting(lock);
-        writing = false;
-        file_busy_ = false;
-        wake_.notify_one();      // the writer, should it wait for the file
-        finished_.notify_all();  // other callers, to commit what came meanwhile
+        const auto give_the_file_back = [&] {
+            if (!lock.owns_lock()) lock.lock();
+            writing = false;
+            file_busy_ = false;
+            wake_.notify_one();      // the writer, should it wait for the file
+            finished_.notify_all();  // other callers, to commit what came meanwhile
+        };
+        try {
+            commit_waiting(lock);
+        } catch (...) {
+            // Only a Committed or ConfirmFn callback that throws (its own bug) gets here; the
+            // file must still go back, or every later commit would wait for it forever.
+            give_the_file_back();
+            throw;
+        }
+        give_the_file_back();
     }
 }
 
