@@ -2,7 +2,8 @@
 // against an in-process broker: a batch of publishes confirmed entry by entry; a malformed
 // entry refused naming it, the entries around it handled; an over-limit or hostile batch
 // refused without taking anything; a version-2 peer never sent a batch; and this library's
-// client against a broker of version 2, which it serves without batches.
+// client against a broker of version 2, which it serves without batches; and acks made just
+// before close, which go out ahead of the bye.
 #include <catch2/catch.hpp>
 
 #include <atomic>
@@ -16,6 +17,7 @@
 #include <acemq/acemq.hpp>
 #include <acemq/zmq.hpp>
 
+#include "../support/wait.hpp"
 #include "broker_process.hpp"
 #include "fake_broker.hpp"
 #include "raw_answer.hpp"
@@ -335,4 +337,36 @@ TEST_CASE("this client and a broker of version 2: it asks again for version 2 an
     CHECK(hellos_v3.load() == 1);
     CHECK(batches.load() == 0);
     CHECK(publishes.load() == 200);
+}
+
+TEST_CASE("acks made just before close reach the broker ahead of the bye") {
+    zmq_test::ThreadBroker broker("tcp://127.0.0.1:0");
+    const auto closing_queue = [&] {
+        for (const acemq::QueueSummary& queue : broker.broker()->queues())
+            if (queue.name == "closing") return queue;
+        FAIL("the broker has no queue \"closing\"");
+        return acemq::QueueSummary{};
+    };
+    // Each round's acks are made in a burst right before close(): rounds make the race
+    // between them likely to show.
+    for (int round = 0; round < 20; ++round) {
+        INFO("round " << round);
+        auto client = acemq::zmq::open(broker.url());
+        client->declare(acemq::Topology{}.queue("closing"));
+        std::vector<acemq::OutboundMessage> messages;
+        for (int i = 0; i < 64; ++i) messages.push_back(batch_message("closing", i));
+        for (const acemq::PublishResult& result : client->publish_batch(std::move(messages))) REQUIRE(result.confirmed);
+        std::vector<acemq::Delivery> deliveries;
+        for (int i = 0; i < 64; ++i) {
+            std::optional<acemq::Delivery> delivery = client->pull("closing");
+            REQUIRE(delivery);
+            deliveries.push_back(std::move(*delivery));
+        }
+        for (acemq::Delivery& delivery : deliveries) delivery.ack();
+        client->close();
+        REQUIRE(testing_support::eventually([&] { return broker.broker()->sessions().empty(); }));
+        const acemq::QueueSummary queue = closing_queue();
+        CHECK(queue.ready == 0);
+        CHECK(queue.unacked == 0);
+    }
 }

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include <acemq/naming.hpp>
+
 #include "amqp/connection.hpp"
 #include "amqp/wire.hpp"
 #include "session/delivery_tags.hpp"
@@ -86,8 +88,13 @@ void Subscriptions::deliver(Connection& connection, Incoming delivery) {
     for (auto& state : states_) {
         if (state->channel != delivery.channel) continue;
         if (state->stopped) {
-            // Sent before the broker saw our basic.cancel: straight back to the queue.
-            connection.give_back(delivery.channel, delivery.broker_tag);
+            // Sent before the broker saw our basic.cancel: straight back to the queue. A
+            // stream keeps every message whatever its readers do and takes no nack (RabbitMQ
+            // closes the connection, 540), so there the ack only returns the credit.
+            if (state->spec.arguments.contains(argument::stream_offset))
+                connection.settle(delivery.channel, {.outcome = Outcome::ack, .broker_tag = delivery.broker_tag});
+            else
+                connection.give_back(delivery.channel, delivery.broker_tag);
             return;
         }
         state->open.delivered(delivery.broker_tag);

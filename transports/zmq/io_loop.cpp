@@ -63,7 +63,7 @@ void ZmqTransport::run() {
             drain_outgoing();
         }
     }
-    if (ready_.load() && socket_) send_frame(*socket_, wire::encode_bare(Command::bye));
+    if (ready_.load() && socket_) say_goodbye();
     if (ready_.load()) lose_session("the transport was closed");
     if (!first && !closed_.load()) events_.emit(ConnectionEvent::Kind::gave_up, "recovery is off");
     fail_queued(closed_text());
@@ -92,6 +92,23 @@ void ZmqTransport::serve_session() {
             last_sent_ = now;
         }
     }
+}
+
+void ZmqTransport::say_goodbye() {
+    // Settlements made before close() go first, so their deliveries are not redelivered.
+    std::deque<Outgoing> taken = queue_.take_all();
+    std::deque<Outgoing> kept;
+    for (Outgoing& outgoing : taken) {
+        if (outgoing.kind == Outgoing::Kind::settle)
+            send_outgoing(outgoing);
+        else
+            kept.push_back(std::move(outgoing));
+    }
+    queue_.put_back(kept);
+    send_batched(wire::encode_bare(Command::bye), false);
+    // With no linger the socket's close may drop the bye unsent, and the broker would end the
+    // session as unreachable; a broker gone away costs close() at most this long.
+    socket_->set(::zmq::sockopt::linger, static_cast<int>(goodbye_linger.count()));
 }
 
 void ZmqTransport::drain_outgoing() {

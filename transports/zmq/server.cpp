@@ -344,16 +344,18 @@ void ServerImpl::run() {
     const auto tick = std::max(options_.heartbeat / 4, std::chrono::milliseconds(1));
     while (!stopping_.load()) {
         try {
-            ::zmq::poll(items, tick);
+            // A client found unreachable may have said bye before it went: its session ends
+            // after the frames that came meanwhile are read, at once rather than a tick later.
+            ::zmq::poll(items, unreachable_.empty() ? tick : std::chrono::milliseconds(0));
             if (items[1].revents & ZMQ_POLLIN) wake_.clear();
             if (zap_ && (items[3].revents & ZMQ_POLLIN)) answer_zap();
             receive_all();
+            end_unreachable();
             // After the frames: a client's bye, read before its connection drops, ends its
             // session, and a drop after it is no news.
             if (items[2].revents & ZMQ_POLLIN) note_disconnects();
             hand_over_deliveries();
             beat_and_reap();
-            end_unreachable();
         } catch (const std::exception& error) {
             // One failing step must not stop the broker serving everyone else.
             log(LogLevel::error, "zmq-broker", std::string("zmq broker: ") + error.what());
@@ -393,7 +395,6 @@ void ServerImpl::receive_all() {
         }
         handle(routing_id, parts[0]);
         hand_over_deliveries();
-        end_unreachable();
     }
 }
 
@@ -785,8 +786,8 @@ void ServerImpl::beat_and_reap() {
 void ServerImpl::send(Session& session, msgpack::sbuffer frame) {
     if (session.unreachable) return;
     if (!send_frame(router_, session.routing_id, std::move(frame))) {
-        // A client that cannot be reached is gone: its deliveries go back at the end of this
-        // turn of the loop, not after its heartbeats have run out.
+        // A client that cannot be reached is gone: its deliveries go back in the next turn of
+        // the loop, not after its heartbeats have run out.
         session.unreachable = true;
         unreachable_.push_back(session.id);
         return;

@@ -67,6 +67,8 @@ class ZmqTransport final : public Transport,
                            private DeliverySettler {
 public:
     using Clock = std::chrono::steady_clock;
+    // How long close() lets the bye (and the settlements before it) take to leave.
+    static constexpr std::chrono::milliseconds goodbye_linger{200};
 
     ZmqTransport(std::string url, std::string endpoint, Options options);  // connects
     ~ZmqTransport() override;                                              // closes
@@ -147,6 +149,8 @@ private:
     void run();
     void serve_session();
     void drain_outgoing();
+    // Sends the settlements waiting and the bye, and lets them leave before the socket closes.
+    void say_goodbye();
     void send_outgoing(Outgoing& outgoing);
     // Sends `frame` in the next batch when the broker takes batches and `batchable`, else at
     // once (after what the batch holds); flush_outbox() sends what the batch holds.
