@@ -19,7 +19,7 @@
 // asserted on.
 //
 //   build/bench/telemetry_bench [--quick]   (or ACEMQ_BENCH_QUICK=1)
-//   build/bench/telemetry_bench --both-only  (only (a) with both, to profile it)
+//   build/bench/telemetry_bench --only CONFIG  (only (a) with CONFIG, to profile it beside none)
 #include <acemq/ack.hpp>
 #include <acemq/bus.hpp>
 #include <acemq/error.hpp>
@@ -274,15 +274,20 @@ void print_round_trip_table(const std::array<double, 2>& us, const Sizes& sizes)
 
 int main(int argc, char** argv) {
     bool quick = bench::quick_from_environment();
-    bool both_only = false;
+    std::optional<Config> only;
     for (int i = 1; i < argc; ++i) {
         const std::string argument = argv[i];
+        const auto named = std::find_if(all_configs.begin(), all_configs.end(), [&](Config config) {
+            return i + 1 < argc && argv[i + 1] == std::string_view(name_of(config));
+        });
         if (argument == "--quick") {
             quick = true;
-        } else if (argument == "--both-only") {
-            both_only = true;
+        } else if (argument == "--only" && named != all_configs.end()) {
+            only = *named;
+            ++i;
         } else {
-            std::fprintf(stderr, "usage: %s [--quick] [--both-only]   (or ACEMQ_BENCH_QUICK=1)\n", argv[0]);
+            std::fprintf(stderr, "usage: %s [--quick] [--only none|metrics|tracing|both]   (or ACEMQ_BENCH_QUICK=1)\n",
+                         argv[0]);
             return 2;
         }
     }
@@ -292,9 +297,9 @@ int main(int argc, char** argv) {
         std::printf("inproc broker, %s: %d rounds, configurations interleaved\n", quick ? "quick" : "full",
                     sizes.rounds);
         std::fflush(stdout);
-        if (both_only) {
-            const auto us = interleaved<Sender>(std::array{Config::both}, sizes.rounds, sizes.sends, payment);
-            std::printf("both: %.2f µs per send\n", us[0]);
+        if (only) {
+            const auto us = interleaved<Sender>(std::array{*only}, sizes.rounds, sizes.sends, payment);
+            std::printf("%s: %.2f µs per send\n", name_of(*only), us[0]);
             print_dropped();
             return 0;
         }
