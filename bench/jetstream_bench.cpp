@@ -18,6 +18,9 @@
 // (acemq, NATS, acemq, NATS, ...). Then one confirmed publish at a time, no consumer:
 // acemq's Publisher::send against js_Publish (on a connection with natsOptions_SetSendAsap,
 // libnats's low-latency setting), p50 and p99 of 2,000 (200 with --quick) in each round.
+// Beside them, each round, the floor under acemq's lone publish: cppzmq by hand, a DEALER's
+// 64 B request echoed by a ROUTER thread over tcp loopback, one at a time (p50; recorded
+// against NATS's js_Publish p50 in memory: the part of our latency ZeroMQ itself takes).
 // Recorded ratios: acemq / NATS, the median of the rounds' ratios. A server that is not there
 // leaves its rows out and says why; only a failure of a side that is there fails the bench.
 // Figures only, never asserted on.
@@ -56,6 +59,7 @@
 
 #include "measure.hpp"
 #include "nats_client.hpp"
+#include "raw_zmq.hpp"
 
 using namespace std::chrono_literals;
 
@@ -468,6 +472,8 @@ int main(int argc, char** argv) {
 
         std::map<std::pair<Storage, std::size_t>, Figures> throughput;
         std::map<Storage, Figures> p50, p99;
+        Figures raw_round_trip;  // acemq: raw cppzmq's round trip p50; NATS: its in-memory js_Publish p50
+        zmq::context_t raw_context;
         for (int round = 1; round <= sizes.rounds; ++round) {
             for (const Storage storage : storages) {
                 for (const std::size_t payload : payloads) {
@@ -494,6 +500,16 @@ int main(int argc, char** argv) {
                       latest(p50[storage]), "us");
                 std::fflush(stdout);
             }
+            bench::raw_zmq::Echo echo(raw_context, "tcp://127.0.0.1:*");
+            const acemq::Bytes payload(payloads[0], std::byte{'r'});
+            (void)bench::raw_zmq::round_trip_micros(echo, payload, sizes.warm_up);
+            raw_round_trip.acemq.push_back(
+                bench::percentile(bench::raw_zmq::round_trip_micros(echo, payload, sizes.one_by_one), 0.50));
+            echo.close();
+            if (!p50[Storage::memory].nats.empty()) raw_round_trip.nats.push_back(p50[Storage::memory].nats.back());
+            print("round " + std::to_string(round) + ", raw cppzmq round trip p50 (acemq column)",
+                  latest(raw_round_trip), "us");
+            std::fflush(stdout);
         }
 
         std::printf("\n  the median of %d round(s); the ratio acemq / NATS is the median of the rounds' ratios\n",
@@ -519,6 +535,12 @@ int main(int argc, char** argv) {
             record(std::string("acemq-broker (zmq+tcp) one confirmed publish p99, ") + name_of(storage) + ", 64 B",
                    p99[storage], stream + ": js_Publish", "us", std::nullopt, bench::Better::lower);
         }
+        // What ZeroMQ itself takes of a lone publish: four zmq I/O-thread hand-offs and two
+        // TCP writes, before our client's and broker's own threads add theirs.
+        print("raw cppzmq round trip p50, 64 B (acemq column)", raw_round_trip, "us");
+        record("raw cppzmq DEALER/ROUTER round trip p50, tcp loopback, 64 B (the floor under acemq's lone publish)",
+               raw_round_trip, std::string("NATS JetStream, memory storage, ") + client + ": js_Publish p50", "us",
+               std::nullopt, bench::Better::lower);
     } catch (const std::exception& error) {
         std::fprintf(stderr, "jetstream_bench: %s\n", error.what());
         return 1;

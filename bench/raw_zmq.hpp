@@ -2,10 +2,12 @@
 // sockets that give up after peer_timeout_ms rather than hang, and a thread to run a peer on.
 #pragma once
 
+#include <chrono>
 #include <exception>
 #include <stdexcept>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include <acemq/field.hpp>
 
@@ -129,5 +131,19 @@ private:
     bool closed_ = false;
     Worker thread_;  // last: started once the sockets exist, joined before they go
 };
+
+// `count` round trips of `payload` through `echo`, one at a time: each one's microseconds.
+inline std::vector<double> round_trip_micros(Echo& echo, const acemq::Bytes& payload, int count) {
+    using Clock = std::chrono::steady_clock;
+    std::vector<double> samples;
+    samples.reserve(static_cast<std::size_t>(count));
+    for (int i = 0; i < count; ++i) {
+        const auto sent = Clock::now();
+        echo.send(payload);
+        echo.receive();
+        samples.push_back(std::chrono::duration<double, std::micro>(Clock::now() - sent).count());
+    }
+    return samples;
+}
 
 }  // namespace bench::raw_zmq

@@ -163,19 +163,9 @@ struct RoundTrips {
 RoundTrips dealer_router(zmq::context_t& context, const std::string& bind, const acemq::Bytes& payload, int count,
                          int warm_up) {
     bench::raw_zmq::Echo echo(context, bind);
-    auto round_trip = [&] {
-        echo.send(payload);
-        echo.receive();
-    };
-    for (int i = 0; i < warm_up; ++i) round_trip();
-    std::vector<double> samples;
-    samples.reserve(static_cast<std::size_t>(count));
+    (void)bench::raw_zmq::round_trip_micros(echo, payload, warm_up);
     const auto start = Clock::now();
-    for (int i = 0; i < count; ++i) {
-        const auto sent = Clock::now();
-        round_trip();
-        samples.push_back(micros(Clock::now() - sent));
-    }
+    const std::vector<double> samples = bench::raw_zmq::round_trip_micros(echo, payload, count);
     const double per_second = count / seconds(Clock::now() - start);
     echo.close();
     return {percentile(samples, 0.50), percentile(samples, 0.99), per_second};
