@@ -371,6 +371,8 @@ void ServerImpl::run() {
 }
 
 void ServerImpl::receive_all() {
+    // What came in one go goes to a durable broker's next commit together.
+    const inproc::CommitBurst burst(*broker_);
     // Bounded, so deliveries and heartbeats get their turn under a flood.
     for (int received = 0; received < 1024; ++received) {
         ::zmq::message_t identity;
