@@ -27,8 +27,8 @@ class JournalBurst;
 // While one lives on a thread, the changes that thread makes to a durable `broker` (publishes,
 // acks, ...) wake its writer once, when it ends: they start one commit together, rather than
 // the first starting one of its own at once and the rest waiting behind its sync. For a thread
-// that hands the broker what it received in one go (the zmq server's I/O thread, with a burst
-// of frames); nothing waits on a timer. Made and ended on one thread, while `broker` lives;
+// that hands the broker what it received in one go (the zmq server's I/O thread, with a
+// client's batch frame); nothing waits on a timer. Made and ended on one thread, while `broker` lives;
 // nothing for a broker in memory only.
 class CommitBurst {
 public:
