@@ -299,6 +299,7 @@ private:
     class ConsumerSubscription;
     friend std::shared_ptr<Broker> broker(std::string_view, std::shared_ptr<Clock>);
     friend std::shared_ptr<Broker> broker(std::string_view, const BrokerOptions&);
+    friend class CommitBurst;
     // Both broker(): `same_data` refuses an existing broker with another data file.
     static std::shared_ptr<Broker> find_or_make(std::string_view name, const BrokerOptions& options, bool same_data);
 

@@ -66,6 +66,8 @@ public:
     }
 
     std::optional<std::string> commit_failure();
+    // A durable broker's journal (for a CommitBurst); nullptr for one in memory only.
+    detail::Journal* journal() const noexcept { return journal_.get(); }
     ConnectionId open_connection(ConnectionOptions options);
     void close_connection(ConnectionId connection);
 

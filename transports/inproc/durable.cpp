@@ -6,6 +6,7 @@
 #include <acemq/error.hpp>
 #include <acemq/log.hpp>
 #include "inproc/broker_impl.hpp"
+#include "inproc/inproc_transport.hpp"
 #include "inproc/quoted.hpp"
 
 namespace acemq::inproc {
@@ -119,6 +120,12 @@ Broker::Impl::~Impl() {
 }
 
 std::uint64_t Broker::Impl::record(journal::Change change) { return journal_->record(std::move(change)); }
+
+CommitBurst::CommitBurst(Broker& broker) {
+    if (detail::Journal* journal = broker.impl_->journal()) burst_ = std::make_unique<detail::JournalBurst>(*journal);
+}
+
+CommitBurst::~CommitBurst() = default;
 
 bool Broker::Impl::writes(const Queue& queue, const StoredMessage& stored) const noexcept {
     // A stream keeps every message, as RabbitMQ's do whatever their delivery mode.

@@ -20,6 +20,27 @@
 
 namespace acemq::inproc {
 
+namespace detail {
+class JournalBurst;
+}
+
+// While one lives on a thread, the changes that thread makes to a durable `broker` (publishes,
+// acks, ...) wake its writer once, when it ends: they start one commit together, rather than
+// the first starting one of its own at once and the rest waiting behind its sync. For a thread
+// that hands the broker what it received in one go (the zmq server's I/O thread, with a
+// client's batch frame); nothing waits on a timer. Made and ended on one thread, while `broker` lives;
+// nothing for a broker in memory only.
+class CommitBurst {
+public:
+    explicit CommitBurst(Broker& broker);
+    ~CommitBurst();
+    CommitBurst(const CommitBurst&) = delete;
+    CommitBurst& operator=(const CommitBurst&) = delete;
+
+private:
+    std::unique_ptr<detail::JournalBurst> burst_;
+};
+
 // Why `broker` refuses persistent publishes now, as its health says it: "the data file
 // \"FILE\" refuses commits (WHY); persistent publishes are refused until it writes again";
 // nullopt while its commits succeed, and for a broker in memory only. The zmq server answers

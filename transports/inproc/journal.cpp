@@ -11,6 +11,7 @@ namespace acemq::inproc::detail {
 namespace {
 
 thread_local bool writing = false;
+thread_local JournalBurst* innermost_burst = nullptr;
 
 // What a change does to the file.
 struct Apply {
@@ -57,8 +58,31 @@ std::uint64_t Journal::record(journal::Change change) {
         sequence = next_sequence_++;
         pending_.push_back(Entry{sequence, std::move(change)});
     }
-    wake_.notify_one();
+    if (innermost_burst != nullptr && &innermost_burst->journal_ == this)
+        innermost_burst->recorded_ = true;
+    else
+        wake_.notify_one();
     return sequence;
+}
+
+void Journal::wake_for_waiting() {
+    {
+        // Most often a caller committed it itself in wait(): then nothing is left to wake for.
+        std::lock_guard guard(mutex_);
+        if (pending_.empty()) return;
+    }
+    wake_.notify_one();
+}
+
+JournalBurst::JournalBurst(Journal& journal) : journal_(journal), outer_(innermost_burst) { innermost_burst = this; }
+
+JournalBurst::~JournalBurst() {
+    innermost_burst = outer_;
+    if (!recorded_) return;
+    if (outer_ != nullptr && &outer_->journal_ == &journal_)
+        outer_->recorded_ = true;
+    else
+        journal_.wake_for_waiting();
 }
 
 std::uint64_t Journal::last_recorded() {
@@ -130,7 +154,9 @@ void Journal::wait(std::uint64_t sequence) {
             if (!lock.owns_lock()) lock.lock();
             writing = false;
             file_busy_ = false;
-            wake_.notify_one();      // the writer, should it wait for the file
+            // The writer only if it waits for the file: work that came meanwhile woke it
+            // already, and waking it for nothing would cost the next publish a race for the file.
+            file_free_.notify_one();
             finished_.notify_all();  // other callers, to commit what came meanwhile
         };
         try {
@@ -152,7 +178,7 @@ void Journal::run() {
     for (;;) {
         // A waiting caller may be writing a transaction (wait): the file is one thread's at a time.
         if (file_busy_) {
-            wake_.wait(lock, [&] { return !file_busy_; });
+            file_free_.wait(lock, [&] { return !file_busy_; });
             continue;
         }
         // A backup goes a step at a time, each between two transactions, so that a publish

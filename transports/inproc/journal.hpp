@@ -86,6 +86,29 @@ using Change = std::variant<PutExchange, DeleteExchange, PutQueue, DeleteQueue, 
 
 }  // namespace journal
 
+class Journal;
+
+// While one lives on a thread, the changes that thread records in `journal` wake its writer
+// once, when it ends, rather than each at once: a thread handing the broker a run of changes
+// (a received burst of publishes, a publish that will commit itself in wait()) then starts
+// one transaction with all of them, instead of the first alone starting one and the rest
+// waiting behind its sync. Nothing waits on a timer: it ends when the run does. Made and
+// ended on one thread, the innermost first, inside the journal's life; one nested in another
+// on the same journal hands what it held to the outer one.
+class JournalBurst {
+public:
+    explicit JournalBurst(Journal& journal);
+    ~JournalBurst();
+    JournalBurst(const JournalBurst&) = delete;
+    JournalBurst& operator=(const JournalBurst&) = delete;
+
+private:
+    friend class Journal;
+    Journal& journal_;
+    JournalBurst* outer_;
+    bool recorded_ = false;  // a change waits for the writer's wake-up at the end
+};
+
 class Journal {
 public:
     // After each transaction: every change recorded up to `through` was committed (`ok`),
@@ -97,7 +120,8 @@ public:
     Journal(const Journal&) = delete;
     Journal& operator=(const Journal&) = delete;
 
-    // Queues a change for the writer; its sequence number, which wait() and Committed use.
+    // Queues a change for the writer, waking it unless a JournalBurst of this thread holds the
+    // wake-up back; its sequence number, which wait() and Committed use.
     std::uint64_t record(journal::Change change);
     // Calls `confirmed` once change `sequence` is committed, with `result`; with a refusal
     // naming why when its transaction failed.
@@ -138,6 +162,8 @@ public:
     static bool on_writer_thread() noexcept;
 
 private:
+    friend class JournalBurst;
+
     struct Entry {
         std::uint64_t sequence;
         journal::Change change;
@@ -156,6 +182,8 @@ private:
     };
 
     void run();
+    // A burst ended: wakes the writer if what it held back still waits.
+    void wake_for_waiting();
     // Takes what waits (what a failed transaction kept first), writes it in one transaction,
     // tells Committed and runs the confirms due; the failure's text. Called with `lock` held
     // and file_busy_ set by the caller, returns with the lock held.
@@ -169,8 +197,9 @@ private:
     Committed committed_;
 
     std::mutex mutex_;
-    std::condition_variable wake_;      // the writer: work arrived, or close
-    std::condition_variable finished_;  // waiters: a transaction ended
+    std::condition_variable wake_;       // the writer: work arrived, or close
+    std::condition_variable file_free_;  // the writer: a caller in wait() gave the file back
+    std::condition_variable finished_;   // waiters: a transaction ended
     std::vector<Entry> pending_;
     std::vector<Confirm> confirms_;
     std::uint64_t next_sequence_ = 1;

@@ -44,6 +44,10 @@ PublishResult Broker::Impl::publish(OutboundMessage message) {
     std::mutex mutex;
     std::condition_variable done;
     std::optional<PublishResult> result;
+    // Its commit is this thread's to make in wait() when the file is idle: woken for it, the
+    // writer would race this thread to the file and, winning, cost the publish two hand-offs.
+    std::optional<detail::JournalBurst> burst;
+    if (journal_) burst.emplace(*journal_);
     {
         Guard guard(*this, "publish");
         Published published = publish_locked(std::move(message));

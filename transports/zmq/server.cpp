@@ -393,7 +393,12 @@ void ServerImpl::receive_all() {
                              std::to_string(parts.size()));
             continue;
         }
-        handle(routing_id, parts[0]);
+        {
+            // A frame's publishes and acks (a batch of many) go to a durable broker's next
+            // commit together; the next frame's may find the writer at work on them already.
+            const inproc::CommitBurst burst(*broker_);
+            handle(routing_id, parts[0]);
+        }
         hand_over_deliveries();
     }
 }
