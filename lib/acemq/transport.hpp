@@ -14,6 +14,7 @@
 // delivery on (queue it) and return, never call back into the transport.
 #pragma once
 
+#include <array>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -65,20 +66,64 @@ struct PublishResult {
     Unconfirmed why = Unconfirmed::refused;  // meaningful only when not confirmed
 };
 
-// What a delivery carries, as the broker handed it over.
-struct InboundMessage {
-    Bytes body;
-    std::string content_type;
-    std::string exchange;
-    std::string routing_key;
-    std::string message_id;
-    std::string reply_to;
-    Headers headers;
+// What a transport builds an InboundMessage from: the delivery's parts, each its own value.
+struct InboundParts {
+    Bytes body{};
+    std::string content_type{};
+    std::string exchange{};
+    std::string routing_key{};
+    std::string message_id{};
+    std::string reply_to{};
+    Headers headers{};
     bool redelivered = false;
     // Why the transport could not read the delivery's own properties (headers nested past
     // its limit, say), with headers then left empty; "" when it could. The engine parks such
     // a message as undecodable without running the handler.
     std::string decode_failure{};
+};
+
+// What a delivery carries, as the broker handed it over: read through its accessors, whose
+// views live as long as the message. A value: copies are independent. The short texts
+// (content type, exchange, routing key, id, reply-to, decode failure) share one buffer, one
+// heap block for all of them (a message held in a queue pays a block and 32 bytes a text
+// otherwise; docs/design.md decision 12).
+class InboundMessage {
+public:
+    InboundMessage() = default;
+    explicit InboundMessage(InboundParts parts);
+
+    std::span<const std::byte> body() const noexcept { return body_; }
+    std::string_view content_type() const noexcept { return text(Text::content_type); }
+    std::string_view exchange() const noexcept { return text(Text::exchange); }
+    std::string_view routing_key() const noexcept { return text(Text::routing_key); }
+    std::string_view message_id() const noexcept { return text(Text::message_id); }
+    std::string_view reply_to() const noexcept { return text(Text::reply_to); }
+    const Headers& headers() const noexcept { return headers_; }
+    bool redelivered() const noexcept { return redelivered_; }
+    // InboundParts::decode_failure: "" when the transport read the properties.
+    std::string_view decode_failure() const noexcept { return text(Text::decode_failure); }
+
+    // Every part, to change and make a new message from: copied, or moved out of a message
+    // about to go.
+    InboundParts parts() const&;
+    InboundParts parts() &&;
+    void set_redelivered(bool redelivered) noexcept { redelivered_ = redelivered; }
+
+private:
+    enum class Text : std::uint8_t { content_type, exchange, routing_key, message_id, reply_to, decode_failure };
+    static constexpr std::size_t text_count = 6;
+
+    std::string_view text(Text which) const noexcept {
+        const auto index = static_cast<std::size_t>(which);
+        const std::uint32_t begin = index == 0 ? 0 : text_ends_[index - 1];
+        return std::string_view(texts_).substr(begin, text_ends_[index] - begin);
+    }
+
+    Bytes body_;
+    std::string texts_;  // the six texts back to back, each ending at its text_ends_ entry
+    std::array<std::uint32_t, text_count> text_ends_{};
+    Headers headers_;
+    bool redelivered_ = false;
 };
 
 // How a transport settles what it handed out; implemented by each transport.

@@ -1,10 +1,44 @@
 #include <acemq/transport.hpp>
 
+#include <limits>
+
 #include <acemq/error.hpp>
 #include "builtin_transports.hpp"
 #include "scheme_table.hpp"
 
 namespace acemq {
+
+InboundMessage::InboundMessage(InboundParts parts)
+    : body_(std::move(parts.body)), headers_(std::move(parts.headers)), redelivered_(parts.redelivered) {
+    const std::array<const std::string*, text_count> texts{&parts.content_type, &parts.exchange, &parts.routing_key,
+                                                           &parts.message_id,   &parts.reply_to, &parts.decode_failure};
+    std::size_t total = 0;
+    for (const std::string* text : texts) total += text->size();
+    if (total > std::numeric_limits<std::uint32_t>::max())
+        throw InvalidArgument(
+            "acemq: a delivery's content type, exchange, routing key, id, reply-to and decode "
+            "failure come to " +
+            std::to_string(total) + " bytes; at most 4 GiB in all");
+    texts_.reserve(total);
+    for (std::size_t index = 0; index < text_count; ++index) {
+        texts_ += *texts[index];
+        text_ends_[index] = static_cast<std::uint32_t>(texts_.size());
+    }
+}
+
+InboundParts InboundMessage::parts() const& { return InboundMessage(*this).parts(); }
+
+InboundParts InboundMessage::parts() && {
+    return InboundParts{.body = std::move(body_),
+                        .content_type = std::string(content_type()),
+                        .exchange = std::string(exchange()),
+                        .routing_key = std::string(routing_key()),
+                        .message_id = std::string(message_id()),
+                        .reply_to = std::string(reply_to()),
+                        .headers = std::move(headers_),
+                        .redelivered = redelivered_,
+                        .decode_failure = std::string(decode_failure())};
+}
 
 Delivery::Delivery(InboundMessage message, DeliverySettler& settler, std::uint64_t delivery_tag)
     : Delivery(std::make_shared<const InboundMessage>(std::move(message)), settler, delivery_tag) {}
@@ -21,7 +55,7 @@ Delivery& Delivery::operator=(Delivery&& other) noexcept {
 
 DeliverySettler& Delivery::take_settler(std::string_view action) {
     if (settler_ == nullptr)
-        throw UsageError("acemq: cannot " + std::string(action) + " message " + message_->message_id +
+        throw UsageError("acemq: cannot " + std::string(action) + " message " + std::string(message_->message_id()) +
                          ": it was already settled; settle each delivery exactly once");
     return *std::exchange(settler_, nullptr);
 }

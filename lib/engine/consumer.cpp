@@ -45,7 +45,7 @@ bool too_large(const PublishResult& result) {
 // the content type and reply-to plus 16 each. A trimmed copy holds only the reserved
 // headers, each a string or an integer (counted as 8).
 std::size_t wire_bound(const Headers& headers, const InboundMessage& original) {
-    std::size_t total = 32 + original.content_type.size() + original.reply_to.size();
+    std::size_t total = 32 + original.content_type().size() + original.reply_to().size();
     for (const auto& [name, value] : headers) {
         const auto* text = std::get_if<std::string>(&value.get());
         total += 16 + name.size() + (text != nullptr ? text->size() : 8);
@@ -272,12 +272,12 @@ void ConsumerCore::handle(std::vector<Delivery>& taken, std::uint64_t first_hand
 void ConsumerCore::process(Delivery& delivery) {
     const InboundMessage& message = delivery.message();
     ConsumeContext context{queue_,
-                           read_envelope(message.headers, message.routing_key, message.message_id),
-                           message.body,
-                           message.content_type,
-                           message.routing_key,
-                           message.redelivered,
-                           message.reply_to};
+                           read_envelope(message.headers(), message.routing_key(), message.message_id()),
+                           message.body(),
+                           message.content_type(),
+                           message.routing_key(),
+                           message.redelivered(),
+                           message.reply_to()};
     if (instruments_) {
         instruments_->started(context.envelope.attempt);
         if (context.envelope.id_generated) instruments_->without_id();
@@ -287,7 +287,7 @@ void ConsumerCore::process(Delivery& delivery) {
     bool reached_handler = false;
     // Headers the transport could not read are as undecodable as a body no codec reads.
     const Settlement settlement = [&] {
-        if (!message.decode_failure.empty()) return undecodable(DecodeError(message.decode_failure));
+        if (!message.decode_failure().empty()) return undecodable(DecodeError(std::string(message.decode_failure())));
         if (!span) return run_handler(context, reached_handler);
         // A publish from inside the handler continues this delivery's trace.
         const TraceScope in_this_trace(span->context());
@@ -363,11 +363,11 @@ PublishResult ConsumerCore::republish(const InboundMessage& original, const Enve
                                       const std::string& target, bool with_message_id) {
     OutboundMessage copy{"",
                          target,
-                         original.body,
-                         original.content_type,
+                         Bytes(original.body().begin(), original.body().end()),
+                         std::string(original.content_type()),
                          with_message_id ? envelope.id : "",
                          render_headers(envelope),
-                         original.reply_to,
+                         std::string(original.reply_to()),
                          true,
                          true};
     return bus_->transport().publish(std::move(copy));

@@ -272,28 +272,29 @@ FieldTable read_table(const msgpack::object& object, std::string_view name) {
 }
 
 void pack_message(Packer& out, const InboundMessage& message) {
-    pack_text(out, message.exchange);
-    pack_text(out, message.routing_key);
-    pack_bytes(out, message.body);
-    pack_text(out, message.content_type);
-    pack_text(out, message.message_id);
-    pack_table(out, message.headers);
-    pack_text(out, message.reply_to);
-    out.pack(message.redelivered);
+    pack_text(out, message.exchange());
+    pack_text(out, message.routing_key());
+    pack_bytes(out, message.body());
+    pack_text(out, message.content_type());
+    pack_text(out, message.message_id());
+    pack_table(out, message.headers());
+    pack_text(out, message.reply_to());
+    out.pack(message.redelivered());
 }
 
 InboundMessage read_message(const msgpack::object* fields) {
-    InboundMessage message;
-    message.exchange = read_text(fields[0], "exchange");
-    message.routing_key = read_text(fields[1], "routing_key");
+    // Field by field in their order, so that the first bad one is the one named.
+    InboundParts parts;
+    parts.exchange = read_text(fields[0], "exchange");
+    parts.routing_key = read_text(fields[1], "routing_key");
     const std::span<const std::byte> body = read_bytes(fields[2], "body");
-    message.body.assign(body.begin(), body.end());
-    message.content_type = read_text(fields[3], "content_type");
-    message.message_id = read_text(fields[4], "message_id");
-    message.headers = read_table(fields[5], "headers");
-    message.reply_to = read_text(fields[6], "reply_to");
-    message.redelivered = read_bool(fields[7], "redelivered");
-    return message;
+    parts.body.assign(body.begin(), body.end());
+    parts.content_type = read_text(fields[3], "content_type");
+    parts.message_id = read_text(fields[4], "message_id");
+    parts.headers = read_table(fields[5], "headers");
+    parts.reply_to = read_text(fields[6], "reply_to");
+    parts.redelivered = read_bool(fields[7], "redelivered");
+    return InboundMessage(std::move(parts));
 }
 
 std::size_t message_size_hint(std::size_t body, std::size_t headers) { return body + 256 + 64 * headers; }

@@ -128,13 +128,15 @@ ReplayResult replay(Bus& bus, std::string_view queue, ReplayOptions options) {
         }
         Delivery& delivery = held.hold(std::move(*pulled));
         const InboundMessage& original = delivery.message();
-        Envelope envelope = read_envelope(original.headers, original.routing_key, original.message_id);
-        if (options.only && !options.only(envelope, original.body)) {
+        Envelope envelope = read_envelope(original.headers(), original.routing_key(), original.message_id());
+        if (options.only && !options.only(envelope, original.body())) {
             ++result.skipped;
             continue;  // held until the pass ends
         }
 
-        const std::string key = options.routing_key ? *options.routing_key : home ? *home : original.routing_key;
+        const std::string key = options.routing_key ? *options.routing_key
+                                : home              ? *home
+                                                    : std::string(original.routing_key());
         // "acemq: cannot republish message <id> from <queue><what>. It is back on <queue>; ..."
         const auto cannot_republish_as = [&](const std::string& what) {
             HeldDeliveries::put_back(delivery, queue);
@@ -164,11 +166,11 @@ ReplayResult replay(Bus& bus, std::string_view queue, ReplayOptions options) {
         try {
             published = transport.publish(OutboundMessage{.exchange = options.exchange,
                                                           .routing_key = key,
-                                                          .body = original.body,
-                                                          .content_type = original.content_type,
+                                                          .body = Bytes(original.body().begin(), original.body().end()),
+                                                          .content_type = std::string(original.content_type()),
                                                           .message_id = envelope.id,
                                                           .headers = render_headers(envelope),
-                                                          .reply_to = original.reply_to,
+                                                          .reply_to = std::string(original.reply_to()),
                                                           .mandatory = true});
         } catch (const std::exception& error) {
             throw cannot_republish(error.what());

@@ -253,7 +253,7 @@ void round_trip(const std::shared_ptr<acemq::Transport>& transport) {
     std::optional<acemq::Delivery> delivery;
     REQUIRE(eventually([&] { return (delivery = transport->pull(queue)).has_value(); }, 10s));
     const Tick got =
-        acemq::decode<Tick>(*acemq::default_codec(), delivery->message().body, delivery->message().content_type);
+        acemq::decode<Tick>(*acemq::default_codec(), delivery->message().body(), delivery->message().content_type());
     CHECK(got.id == "hello");
     CHECK(got.n == 42);
     delivery->ack();

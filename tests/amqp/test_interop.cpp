@@ -530,17 +530,17 @@ TEST_CASE("pika's header types reach C++ with their widths: 'I' as 32-bit, 'l' a
             continue;
         }
         const acemq::InboundMessage& message = delivery->message();
-        const Case& c = case_with_id(cases, message.message_id);
+        const Case& c = case_with_id(cases, message.message_id());
         INFO("case " << c.name);
-        CHECK(message.exchange == exchange);
-        CHECK(message.routing_key == c.routing_key);
-        CHECK(message.content_type == "application/json");
-        CHECK(std::string(reinterpret_cast<const char*>(message.body.data()), message.body.size()) == c.body);
-        CHECK(message.headers.size() - message.headers.contains(broker_added_header) == c.headers.size());
+        CHECK(message.exchange() == exchange);
+        CHECK(message.routing_key() == c.routing_key);
+        CHECK(message.content_type() == "application/json");
+        CHECK(std::string(reinterpret_cast<const char*>(message.body().data()), message.body().size()) == c.body);
+        CHECK(message.headers().size() - message.headers().contains(broker_added_header) == c.headers.size());
         for (const auto& [name, value] : c.headers) {
             INFO("header " << name);
-            REQUIRE(message.headers.contains(name));
-            const FieldValue& field = message.headers.at(name);
+            REQUIRE(message.headers().contains(name));
+            const FieldValue& field = message.headers().at(name);
             switch (family_type_letter(name, value)) {
             case 'S': CHECK(field.holds<std::string>()); break;
             case 'l': CHECK(field.holds<std::int64_t>()); break;

@@ -51,7 +51,7 @@ acemq::Bytes bytes_of(std::string_view text) {
     return acemq::Bytes(data, data + text.size());
 }
 
-std::string text_of(const acemq::Bytes& bytes) {
+std::string text_of(std::span<const std::byte> bytes) {
     return std::string(reinterpret_cast<const char*>(bytes.data()), bytes.size());
 }
 
@@ -150,14 +150,14 @@ TEST_CASE("a browse leaves the queue as it was, in order, on classic and quorum 
             for (std::size_t i = 0; i < browsed.size(); ++i) {
                 const acemq::BrowsedMessage& shown = browsed[i];
                 CHECK(shown.position == i + 1);
-                CHECK(text_of(shown.message.body) == std::to_string(i + 1));
-                CHECK(shown.message.headers.at("n").as_integer() == static_cast<std::int64_t>(i + 1));
-                CHECK(shown.message.content_type == "text/plain");
-                CHECK(shown.message.message_id == "m-" + std::to_string(i + 1));
-                CHECK(shown.message.routing_key == queue);
-                CHECK(shown.message.exchange.empty());
+                CHECK(text_of(shown.message.body()) == std::to_string(i + 1));
+                CHECK(shown.message.headers().at("n").as_integer() == static_cast<std::int64_t>(i + 1));
+                CHECK(shown.message.content_type() == "text/plain");
+                CHECK(shown.message.message_id() == "m-" + std::to_string(i + 1));
+                CHECK(shown.message.routing_key() == queue);
+                CHECK(shown.message.exchange().empty());
                 CHECK(shown.persistent);
-                CHECK_FALSE(shown.message.redelivered);
+                CHECK_FALSE(shown.message.redelivered());
             }
             // A quorum queue has the messages back a moment after the call: RabbitMQ returns
             // them when the browsing channel has closed.
@@ -167,18 +167,18 @@ TEST_CASE("a browse leaves the queue as it was, in order, on classic and quorum 
             // delivery; position 4 was not taken.
             const auto again = broker->browse(queue, {.from = 0, .count = 5});
             REQUIRE(again.size() == 5);
-            CHECK(again[0].message.redelivered);
-            CHECK(again[3].message.redelivered);
-            CHECK_FALSE(again[4].message.redelivered);
+            CHECK(again[0].message.redelivered());
+            CHECK(again[3].message.redelivered());
+            CHECK_FALSE(again[4].message.redelivered());
             if (type == acemq::QueueType::quorum) {
-                CHECK(again[0].message.headers.at("x-delivery-count").as_integer() == 1);
-                CHECK(again[4].message.headers.at("x-delivery-count").as_integer() == 0);
+                CHECK(again[0].message.headers().at("x-delivery-count").as_integer() == 1);
+                CHECK(again[4].message.headers().at("x-delivery-count").as_integer() == 0);
             }
             CHECK(broker->browse(queue, {.from = 5, .count = 3}).empty());
 
             std::vector<std::string> pulled;
             while (auto delivery = transport->pull(queue)) {
-                pulled.push_back(text_of(delivery->message().body));
+                pulled.push_back(text_of(delivery->message().body()));
                 delivery->ack();
             }
             CHECK(pulled == std::vector<std::string>{"0", "1", "2", "3", "4"});

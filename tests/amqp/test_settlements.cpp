@@ -53,7 +53,7 @@ public:
         std::lock_guard lock(mutex_);
         return deliveries_[index];
     }
-    std::string id_of(std::size_t index) { return at(index).message().message_id; }
+    std::string id_of(std::size_t index) { return std::string(at(index).message().message_id()); }
 
 private:
     std::mutex mutex_;
@@ -91,7 +91,7 @@ public:
     std::multiset<std::string> drain(const std::string& queue) {
         std::multiset<std::string> ids;
         while (std::optional<Delivery> pulled = transport_.pull(queue)) {
-            ids.insert(pulled->message().message_id);
+            ids.insert(std::string(pulled->message().message_id()));
             pulled->ack();
         }
         return ids;
@@ -188,7 +188,7 @@ TEST_CASE("a recovery between settlements: the old deliveries' acks settle none 
     // The broker gives the three back when the connection goes; the subscription consumes
     // again on the new one and gets them once more, under the same broker tags 1, 2, 3.
     REQUIRE(received.id_of(5) == "m3");
-    CHECK(received.at(3).message().redelivered);
+    CHECK(received.at(3).message().redelivered());
     received.at(0).ack();
     received.at(1).ack();
     received.at(2).ack();

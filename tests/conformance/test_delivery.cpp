@@ -73,7 +73,7 @@ TEST_CASE("send_all pipelines a batch; a failure names how many and the first") 
     // FIFO: the first one out is the first one in.
     auto first = f.pull(queue);
     REQUIRE(first.has_value());
-    CHECK(acemq::decode<Order>(*acemq::default_codec(), first->message().body, first->message().content_type).id ==
+    CHECK(acemq::decode<Order>(*acemq::default_codec(), first->message().body(), first->message().content_type()).id ==
           "o-0");
     first->ack();
 
@@ -179,7 +179,7 @@ TEST_CASE("closing hands back deliveries that arrived but never started") {
     CHECK(f.wait_depth(queue, 4));
     auto back = f.pull(queue);
     REQUIRE(back.has_value());
-    CHECK(back->message().redelivered);
+    CHECK(back->message().redelivered());
     back->requeue();
 }
 

@@ -49,8 +49,8 @@ TEST_CASE("49 then: publishes the step's result with the conversation carried ov
     CHECK(envelope.id != incoming.envelope.id);
     CHECK(envelope.origin == "billing@test");
     CHECK(envelope.type == invoices);
-    const Invoice invoice =
-        acemq::decode<Invoice>(*acemq::default_codec(), published->message().body, published->message().content_type);
+    const Invoice invoice = acemq::decode<Invoice>(*acemq::default_codec(), published->message().body(),
+                                                   published->message().content_type());
     CHECK(invoice.order_id == "o-7");
     CHECK(invoice.cents == 4250);
     published->ack();
@@ -72,7 +72,8 @@ TEST_CASE("49 then: nullopt publishes nothing and accepts; a plain value always 
     CHECK(f.wait_depth(invoices, 1));
     std::optional<acemq::Delivery> published = f.pull(invoices);
     REQUIRE(published);
-    CHECK(acemq::decode<Invoice>(*acemq::default_codec(), published->message().body, published->message().content_type)
+    CHECK(acemq::decode<Invoice>(*acemq::default_codec(), published->message().body(),
+                                 published->message().content_type())
               .order_id == "o-2");
     published->ack();
 }

@@ -59,16 +59,16 @@ struct Shop {
 };
 
 acemq::Envelope envelope_of(const acemq::InboundMessage& message) {
-    return acemq::read_envelope(message.headers, message.routing_key, message.message_id);
+    return acemq::read_envelope(message.headers(), message.routing_key(), message.message_id());
 }
 
 Order payload_of(const acemq::InboundMessage& message) {
-    return acemq::decode<Order>(*acemq::default_codec(), message.body, message.content_type);
+    return acemq::decode<Order>(*acemq::default_codec(), message.body(), message.content_type());
 }
 
 std::optional<acemq::FieldValue> header(const acemq::InboundMessage& message, std::string_view name) {
-    const auto found = message.headers.find(name);
-    if (found == message.headers.end()) return std::nullopt;
+    const auto found = message.headers().find(name);
+    if (found == message.headers().end()) return std::nullopt;
     return found->second;
 }
 
@@ -90,13 +90,13 @@ TEST_CASE("52 replay drains a dead-letter queue back to the queue it came from, 
     for (std::size_t i = 0; i < back.size(); ++i) {
         const acemq::InboundMessage& message = back[i];
         const acemq::Envelope envelope = envelope_of(message);
-        CHECK(message.routing_key == shop.queue);
-        CHECK(message.message_id == sent[i].id);
+        CHECK(message.routing_key() == shop.queue);
+        CHECK(message.message_id() == sent[i].id);
         CHECK(envelope.id == sent[i].id);
         CHECK(envelope.correlation == sent[i].correlation);
         CHECK(envelope.first_seen == sent[i].first_seen);
         CHECK(payload_of(message).id == std::vector<std::string>{"o-1", "o-2", "o-3"}[i]);
-        CHECK(message.content_type == acemq::default_codec()->content_type());
+        CHECK(message.content_type() == acemq::default_codec()->content_type());
         CHECK(header(message, acemq::header::replayed_from) == acemq::FieldValue(shop.dlq));
         CHECK(header(message, acemq::header::replay_count) == acemq::FieldValue(std::int32_t{1}));
         const auto at = header(message, acemq::header::replayed_at);
@@ -245,7 +245,7 @@ TEST_CASE("52 replay through an exchange uses each message's own routing key") {
     CHECK(f.wait_depth(placed, 1));
     std::optional<acemq::Delivery> moved = f.pull(placed);
     REQUIRE(moved);
-    CHECK(moved->message().routing_key == "order.placed");
+    CHECK(moved->message().routing_key() == "order.placed");
     CHECK(payload_of(moved->message()).id == "o-1");
     moved->ack();
     CHECK(f.transport().queue_depth(placed) == 0);

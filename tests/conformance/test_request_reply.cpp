@@ -266,7 +266,8 @@ TEST_CASE("request/reply: an empty reply address header yields to the reply-to p
     REQUIRE(reply);
     CHECK(envelope_of(*reply).correlation == "by-hand");
     CHECK(envelope_of(*reply).causation == sent.message_id);
-    CHECK(acemq::decode<Payment>(*f.bus().codec(), reply->message().body, reply->message().content_type).cents == 6);
+    CHECK(acemq::decode<Payment>(*f.bus().codec(), reply->message().body(), reply->message().content_type()).cents ==
+          6);
     reply->ack();
 
     requests.send(Order{"o-2", 4}, {.headers = {{"acemq-reply-to", ""}}});

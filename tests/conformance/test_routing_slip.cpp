@@ -310,7 +310,7 @@ TEST_CASE("slip: a send to the next step that fails is retried, one it can never
     std::optional<acemq::Delivery> dead = f.pull(one + ".dlq");
     REQUIRE(dead);
     CHECK(contains(envelope_of(*dead).error, "the next step did not go out: headers too large (test)"));
-    CHECK(acemq::decode<Order>(*acemq::default_codec(), dead->message().body, dead->message().content_type).id ==
+    CHECK(acemq::decode<Order>(*acemq::default_codec(), dead->message().body(), dead->message().content_type()).id ==
           "large");
     dead->ack();
     CHECK(hops.all().size() == 1);  // the large one never reached the next step

@@ -231,7 +231,7 @@ TEST_CASE("reject sets a copy aside to {stream}.dlq and park to {stream}.parked;
 
     std::optional<acemq::Delivery> dead = log.f.pull(dlq);
     REQUIRE(dead);
-    CHECK(acemq::decode<Order>(*acemq::default_codec(), dead->message().body, dead->message().content_type).id ==
+    CHECK(acemq::decode<Order>(*acemq::default_codec(), dead->message().body(), dead->message().content_type()).id ==
           "rejected");
     CHECK(error_of(*dead) == "the handler rejected it: std::invalid_argument: no sku");
     // The copy says where in the stream its original is.

@@ -82,7 +82,7 @@ private:
 };
 
 std::string error_header(const acemq::Delivery& delivery) {
-    return std::get<std::string>(delivery.message().headers.at(std::string(acemq::header::error)).get());
+    return std::get<std::string>(delivery.message().headers().at(std::string(acemq::header::error)).get());
 }
 
 }  // namespace
@@ -200,8 +200,8 @@ TEST_CASE("through a bus, a large payload travels as its key and is read back wh
     bus.publisher_to_queue(queue + ".wire", {.codec = codec}).send(big);
     const std::optional<acemq::Delivery> held = bus.transport().pull(queue + ".wire");
     REQUIRE(held.has_value());
-    CHECK(held->message().body.size() == 3 + 36);
-    CHECK(held->message().content_type == "application/json");
+    CHECK(held->message().body().size() == 3 + 36);
+    CHECK(held->message().content_type() == "application/json");
 
     std::string manifest;
     auto consumer = bus.consume<Shipment>(queue,

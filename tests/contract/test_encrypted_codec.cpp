@@ -254,13 +254,13 @@ TEST_CASE("a bus with EncryptedCodec carries ciphertext, keeps headers clear and
     const std::optional<acemq::Delivery> held = bus.transport().pull(wire_queue);
     REQUIRE(held.has_value());
     const acemq::InboundMessage& wire = held->message();
-    CHECK(wire.content_type == "application/vnd.acemq.encrypted");
-    REQUIRE_FALSE(wire.body.empty());
-    CHECK(wire.body[0] == std::byte{0xAE});
-    const std::string wire_text(reinterpret_cast<const char*>(wire.body.data()), wire.body.size());
+    CHECK(wire.content_type() == "application/vnd.acemq.encrypted");
+    REQUIRE_FALSE(wire.body().empty());
+    CHECK(wire.body()[0] == std::byte{0xAE});
+    const std::string wire_text(reinterpret_cast<const char*>(wire.body().data()), wire.body().size());
     CHECK(wire_text.find("o-secret") == std::string::npos);
-    CHECK(wire.headers.contains("x-acemq-id"));
-    CHECK(wire.headers.contains("x-acemq-type"));
+    CHECK(wire.headers().contains("x-acemq-id"));
+    CHECK(wire.headers().contains("x-acemq-type"));
 
     // Sealed with a key this consumer does not hold: parked, not retried.
     const acemq::EncryptedCodec stranger(std::make_shared<acemq::JsonCodec>(),

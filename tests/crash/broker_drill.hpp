@@ -122,7 +122,7 @@ public:
     std::map<std::string, int> drain_receipts() {
         std::map<std::string, int> seen;
         while (std::optional<acemq::Delivery> delivery = bus_->transport().pull(receipts_)) {
-            ++seen[delivery->message().message_id];
+            ++seen[std::string(delivery->message().message_id())];
             delivery->ack();
         }
         return seen;

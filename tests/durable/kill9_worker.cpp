@@ -30,7 +30,7 @@ void log_line(int fd, char kind, std::uint64_t id) {
 
 std::uint64_t id_of(const acemq::InboundMessage& message) {
     std::string text;
-    for (std::byte b : message.body) text.push_back(static_cast<char>(b));
+    for (std::byte b : message.body()) text.push_back(static_cast<char>(b));
     return std::stoull(text);
 }
 

@@ -61,7 +61,7 @@ Found read_back(const std::string& file, const std::string& queue) {
     std::vector<acemq::Delivery> held;
     while (auto delivery = broker->pull(connection, queue)) {
         ++found.messages;
-        found.redelivered += delivery->message().redelivered;
+        found.redelivered += delivery->message().redelivered();
         held.push_back(std::move(*delivery));
     }
     broker->close_connection(connection);

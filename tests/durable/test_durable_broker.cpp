@@ -41,7 +41,7 @@ OutboundMessage persistent(std::string queue, std::string_view body) {
 
 std::vector<std::string> bodies(const std::vector<InboundMessage>& messages) {
     std::vector<std::string> out;
-    for (const InboundMessage& message : messages) out.push_back(text(message.body));
+    for (const InboundMessage& message : messages) out.push_back(text(message.body()));
     return out;
 }
 
@@ -98,14 +98,14 @@ TEST_CASE("after a clean close only what was handed out comes back redelivered, 
         acked->ack();
         auto held = broker->pull(connection, "jobs");
         REQUIRE(held);
-        CHECK(text(held->message().body) == "handed out");
+        CHECK(text(held->message().body()) == "handed out");
         // Still unsettled when the broker's last owner lets go: a clean close marks it.
     }
     auto broker = data.open();
     const std::vector<InboundMessage> back = pull_all(*broker, "jobs");
     REQUIRE(bodies(back) == std::vector<std::string>{"handed out", "never touched"});
-    CHECK(back[0].redelivered);
-    CHECK_FALSE(back[1].redelivered);
+    CHECK(back[0].redelivered());
+    CHECK_FALSE(back[1].redelivered());
 }
 
 TEST_CASE("exchanges, bindings and properties come back as they were declared and published") {
@@ -131,12 +131,12 @@ TEST_CASE("exchanges, bindings and properties come back as they were declared an
     auto broker = data.open();
     const std::vector<InboundMessage> back = pull_all(*broker, "audit");
     REQUIRE(back.size() == 1);
-    CHECK(back[0].exchange == "events");
-    CHECK(back[0].routing_key == "order.paid");
-    CHECK(back[0].content_type == "application/json");
-    CHECK(back[0].message_id == "m-1");
-    CHECK(back[0].reply_to == "replies");
-    CHECK(back[0].headers == headers);
+    CHECK(back[0].exchange() == "events");
+    CHECK(back[0].routing_key() == "order.paid");
+    CHECK(back[0].content_type() == "application/json");
+    CHECK(back[0].message_id() == "m-1");
+    CHECK(back[0].reply_to() == "replies");
+    CHECK(back[0].headers() == headers);
     // The binding came back: routing still reaches the queue.
     REQUIRE(broker->publish(OutboundMessage{.exchange = "events", .routing_key = "order.sent", .body = bytes("sent")})
                 .confirmed);
@@ -167,8 +167,8 @@ TEST_CASE("a message on a TTL rung keeps its age across a restart and dead-lette
     broker = data.open();
     const std::vector<InboundMessage> home = pull_all(*broker, "home");
     REQUIRE(home.size() == 1);
-    CHECK(text(home[0].body) == "retry me");
-    CHECK(home[0].headers.contains("x-death"));
+    CHECK(text(home[0].body()) == "retry me");
+    CHECK(home[0].headers().contains("x-death"));
     CHECK(broker->queue_depth(broker->open_connection(), "rung") == 0);
 }
 

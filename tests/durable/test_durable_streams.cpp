@@ -95,10 +95,10 @@ Read read(inproc::Broker& broker, const std::string& stream, FieldValue offset) 
     auto subscription = broker.consume(connection, stream, spec, inbox.deliver());
     Read got;
     while (auto delivery = inbox.take()) {
-        const FieldValue& header = delivery->message().headers.at("x-stream-offset");
+        const FieldValue& header = delivery->message().headers().at("x-stream-offset");
         REQUIRE(header.holds<std::int64_t>());
-        got.emplace_back(text(delivery->message().body), std::get<std::int64_t>(header.get()));
-        CHECK_FALSE(delivery->message().redelivered);
+        got.emplace_back(text(delivery->message().body()), std::get<std::int64_t>(header.get()));
+        CHECK_FALSE(delivery->message().redelivered());
         delivery->ack();
     }
     subscription->close();

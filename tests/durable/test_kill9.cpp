@@ -132,9 +132,9 @@ Queued read_queue(const std::string& file, int round) {
     std::vector<acemq::Delivery> held;
     while (auto delivery = broker->pull(connection, "drill")) {
         std::string text;
-        for (std::byte b : delivery->message().body) text.push_back(static_cast<char>(b));
+        for (std::byte b : delivery->message().body()) text.push_back(static_cast<char>(b));
         queued.ids.push_back(std::stoull(text));
-        queued.redelivered += delivery->message().redelivered;
+        queued.redelivered += delivery->message().redelivered();
         held.push_back(std::move(*delivery));
     }
     broker->close_connection(connection);

@@ -36,7 +36,7 @@ void deliver_after_restart(const std::string& url, const std::string& id, acemq:
     REQUIRE(
         testing_support::eventually([&] { return (delivery = bus.transport().pull("reminders")).has_value(); }, 15s));
     CHECK(acemq::epoch_millis_now() >= due);
-    CHECK(delivery->message().message_id == id);
+    CHECK(delivery->message().message_id() == id);
     delivery->ack();
     REQUIRE(testing_support::eventually([&] { return scheduler.delivered() == 1 && waiting(bus) == 0; }, 5s));
     CHECK(bus.transport().queue_depth("reminders") == 0);  // once

@@ -3,6 +3,8 @@
 // every step is checked exactly, the last second (waited out in the scheduler) included.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+
 #include <acemq/acemq.hpp>
 
 #include <acemq/inproc.hpp>
@@ -43,9 +45,9 @@ TEST_CASE("60 an hour, a minute and 1.5 s ride the 1h, 1m and 1s rungs and arriv
         std::optional<acemq::Delivery> waiting = ladder.bus.transport().pull("acemq.schedule.1h");
         REQUIRE(waiting.has_value());
         const acemq::InboundMessage& message = waiting->message();
-        const acemq::Headers& headers = message.headers;
-        CHECK(message.content_type == "application/octet-stream");
-        CHECK(message.message_id == sent.message_id);
+        const acemq::Headers& headers = message.headers();
+        CHECK(message.content_type() == "application/octet-stream");
+        CHECK(message.message_id() == sent.message_id);
         CHECK(headers.find("x-schedule-exchange")->second == acemq::FieldValue(""));
         CHECK(headers.find("x-schedule-routing-key")->second == acemq::FieldValue("reminders"));
         CHECK(headers.find("x-schedule-content-type")->second == acemq::FieldValue("application/json"));
@@ -53,7 +55,7 @@ TEST_CASE("60 an hour, a minute and 1.5 s ride the 1h, 1m and 1s rungs and arriv
         REQUIRE(due.holds<std::int64_t>());
         CHECK(std::get<std::int64_t>(due.get()) >= (before + 3'661'500ms).time_since_epoch().count());
         CHECK(std::get<std::int64_t>(due.get()) <= (after + 3'661'500ms).time_since_epoch().count());
-        CHECK(acemq::read_envelope(headers, message.routing_key, message.message_id).type == "ScheduledMessage");
+        CHECK(acemq::read_envelope(headers, message.routing_key(), message.message_id()).type == "ScheduledMessage");
         waiting->requeue();  // back at the head, its TTL counted from when it was first queued
     }
 
@@ -77,9 +79,10 @@ TEST_CASE("60 an hour, a minute and 1.5 s ride the 1h, 1m and 1s rungs and arriv
     std::optional<acemq::Delivery> delivery = ladder.bus.transport().pull("reminders");
     REQUIRE(delivery.has_value());
     const acemq::InboundMessage& message = delivery->message();
-    CHECK(message.content_type == "application/json");
-    CHECK(message.body == acemq::encode(*acemq::default_codec(), Order{"o-1", 4250}).body);
-    const acemq::Envelope envelope = acemq::read_envelope(message.headers, message.routing_key, message.message_id);
+    CHECK(message.content_type() == "application/json");
+    CHECK(std::ranges::equal(message.body(), acemq::encode(*acemq::default_codec(), Order{"o-1", 4250}).body));
+    const acemq::Envelope envelope =
+        acemq::read_envelope(message.headers(), message.routing_key(), message.message_id());
     CHECK(envelope.type == "ScheduledMessage");
     CHECK(envelope.id == sent.message_id);
     CHECK(envelope.attempt == 1);

@@ -9,6 +9,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -72,7 +73,7 @@ inline Bytes bytes(std::string_view text) {
     return out;
 }
 
-inline std::string text(const Bytes& body) {
+inline std::string text(std::span<const std::byte> body) {
     std::string out;
     for (std::byte b : body) out.push_back(static_cast<char>(b));
     return out;

@@ -30,7 +30,7 @@ std::shared_ptr<Transport> connect(const std::string& name) { return open_transp
 
 std::vector<std::string> bodies_of(Inbox& inbox) {
     std::vector<std::string> out;
-    while (auto delivery = inbox.take()) out.push_back(text(delivery->message().body));
+    while (auto delivery = inbox.take()) out.push_back(text(delivery->message().body()));
     return out;
 }
 
@@ -142,9 +142,9 @@ TEST_CASE("direct, fanout and the default exchange route as RabbitMQ does", "[in
 
     auto delivery = transport->pull("one");
     REQUIRE(delivery);
-    CHECK(delivery->message().exchange == "d");
-    CHECK(delivery->message().routing_key == "k1");
-    CHECK_FALSE(delivery->message().redelivered);
+    CHECK(delivery->message().exchange() == "d");
+    CHECK(delivery->message().routing_key() == "k1");
+    CHECK_FALSE(delivery->message().redelivered());
     delivery->ack();
 }
 
@@ -159,13 +159,13 @@ TEST_CASE("a delivery carries what was published", "[inproc][routing]") {
     transport->publish(std::move(out));
     auto in = transport->pull("q");
     REQUIRE(in);
-    CHECK(text(in->message().body) == "hello");
-    CHECK(in->message().content_type == "text/plain");
-    CHECK(in->message().message_id == "id-1");
-    CHECK(in->message().reply_to == "replies");
-    CHECK(in->message().headers == Headers{{"h", FieldValue(std::int32_t{7})}});
-    CHECK(in->message().exchange.empty());
-    CHECK(in->message().routing_key == "q");
+    CHECK(text(in->message().body()) == "hello");
+    CHECK(in->message().content_type() == "text/plain");
+    CHECK(in->message().message_id() == "id-1");
+    CHECK(in->message().reply_to() == "replies");
+    CHECK(in->message().headers() == Headers{{"h", FieldValue(std::int32_t{7})}});
+    CHECK(in->message().exchange().empty());
+    CHECK(in->message().routing_key() == "q");
     in->ack();
 }
 
@@ -222,7 +222,7 @@ TEST_CASE("a batch longer than one hold of the lock keeps its order and each ans
         while (received.size() < 171) {  // 200 sent, every 7th (29) to nowhere
             std::optional<Delivery> delivery = inbox.take(std::chrono::seconds(10));
             if (!delivery) break;
-            received.push_back(delivery->message().message_id);
+            received.push_back(std::string(delivery->message().message_id()));
             delivery->ack();
         }
     });
@@ -325,7 +325,7 @@ TEST_CASE("a consumer gets at most its prefetch unacked", "[inproc][consume]") {
 
     auto first = inbox.take();
     REQUIRE(first);
-    CHECK(text(first->message().body) == "0");
+    CHECK(text(first->message().body()) == "0");
     first->ack();
     CHECK(inbox.size() == 2);  // "1" still held, "2" just came
     CHECK(transport->queue_depth("q") == 2);
@@ -377,30 +377,30 @@ TEST_CASE("nack with requeue puts the message back at the head, redelivered", "[
 
     auto a = transport->pull("q");
     REQUIRE(a);
-    CHECK_FALSE(a->message().redelivered);
+    CHECK_FALSE(a->message().redelivered());
     a->requeue();
     CHECK(transport->queue_depth("q") == 3);
 
     auto again = transport->pull("q");
     REQUIRE(again);
-    CHECK(text(again->message().body) == "a");
-    CHECK(again->message().redelivered);
+    CHECK(text(again->message().body()) == "a");
+    CHECK(again->message().redelivered());
     again->ack();
 
     Inbox inbox;
     auto subscription = transport->consume("q", with_prefetch(1), inbox.deliver());
     auto b = inbox.take();
     REQUIRE(b);
-    CHECK(text(b->message().body) == "b");
+    CHECK(text(b->message().body()) == "b");
     b->requeue();  // back at the head, and straight out again to the only consumer
     auto b_again = inbox.take();
     REQUIRE(b_again);
-    CHECK(text(b_again->message().body) == "b");
-    CHECK(b_again->message().redelivered);
+    CHECK(text(b_again->message().body()) == "b");
+    CHECK(b_again->message().redelivered());
     b_again->ack();
     auto c = inbox.take();
     REQUIRE(c);
-    CHECK(text(c->message().body) == "c");
+    CHECK(text(c->message().body()) == "c");
     c->ack();
 }
 
@@ -445,7 +445,7 @@ TEST_CASE("a closing subscription hands its unacked deliveries back in order", "
 
     std::vector<std::pair<std::string, bool>> seen;
     while (auto next = transport->pull("q")) {
-        seen.emplace_back(text(next->message().body), next->message().redelivered);
+        seen.emplace_back(text(next->message().body()), next->message().redelivered());
         next->ack();
     }
     CHECK(seen == std::vector<std::pair<std::string, bool>>{{"b", true}, {"c", true}, {"d", true}, {"e", false}});
@@ -643,8 +643,8 @@ TEST_CASE("a DeliverFn that throws is stopped; its delivery comes back on close"
     CHECK(transport->queue_depth("q") == 2);
     auto first = transport->pull("q");
     REQUIRE(first);
-    CHECK(text(first->message().body) == "a");
-    CHECK(first->message().redelivered);
+    CHECK(text(first->message().body()) == "a");
+    CHECK(first->message().redelivered());
 }
 
 TEST_CASE("a consumer tag is unique on its connection", "[inproc][consume]") {

@@ -49,7 +49,7 @@ TEST_CASE("concurrent publishers and ackers: every message delivered exactly onc
                     delivery->requeue();  // some come back, to be counted when acked
                     continue;
                 }
-                seen[c].push_back(std::stoi(text(delivery->message().body)));
+                seen[c].push_back(std::stoi(text(delivery->message().body())));
                 delivery->ack();
                 ++acked;
             }

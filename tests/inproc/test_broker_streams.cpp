@@ -43,8 +43,8 @@ struct StreamBroker {
 
 // The offset header of a delivery; fails the test when it is missing or not a signed 64-bit.
 std::int64_t offset_of(const Delivery& delivery) {
-    const auto found = delivery.message().headers.find(offset_argument);
-    REQUIRE(found != delivery.message().headers.end());
+    const auto found = delivery.message().headers().find(offset_argument);
+    REQUIRE(found != delivery.message().headers().end());
     REQUIRE(found->second.holds<std::int64_t>());
     return std::get<std::int64_t>(found->second.get());
 }
@@ -53,7 +53,7 @@ std::int64_t offset_of(const Delivery& delivery) {
 std::vector<std::pair<std::string, std::int64_t>> drain(Inbox& inbox) {
     std::vector<std::pair<std::string, std::int64_t>> read;
     while (auto delivery = inbox.take()) {
-        read.emplace_back(text(delivery->message().body), offset_of(*delivery));
+        read.emplace_back(text(delivery->message().body()), offset_of(*delivery));
         delivery->ack();
     }
     return read;
@@ -206,8 +206,8 @@ TEST_CASE("a stream consumer's prefetch is credit that any settlement returns, a
     a->requeue();  // RabbitMQ: credit back, the message is not delivered again
     REQUIRE(inbox.size() == 1);
     auto c = inbox.take();
-    CHECK(text(c->message().body) == "c");
-    CHECK_FALSE(c->message().redelivered);
+    CHECK(text(c->message().body()) == "c");
+    CHECK_FALSE(c->message().redelivered());
     b->reject();  // not dead-lettered, not dropped from the log
     c->ack();
     CHECK(drain(inbox) == Read{{"d", 3}, {"e", 4}});
@@ -319,7 +319,7 @@ TEST_CASE("management lists a stream with its messages, browses it, and refuses 
     CHECK(found->bytes == 3);
     const auto browsed = management->browse("events", {});
     REQUIRE(browsed.size() == 3);
-    CHECK(std::get<std::int64_t>(browsed[2].message.headers.at(offset_argument).get()) == 2);
+    CHECK(std::get<std::int64_t>(browsed[2].message.headers().at(offset_argument).get()) == 2);
     try {
         management->purge("events");
         FAIL("a stream was purged");
@@ -342,7 +342,7 @@ TEST_CASE("a stream fed through an exchange gets its own offsets, whatever other
     REQUIRE(s.broker->publish(message("fan", "", "b")).confirmed);
     const auto work = pull_all(*s.broker, "work");
     REQUIRE(work.size() == 2);
-    CHECK_FALSE(work[0].headers.contains(offset_argument));  // the queue's copy is the message as published
+    CHECK_FALSE(work[0].headers().contains(offset_argument));  // the queue's copy is the message as published
     Inbox inbox;
     auto reader = s.read("events", inbox, FieldValue("first"));
     CHECK(drain(inbox) == Read{{"a", 0}, {"b", 1}});

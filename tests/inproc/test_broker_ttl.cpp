@@ -90,13 +90,13 @@ private:
 };
 
 const FieldTable& death_entry(const InboundMessage& message, std::size_t index) {
-    const auto& deaths = std::get<FieldArray>(message.headers.at("x-death").get());
+    const auto& deaths = std::get<FieldArray>(message.headers().at("x-death").get());
     REQUIRE(index < deaths.size());
     return std::get<FieldTable>(deaths[index].get());
 }
 
 std::size_t death_count(const InboundMessage& message) {
-    return std::get<FieldArray>(message.headers.at("x-death").get()).size();
+    return std::get<FieldArray>(message.headers().at("x-death").get()).size();
 }
 
 }  // namespace
@@ -121,10 +121,10 @@ TEST_CASE("a message on a five-minute rung comes home after five minutes, not be
     auto home = f.transport->pull("orders");
     REQUIRE(home);
     const InboundMessage& m = home->message();
-    CHECK(text(m.body) == "retry me");
-    CHECK(m.exchange == "acemq.retry");
-    CHECK(m.routing_key == "orders");
-    CHECK_FALSE(m.redelivered);
+    CHECK(text(m.body()) == "retry me");
+    CHECK(m.exchange() == "acemq.retry");
+    CHECK(m.routing_key() == "orders");
+    CHECK_FALSE(m.redelivered());
     REQUIRE(death_count(m) == 1);
     const FieldTable& death = death_entry(m, 0);
     CHECK(death.at("count") == FieldValue(std::int64_t{1}));
@@ -134,8 +134,8 @@ TEST_CASE("a message on a five-minute rung comes home after five minutes, not be
     CHECK(death.at("routing-keys") == FieldValue(FieldArray{FieldValue(rung)}));
     REQUIRE(death.at("time").holds<FieldTimestamp>());  // as RabbitMQ types it
     CHECK(std::get<FieldTimestamp>(death.at("time").get()).time_since_epoch().count() > 0);
-    CHECK(m.headers.at("x-first-death-reason") == FieldValue("expired"));
-    CHECK(m.headers.at("x-first-death-queue") == FieldValue(rung));
+    CHECK(m.headers().at("x-first-death-reason") == FieldValue("expired"));
+    CHECK(m.headers().at("x-first-death-queue") == FieldValue(rung));
     home->ack();
 }
 
@@ -150,7 +150,7 @@ TEST_CASE("a consumer on the source queue gets the message when it comes home", 
     f.clock->advance(seconds(1));
     auto delivery = inbox.take();
     REQUIRE(delivery);
-    CHECK(text(delivery->message().body) == "x");
+    CHECK(text(delivery->message().body()) == "x");
     delivery->ack();
 }
 
@@ -169,7 +169,7 @@ TEST_CASE("each message expires on its own time, in order", "[inproc][ttl]") {
     CHECK(f.transport->queue_depth("orders") == 2);
     auto first = f.transport->pull("orders");
     REQUIRE(first);
-    CHECK(text(first->message().body) == "first");
+    CHECK(text(first->message().body()) == "first");
 }
 
 TEST_CASE("a second death through the same queue for the same reason counts up", "[inproc][ttl]") {
@@ -182,7 +182,7 @@ TEST_CASE("a second death through the same queue for the same reason counts up",
 
     // The engine's next retry: the same message republished to the rung, headers kept.
     OutboundMessage again = message("", "orders.retry.10s", "x");
-    again.headers = once->message().headers;
+    again.headers = once->message().headers();
     once->ack();
     f.transport->publish(std::move(again));
     f.clock->advance(seconds(10));
@@ -217,9 +217,9 @@ TEST_CASE("x-death lists deaths newest first", "[inproc][ttl]") {
     CHECK(death_entry(end->message(), 0).at("queue") == FieldValue("parking"));
     CHECK(death_entry(end->message(), 1).at("reason") == FieldValue("rejected"));
     CHECK(death_entry(end->message(), 1).at("queue") == FieldValue("work"));
-    CHECK(end->message().headers.at("x-first-death-reason") == FieldValue("rejected"));
-    CHECK(end->message().headers.at("x-last-death-reason") == FieldValue("expired"));
-    CHECK(end->message().routing_key == "end");
+    CHECK(end->message().headers().at("x-first-death-reason") == FieldValue("rejected"));
+    CHECK(end->message().headers().at("x-last-death-reason") == FieldValue("expired"));
+    CHECK(end->message().routing_key() == "end");
 }
 
 TEST_CASE("nack without requeue dead-letters with reason rejected", "[inproc][dlx]") {
@@ -234,9 +234,9 @@ TEST_CASE("nack without requeue dead-letters with reason rejected", "[inproc][dl
     CHECK(f.transport->queue_depth("orders.new") == 0);
     auto dead = f.transport->pull("orders.new.dlq");
     REQUIRE(dead);
-    CHECK(text(dead->message().body) == "bad");
-    CHECK(dead->message().exchange == "acemq.dlx");
-    CHECK(dead->message().routing_key == "orders.new.dlq");
+    CHECK(text(dead->message().body()) == "bad");
+    CHECK(dead->message().exchange() == "acemq.dlx");
+    CHECK(dead->message().routing_key() == "orders.new.dlq");
     const FieldTable& death = death_entry(dead->message(), 0);
     CHECK(death.at("reason") == FieldValue("rejected"));
     CHECK(death.at("queue") == FieldValue("orders.new"));
@@ -265,7 +265,7 @@ TEST_CASE("without a dead-letter routing key the original key is kept", "[inproc
     f.clock->advance(seconds(1));
     auto home = f.transport->pull("home");
     REQUIRE(home);
-    CHECK(home->message().routing_key == "wait");
+    CHECK(home->message().routing_key() == "wait");
 }
 
 TEST_CASE("handed-out messages do not expire; requeued ones keep their first enqueue time", "[inproc][ttl]") {

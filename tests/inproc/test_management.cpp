@@ -45,7 +45,7 @@ std::vector<std::string> names_of(const auto& summaries) {
 
 std::vector<std::string> browsed_bodies(const std::vector<BrowsedMessage>& browsed) {
     std::vector<std::string> bodies;
-    for (const BrowsedMessage& entry : browsed) bodies.push_back(text(entry.message.body));
+    for (const BrowsedMessage& entry : browsed) bodies.push_back(text(entry.message.body()));
     return bodies;
 }
 
@@ -144,14 +144,14 @@ TEST_CASE("browse shows ready messages in order with their properties, and leave
 
     const std::vector<BrowsedMessage> all = management->browse("jobs", {.from = 0, .count = 10});
     REQUIRE(browsed_bodies(all) == std::vector<std::string>{"job 0", "job 1", "job 2", "job 3", "job 4"});
-    CHECK(all[0].message.redelivered);
-    CHECK_FALSE(all[1].message.redelivered);
+    CHECK(all[0].message.redelivered());
+    CHECK_FALSE(all[1].message.redelivered());
     CHECK(all[3].position == 3);
-    CHECK(all[3].message.message_id == "job 3");
-    CHECK(all[3].message.content_type == "text/plain");
-    CHECK(all[3].message.reply_to == "replies");
-    CHECK(all[3].message.routing_key == "jobs");
-    CHECK(all[3].message.headers.at("attempt") == FieldValue(std::int64_t{3}));
+    CHECK(all[3].message.message_id() == "job 3");
+    CHECK(all[3].message.content_type() == "text/plain");
+    CHECK(all[3].message.reply_to() == "replies");
+    CHECK(all[3].message.routing_key() == "jobs");
+    CHECK(all[3].message.headers().at("attempt") == FieldValue(std::int64_t{3}));
     CHECK(all[2].persistent);
     CHECK_FALSE(all[3].persistent);
 
@@ -168,9 +168,9 @@ TEST_CASE("browse shows ready messages in order with their properties, and leave
     CHECK(broker->queue_depth(connection, "jobs") == 5);
     const std::vector<InboundMessage> delivered = pull_all(*broker, "jobs");
     std::vector<std::string> order;
-    for (const InboundMessage& m : delivered) order.push_back(text(m.body));
+    for (const InboundMessage& m : delivered) order.push_back(text(m.body()));
     CHECK(order == std::vector<std::string>{"job 0", "job 1", "job 2", "job 3", "job 4"});
-    CHECK_FALSE(delivered[1].redelivered);
+    CHECK_FALSE(delivered[1].redelivered());
 }
 
 TEST_CASE("browse on a data file writes nothing: a restart finds no message marked redelivered") {
@@ -187,7 +187,7 @@ TEST_CASE("browse on a data file writes nothing: a restart finds no message mark
     auto broker = inproc::broker(unique_name("browse-durable"), inproc::BrokerOptions{.data = file});
     const std::vector<BrowsedMessage> after = inproc::manage(broker)->browse("jobs");
     REQUIRE(browsed_bodies(after) == std::vector<std::string>{"one", "two", "three"});
-    for (const BrowsedMessage& entry : after) CHECK_FALSE(entry.message.redelivered);
+    for (const BrowsedMessage& entry : after) CHECK_FALSE(entry.message.redelivered());
 }
 
 TEST_CASE("purge drops the ready messages, says how many, keeps those handed out, and is committed") {
@@ -213,7 +213,7 @@ TEST_CASE("purge drops the ready messages, says how many, keeps those handed out
     auto broker = inproc::broker(unique_name("purge"), inproc::BrokerOptions{.data = file});
     const std::vector<InboundMessage> left = pull_all(*broker, "jobs");
     REQUIRE(left.size() == 1);
-    CHECK(text(left[0].body) == "held");
+    CHECK(text(left[0].body()) == "held");
 }
 
 TEST_CASE("delete_queue refuses a queue with consumers unless told, and one that does not exist") {
@@ -407,7 +407,7 @@ TEST_CASE("a backup of a live durable broker opens with every message confirmed 
     const std::vector<InboundMessage> messages = pull_all(*restored, "jobs");
     REQUIRE(messages.size() == result.messages);
     for (std::size_t i = 0; i < messages.size(); ++i)
-        REQUIRE(text(messages[i].body) == std::to_string(i) + " " + padding);
+        REQUIRE(text(messages[i].body()) == std::to_string(i) + " " + padding);
 }
 
 TEST_CASE("a backup is refused to an existing file, a missing directory, and for a broker in memory") {

@@ -17,14 +17,14 @@ using acemq::inproc::detail::ReleasedMessages;
 namespace {
 
 InboundMessage message_of(std::size_t body_size) {
-    return InboundMessage{.body = Bytes(body_size, std::byte{7}),
-                          .content_type = "application/msgpack",
-                          .exchange = "",
-                          .routing_key = "orders",
-                          .message_id = "4f1d2c3b-0000-4000-8000-1234567890ab",
-                          .reply_to = "",
-                          .headers = {{"x-acemq-correlation", "4f1d2c3b-0000-4000-8000-1234567890ab"},
-                                      {"x-acemq-attempt", std::int32_t{1}}}};
+    return InboundMessage({.body = Bytes(body_size, std::byte{7}),
+                           .content_type = "application/msgpack",
+                           .exchange = "",
+                           .routing_key = "orders",
+                           .message_id = "4f1d2c3b-0000-4000-8000-1234567890ab",
+                           .reply_to = "",
+                           .headers = {{"x-acemq-correlation", "4f1d2c3b-0000-4000-8000-1234567890ab"},
+                                       {"x-acemq-attempt", std::int32_t{1}}}});
 }
 
 }  // namespace
@@ -34,8 +34,8 @@ TEST_CASE("a message released on another thread waits until the publishing side 
     std::shared_ptr<InboundMessage> message = ReleasedMessages::make(list, message_of(100));
     const std::size_t weight = ReleasedMessages::weight_of(*message);
     CHECK(weight > 100);
-    CHECK(message->body.size() == 100);
-    CHECK(message->message_id == "4f1d2c3b-0000-4000-8000-1234567890ab");
+    CHECK(message->body().size() == 100);
+    CHECK(message->message_id() == "4f1d2c3b-0000-4000-8000-1234567890ab");
     CHECK(list->held_bytes() == 0);
 
     std::thread([released = std::move(message)]() mutable { released.reset(); }).join();
@@ -52,7 +52,7 @@ TEST_CASE("a message still shared is not released", "[inproc]") {
     std::shared_ptr<const InboundMessage> delivery = message;
     message.reset();
     CHECK(list->held_bytes() == 0);
-    CHECK(delivery->body.size() == 10);
+    CHECK(delivery->body().size() == 10);
     delivery.reset();
     CHECK(list->held_bytes() > 0);
 }

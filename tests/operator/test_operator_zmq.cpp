@@ -53,7 +53,7 @@ TEST_CASE("acemq operates an acemq-broker with --data, and backs its data file u
         CHECK(restored->queue_depth("kept") == 3);
         std::optional<acemq::Delivery> first = restored->pull("kept");
         REQUIRE(first);
-        CHECK(first->message().body.size() > 0);
+        CHECK(first->message().body().size() > 0);
         first->requeue();
         restored->close();
     }

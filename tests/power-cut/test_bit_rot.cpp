@@ -11,6 +11,7 @@
 
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -57,9 +58,9 @@ struct Expected {
 };
 
 bool same(const InboundMessage& delivered, const InboundMessage& stored) {
-    return delivered.body == stored.body && delivered.headers == stored.headers &&
-           delivered.content_type == stored.content_type && delivered.exchange == stored.exchange &&
-           delivered.routing_key == stored.routing_key && delivered.message_id == stored.message_id;
+    return std::ranges::equal(delivered.body(), stored.body()) && delivered.headers() == stored.headers() &&
+           delivered.content_type() == stored.content_type() && delivered.exchange() == stored.exchange() &&
+           delivered.routing_key() == stored.routing_key() && delivered.message_id() == stored.message_id();
 }
 
 // The messages a clean close left in `path`, by message id.
@@ -84,13 +85,13 @@ std::map<std::string, Expected> make_file(const std::string& path) {
                                 .persistent = true};
         message.headers.emplace_back("x-n", FieldValue(std::int64_t{n}));
         REQUIRE(broker->publish(message).confirmed);
-        expected.emplace(message.message_id, Expected{queue, InboundMessage{.body = message.body,
-                                                                            .content_type = message.content_type,
-                                                                            .exchange = message.exchange,
-                                                                            .routing_key = message.routing_key,
-                                                                            .message_id = message.message_id,
-                                                                            .reply_to = {},
-                                                                            .headers = message.headers}});
+        expected.emplace(message.message_id, Expected{queue, InboundMessage({.body = message.body,
+                                                                             .content_type = message.content_type,
+                                                                             .exchange = message.exchange,
+                                                                             .routing_key = message.routing_key,
+                                                                             .message_id = message.message_id,
+                                                                             .reply_to = {},
+                                                                             .headers = message.headers})});
     }
     broker->close_connection(connection);
     return expected;
@@ -121,11 +122,11 @@ Verdict open_and_read(const std::string& path, const std::map<std::string, Expec
     for (const char* queue : {"a", "b"}) {
         while (auto delivery = broker->pull(connection, queue)) {
             const InboundMessage& message = delivery->message();
-            const auto found = expected.find(message.message_id);
+            const auto found = expected.find(std::string(message.message_id()));
             if (found == expected.end() || found->second.queue != queue || !same(message, found->second.message))
-                verdict.altered.push_back(message.message_id);
+                verdict.altered.push_back(std::string(message.message_id()));
             else
-                delivered.insert(message.message_id);
+                delivered.insert(std::string(message.message_id()));
             held.push_back(std::move(*delivery));
         }
     }
@@ -215,7 +216,7 @@ std::vector<std::string> ids_in(const std::string& path, const char* queue) {
     std::vector<std::string> ids;
     std::vector<Delivery> held;
     while (auto delivery = broker->pull(connection, queue)) {
-        ids.push_back(delivery->message().message_id);
+        ids.push_back(std::string(delivery->message().message_id()));
         held.push_back(std::move(*delivery));
     }
     broker->close_connection(connection);

@@ -40,7 +40,7 @@ OutboundMessage numbered(std::uint64_t id) {
 
 std::uint64_t number_of(const InboundMessage& message) {
     std::string text;
-    for (std::byte b : message.body) text.push_back(static_cast<char>(b));
+    for (std::byte b : message.body()) text.push_back(static_cast<char>(b));
     return std::stoull(text);
 }
 

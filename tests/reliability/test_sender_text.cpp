@@ -97,7 +97,7 @@ TEST_CASE("a content type full of control bytes reaches x-acemq-error escaped") 
     CHECK_THAT(error, Catch::Contains(R"(\x01\x02 junk/\x7f\xff)"));
     CHECK(printable(error));
     // The copy itself keeps the content type it came with, byte for byte.
-    CHECK(parked->message().content_type == content_type);
+    CHECK(parked->message().content_type() == content_type);
 }
 
 TEST_CASE("a log line quotes a 100 KB id cut to a bound, with its length") {

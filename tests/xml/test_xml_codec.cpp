@@ -70,7 +70,9 @@ const acemq::XmlCodec codec;
 
 using testing_support::bytes_of;
 
-std::string text_of(const Bytes& body) { return std::string(reinterpret_cast<const char*>(body.data()), body.size()); }
+std::string text_of(std::span<const std::byte> body) {
+    return std::string(reinterpret_cast<const char*>(body.data()), body.size());
+}
 
 Value value_of(const boost::json::value& json) {
     if (json.is_string()) return Value(fixtures::text(json));
@@ -418,7 +420,8 @@ TEST_CASE("a consumer on default_codec_reading({xml}) reads XML and JSON by cont
     }
     REQUIRE(parked.has_value());
     const acemq::InboundMessage& message = parked->message();
-    const acemq::Envelope envelope = acemq::read_envelope(message.headers, message.routing_key, message.message_id);
+    const acemq::Envelope envelope =
+        acemq::read_envelope(message.headers(), message.routing_key(), message.message_id());
     CHECK_THAT(envelope.error, Catch::Contains("carries a document type declaration"));
-    CHECK(text_of(message.body) == "<!DOCTYPE x [<!ENTITY e \"e\">]><OrderPlaced>&e;</OrderPlaced>");
+    CHECK(text_of(message.body()) == "<!DOCTYPE x [<!ENTITY e \"e\">]><OrderPlaced>&e;</OrderPlaced>");
 }

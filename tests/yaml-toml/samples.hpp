@@ -64,7 +64,7 @@ inline void check_same(const acemq::Value& decoded, const acemq::Value& expected
     }
 }
 
-inline std::string text(const std::vector<std::byte>& body) {
+inline std::string text(std::span<const std::byte> body) {
     return std::string(reinterpret_cast<const char*>(body.data()), body.size());
 }
 

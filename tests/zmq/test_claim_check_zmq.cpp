@@ -67,9 +67,9 @@ TEST_CASE("a 100 MB payload crosses zmq as its key, a few dozen bytes, and is re
     std::optional<acemq::Delivery> held = bus.transport().pull(queue);
     REQUIRE(held.has_value());
     const acemq::InboundMessage& wire = held->message();
-    CHECK(wire.body.size() == 3 + 36);
-    CHECK(wire.content_type == "application/octet-stream");
-    const std::optional<std::string> key = acemq::claim_key_of(wire.body);
+    CHECK(wire.body().size() == 3 + 36);
+    CHECK(wire.content_type() == "application/octet-stream");
+    const std::optional<std::string> key = acemq::claim_key_of(wire.body());
     REQUIRE(key.has_value());
     CHECK(std::filesystem::file_size(store->directory() / *key) == payload.size());
     held->requeue();

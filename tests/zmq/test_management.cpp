@@ -75,8 +75,9 @@ auto fields_of(const acemq::SessionSummary& s) {
 }
 auto fields_of(const acemq::BrowsedMessage& b) {
     const acemq::InboundMessage& m = b.message;
-    return std::tie(b.position, b.persistent, m.body, m.content_type, m.exchange, m.routing_key, m.message_id,
-                    m.reply_to, m.headers, m.redelivered);
+    return std::make_tuple(b.position, b.persistent, acemq::Bytes(m.body().begin(), m.body().end()),
+                           std::string(m.content_type()), std::string(m.exchange()), std::string(m.routing_key()),
+                           std::string(m.message_id()), std::string(m.reply_to()), m.headers(), m.redelivered());
 }
 auto fields_of(const acemq::BindingDeclaration& b) { return std::tie(b.queue, b.exchange, b.routing_key, b.arguments); }
 

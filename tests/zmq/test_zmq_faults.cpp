@@ -53,7 +53,7 @@ struct Collector {
         return [this](acemq::Delivery delivery) {
             {
                 std::lock_guard lock(mutex);
-                redelivered_by_id[delivery.message().message_id] = delivery.message().redelivered;
+                redelivered_by_id[std::string(delivery.message().message_id())] = delivery.message().redelivered();
             }
             delivery.ack();
         };

@@ -45,9 +45,9 @@ public:
             acemq::Delivery delivery = std::move(deliveries_.front());
             deliveries_.pop_front();
             const acemq::InboundMessage& message = delivery.message();
-            const acemq::FieldValue& offset = message.headers.at("x-stream-offset");
+            const acemq::FieldValue& offset = message.headers().at("x-stream-offset");
             REQUIRE(offset.holds<std::int64_t>());
-            taken.emplace_back(std::string(reinterpret_cast<const char*>(message.body.data()), message.body.size()),
+            taken.emplace_back(std::string(reinterpret_cast<const char*>(message.body().data()), message.body().size()),
                                std::get<std::int64_t>(offset.get()));
             delivery.ack();
         }

@@ -108,7 +108,7 @@ void dry_run(const Context& context, const std::string& source, const ReplayArgs
         for (const BrowsedMessage& message : browsed) {
             ++total;
             if (args.limit != 0 && moved == args.limit) continue;
-            if (matches(envelope_of(message.message), message.message.body, args.match))
+            if (matches(envelope_of(message.message), message.message.body(), args.match))
                 ++moved;
             else
                 ++skipped;

@@ -36,22 +36,22 @@ bool starts_with_text(std::string_view content_type) {
 }
 
 DecodedBody decode(const InboundMessage& message) {
-    const std::span<const std::byte> body(message.body);
+    const std::span<const std::byte> body(message.body());
     const std::string_view text(reinterpret_cast<const char*>(body.data()), body.size());
     std::string failure;
     static const JsonCodec json;
     static const MsgpackCodec msgpack;
     for (const auto& [name, codec] : {std::pair<const char*, const Codec*>{"json", &json}, {"msgpack", &msgpack}}) {
-        if (!codec->can_decode(message.content_type)) continue;
+        if (!codec->can_decode(message.content_type())) continue;
         try {
-            return {name, codec->decode(body, message.content_type), ""};
+            return {name, codec->decode(body, message.content_type()), ""};
         } catch (const DecodeError& error) {
             failure = "not readable as " + std::string(name) + ": " + std::string(without_prefix(error.what()));
         }
     }
     // Text when the content type says so (control characters are escaped when shown), or
     // when nothing says otherwise and it reads as text.
-    if (starts_with_text(message.content_type) ? is_utf8(text) : message.content_type.empty() && is_text(text))
+    if (starts_with_text(message.content_type()) ? is_utf8(text) : message.content_type().empty() && is_text(text))
         return {"text", Value(std::string(text)), failure};
     return {"hex", Value(hex_of(body)), failure};
 }
@@ -59,14 +59,14 @@ DecodedBody decode(const InboundMessage& message) {
 }  // namespace
 
 Envelope envelope_of(const InboundMessage& message) {
-    return read_envelope(message.headers, message.routing_key, message.message_id);
+    return read_envelope(message.headers(), message.routing_key(), message.message_id());
 }
 
 std::string message_text(const MessageView& view) {
     const InboundMessage& message = view.message;
     const Envelope envelope = envelope_of(message);
     std::string out;
-    const auto line = [&out](std::string_view name, const std::string& value) {
+    const auto line = [&out](std::string_view name, std::string_view value) {
         std::string key(name);
         key.resize(std::max<std::size_t>(key.size(), 13), ' ');
         out += key + " " + printable(value) + "\n";
@@ -82,16 +82,16 @@ std::string message_text(const MessageView& view) {
     if (!envelope.origin.empty()) line("origin", envelope.origin);
     if (envelope.correlation != envelope.id) line("correlation", envelope.correlation);
     if (!envelope.causation.empty()) line("causation", envelope.causation);
-    line("exchange", message.exchange.empty() ? "(default)" : message.exchange);
-    line("routing key", message.routing_key);
-    line("content type", message.content_type.empty() ? "-" : message.content_type);
+    line("exchange", message.exchange().empty() ? "(default)" : message.exchange());
+    line("routing key", message.routing_key());
+    line("content type", message.content_type().empty() ? "-" : message.content_type());
     if (view.persistent) line("persistent", *view.persistent ? "yes" : "no");
-    if (message.redelivered) line("redelivered", "yes");
-    if (!message.reply_to.empty()) line("reply to", message.reply_to);
+    if (message.redelivered()) line("redelivered", "yes");
+    if (!message.reply_to().empty()) line("reply to", message.reply_to());
     for (const auto& [name, value] : envelope.headers) line("header " + name, value.to_string());
-    if (!message.decode_failure.empty()) line("unreadable", message.decode_failure);
+    if (!message.decode_failure().empty()) line("unreadable", message.decode_failure());
     const DecodedBody body = decode(message);
-    line("body", body.encoding + ", " + std::to_string(message.body.size()) + " bytes" +
+    line("body", body.encoding + ", " + std::to_string(message.body().size()) + " bytes" +
                      (body.failure.empty() ? "" : " (" + body.failure + ")"));
     if (body.encoding == "text")
         out += printable(body.value.as_string(), true) + "\n";
@@ -116,13 +116,13 @@ Value message_value(const MessageView& view) {
     out.emplace_back("origin", envelope.origin);
     out.emplace_back("correlation", envelope.correlation);
     out.emplace_back("causation", envelope.causation);
-    out.emplace_back("exchange", message.exchange);
-    out.emplace_back("routingKey", message.routing_key);
-    out.emplace_back("contentType", message.content_type);
+    out.emplace_back("exchange", std::string(message.exchange()));
+    out.emplace_back("routingKey", std::string(message.routing_key()));
+    out.emplace_back("contentType", std::string(message.content_type()));
     if (view.persistent) out.emplace_back("persistent", *view.persistent);
-    out.emplace_back("redelivered", message.redelivered);
+    out.emplace_back("redelivered", message.redelivered());
     out.emplace_back("headers", to_value(envelope.headers));
-    out.emplace_back("bodyBytes", static_cast<std::uint64_t>(message.body.size()));
+    out.emplace_back("bodyBytes", static_cast<std::uint64_t>(message.body().size()));
     out.emplace_back("bodyEncoding", body.encoding);
     out.emplace_back("body", body.value);
     return Value(std::move(out));

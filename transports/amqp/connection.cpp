@@ -278,18 +278,18 @@ std::optional<Connection::Pulled> Connection::get(amqp_channel_t channel, const 
     check_reopening(reply, "pull from queue " + in_quotes(queue), channel);
     if (reply.reply.id == AMQP_BASIC_GET_EMPTY_METHOD) return std::nullopt;
     const auto* ok = static_cast<const amqp_basic_get_ok_t*>(reply.reply.decoded);
-    Pulled pulled;
-    pulled.message.exchange = string_of(ok->exchange);
-    pulled.message.routing_key = string_of(ok->routing_key);
-    pulled.message.redelivered = ok->redelivered != 0;
-    pulled.delivery_tag = ok->delivery_tag;
+    InboundParts parts;
+    parts.exchange = string_of(ok->exchange);
+    parts.routing_key = string_of(ok->routing_key);
+    parts.redelivered = ok->redelivered != 0;
+    const std::uint64_t delivery_tag = ok->delivery_tag;
     amqp_message_t message;
     check(amqp_read_message(state_, channel, &message, 0), "read a pulled message", channel);
-    read_properties(pulled.message, message.properties);
+    read_properties(parts, message.properties);
     const auto* body = static_cast<const std::byte*>(message.body.bytes);
-    pulled.message.body.assign(body, body + message.body.len);
+    parts.body.assign(body, body + message.body.len);
     amqp_destroy_message(&message);
-    return pulled;
+    return Pulled{InboundMessage(std::move(parts)), delivery_tag};
 }
 
 void Connection::declare_exchange(amqp_channel_t channel, const ExchangeDeclaration& exchange) {

@@ -78,7 +78,7 @@ void AmqpTransport::Impl::handle_method(amqp_channel_t channel, const amqp_metho
 
 void AmqpTransport::Impl::complete(Incoming in) {
     if (in.kind == Incoming::Kind::returned)
-        confirms_.file_return(in.message.message_id, in.return_reason);
+        confirms_.file_return(std::string(in.message.message_id()), in.return_reason);
     else
         subscriptions_.deliver(*connection_, std::move(in));
 }

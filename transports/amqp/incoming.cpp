@@ -8,9 +8,9 @@ void IncomingContent::begin_delivery(amqp_channel_t channel, const amqp_basic_de
     Partial partial;
     partial.incoming.channel = channel;
     partial.incoming.broker_tag = deliver.delivery_tag;
-    partial.incoming.message.exchange = string_of(deliver.exchange);
-    partial.incoming.message.routing_key = string_of(deliver.routing_key);
-    partial.incoming.message.redelivered = deliver.redelivered != 0;
+    partial.parts.exchange = string_of(deliver.exchange);
+    partial.parts.routing_key = string_of(deliver.routing_key);
+    partial.parts.redelivered = deliver.redelivered != 0;
     partial_[channel] = std::move(partial);
 }
 
@@ -29,15 +29,15 @@ std::optional<Incoming> IncomingContent::add(const amqp_frame_t& frame) {
     if (frame.frame_type == AMQP_FRAME_HEADER) {
         in.have_header = true;
         in.body_size = frame.payload.properties.body_size;
-        read_properties(in.incoming.message,
-                        *static_cast<const amqp_basic_properties_t*>(frame.payload.properties.decoded));
-        in.incoming.message.body.reserve(in.body_size);
+        read_properties(in.parts, *static_cast<const amqp_basic_properties_t*>(frame.payload.properties.decoded));
+        in.parts.body.reserve(in.body_size);
     } else if (frame.frame_type == AMQP_FRAME_BODY) {
         const auto* data = static_cast<const std::byte*>(frame.payload.body_fragment.bytes);
-        in.incoming.message.body.insert(in.incoming.message.body.end(), data, data + frame.payload.body_fragment.len);
+        in.parts.body.insert(in.parts.body.end(), data, data + frame.payload.body_fragment.len);
     }
-    if (!in.have_header || in.incoming.message.body.size() < in.body_size) return std::nullopt;
+    if (!in.have_header || in.parts.body.size() < in.body_size) return std::nullopt;
     Incoming done = std::move(in.incoming);
+    done.message = InboundMessage(std::move(in.parts));
     partial_.erase(found);
     return done;
 }

@@ -39,6 +39,7 @@ public:
 private:
     struct Partial {
         Incoming incoming;
+        InboundParts parts;  // the message so far, made one when its last byte is here
         std::uint64_t body_size = 0;
         bool have_header = false;
     };

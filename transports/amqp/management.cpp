@@ -389,7 +389,7 @@ private:
     BrowsedMessage browsed(const Value& message, std::uint64_t position, std::string_view queue) const {
         BrowsedMessage out;
         out.position = position;
-        InboundMessage& inbound = out.message;
+        InboundParts inbound;
         std::optional<Bytes> body = detail::base64_decode(text_of(message, "payload"));
         if (!body)
             throw ManagementError(ManagementError::Reason::failed,
@@ -408,6 +408,7 @@ private:
         } else {
             out.persistent = false;
         }
+        out.message = InboundMessage(std::move(inbound));
         return out;
     }
 

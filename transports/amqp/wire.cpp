@@ -243,7 +243,7 @@ std::size_t property_room(std::size_t frame_max) {
     return frame_max > framing ? frame_max - framing : 0;
 }
 
-void read_properties(InboundMessage& message, const amqp_basic_properties_t& properties) {
+void read_properties(InboundParts& message, const amqp_basic_properties_t& properties) {
     if (properties._flags & AMQP_BASIC_CONTENT_TYPE_FLAG) message.content_type = string_of(properties.content_type);
     if (properties._flags & AMQP_BASIC_MESSAGE_ID_FLAG) message.message_id = string_of(properties.message_id);
     if (properties._flags & AMQP_BASIC_REPLY_TO_FLAG) message.reply_to = string_of(properties.reply_to);

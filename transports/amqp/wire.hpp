@@ -75,7 +75,7 @@ std::size_t property_room(std::size_t frame_max);
 // A delivery's properties (content type, message id, reply-to, headers) read into
 // `message`. Headers nested past max_table_depth are not read: the message gets none and
 // decode_failure says why, for the engine to park it.
-void read_properties(InboundMessage& message, const amqp_basic_properties_t& properties);
+void read_properties(InboundParts& message, const amqp_basic_properties_t& properties);
 
 // `"orders"`: a name as error messages quote it, the library's way (escaped and bounded, as
 // a name may come from anyone).

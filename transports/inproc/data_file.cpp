@@ -498,13 +498,11 @@ DataFileContents DataFile::read() {
             StoredRow stored{.id = static_cast<std::uint64_t>(raw.id),
                              .queue = static_cast<std::uint64_t>(raw.queue),
                              .enqueued_ms = raw.enqueued_ms};
-            stored.message.redelivered = sqlite3_column_int64(row, 3) != 0;
             try {
-                unpack_properties(properties, stored.message);
+                stored.message = unpack_message(properties, body, sqlite3_column_int64(row, 3) != 0);
             } catch (const message_pack::Malformed& error) {
                 return damaged(std::string("its properties cannot be read: ") + error.what());
             }
-            stored.message.body.assign(body.begin(), body.end());
             contents.messages.push_back(std::move(stored));
         });
     if (version_ >= 2)
@@ -620,9 +618,8 @@ DataFileContents DataFile::read_readable(std::vector<std::string>& lost) {
         StoredRow stored{.id = static_cast<std::uint64_t>(id),
                          .queue = static_cast<std::uint64_t>(sqlite3_column_int64(row, 1)),
                          .enqueued_ms = enqueued};
-        stored.message.redelivered = sqlite3_column_int64(row, 3) != 0;
-        if (!readable([&] { unpack_properties(properties, stored.message); }, what)) return;
-        stored.message.body.assign(body.begin(), body.end());
+        const bool redelivered = sqlite3_column_int64(row, 3) != 0;
+        if (!readable([&] { stored.message = unpack_message(properties, body, redelivered); }, what)) return;
         contents.messages.push_back(std::move(stored));
     };
     const std::string columns =
@@ -864,28 +861,33 @@ void DataFile::checkpoint() noexcept {
 }
 
 std::vector<std::byte> pack_properties(const InboundMessage& message) {
-    msgpack::sbuffer buffer(64 + message.headers.size() * 48);
+    msgpack::sbuffer buffer(64 + message.headers().size() * 48);
     message_pack::Packer out(buffer);
     out.pack_array(6);
-    message_pack::pack_text(out, message.content_type);
-    message_pack::pack_text(out, message.exchange);
-    message_pack::pack_text(out, message.routing_key);
-    message_pack::pack_text(out, message.message_id);
-    message_pack::pack_text(out, message.reply_to);
-    message_pack::pack_table(out, message.headers);
+    message_pack::pack_text(out, message.content_type());
+    message_pack::pack_text(out, message.exchange());
+    message_pack::pack_text(out, message.routing_key());
+    message_pack::pack_text(out, message.message_id());
+    message_pack::pack_text(out, message.reply_to());
+    message_pack::pack_table(out, message.headers());
     const auto* data = reinterpret_cast<const std::byte*>(buffer.data());
     return {data, data + buffer.size()};
 }
 
-void unpack_properties(std::span<const std::byte> properties, InboundMessage& message) {
+InboundMessage unpack_message(std::span<const std::byte> properties, std::span<const std::byte> body,
+                              bool redelivered) {
     const msgpack::object_handle handle = message_pack::unpack_checked(properties, "row");
     const msgpack::object_array& fields = message_pack::read_array(handle.get(), "properties", 6);
-    message.content_type = message_pack::read_text(fields.ptr[0], "content_type");
-    message.exchange = message_pack::read_text(fields.ptr[1], "exchange");
-    message.routing_key = message_pack::read_text(fields.ptr[2], "routing_key");
-    message.message_id = message_pack::read_text(fields.ptr[3], "message_id");
-    message.reply_to = message_pack::read_text(fields.ptr[4], "reply_to");
-    message.headers = message_pack::read_table(fields.ptr[5], "headers");
+    InboundParts parts;
+    parts.content_type = message_pack::read_text(fields.ptr[0], "content_type");
+    parts.exchange = message_pack::read_text(fields.ptr[1], "exchange");
+    parts.routing_key = message_pack::read_text(fields.ptr[2], "routing_key");
+    parts.message_id = message_pack::read_text(fields.ptr[3], "message_id");
+    parts.reply_to = message_pack::read_text(fields.ptr[4], "reply_to");
+    parts.headers = message_pack::read_table(fields.ptr[5], "headers");
+    parts.body.assign(body.begin(), body.end());
+    parts.redelivered = redelivered;
+    return InboundMessage(std::move(parts));
 }
 
 }  // namespace acemq::inproc::detail

@@ -189,7 +189,8 @@ std::optional<std::uint64_t> free_disk_bytes(const std::string& path);
 
 // The properties of a message (all but its body) as the data file stores them.
 std::vector<std::byte> pack_properties(const InboundMessage& message);
-// Back into `message`; throws message_pack::Malformed.
-void unpack_properties(std::span<const std::byte> properties, InboundMessage& message);
+// The message a row holds, from its properties, body and redelivered columns; throws
+// message_pack::Malformed.
+InboundMessage unpack_message(std::span<const std::byte> properties, std::span<const std::byte> body, bool redelivered);
 
 }  // namespace acemq::inproc::detail

@@ -15,7 +15,7 @@ const std::string* text_field(const FieldTable& table, std::string_view name) {
 
 }  // namespace
 
-void record_death(InboundMessage& message, std::string_view queue, std::string_view reason) {
+void record_death(InboundParts& message, std::string_view queue, std::string_view reason) {
     FieldArray deaths;
     if (const auto found = message.headers.find("x-death"); found != message.headers.end())
         if (const auto* earlier = std::get_if<FieldArray>(&found->second.get())) deaths = *earlier;
@@ -54,8 +54,8 @@ void record_death(InboundMessage& message, std::string_view queue, std::string_v
 }
 
 bool dead_letter_cycle(const InboundMessage& message, std::string_view target) {
-    const auto found = message.headers.find("x-death");
-    if (found == message.headers.end()) return false;
+    const auto found = message.headers().find("x-death");
+    if (found == message.headers().end()) return false;
     const auto* deaths = std::get_if<FieldArray>(&found->second.get());
     if (deaths == nullptr) return false;
     for (const FieldValue& death : *deaths) {

@@ -13,7 +13,7 @@ namespace acemq::inproc::detail {
 // Adds this death to the message's `x-death` header: newest first, and a second death
 // through the same queue for the same reason counts up the entry it already has (moving
 // it to the front) instead of adding one.
-void record_death(InboundMessage& message, std::string_view queue, std::string_view reason);
+void record_death(InboundParts& message, std::string_view queue, std::string_view reason);
 
 // True when a message dying by expiry must be dropped instead of reaching `target`: it
 // already died in that queue, and no consumer rejected it on the way (then a client is in

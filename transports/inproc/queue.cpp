@@ -11,8 +11,10 @@ Queue::Queue(QueueDeclaration declaration, Broker::ConnectionId owner)
 
 void Queue::make_ready(StoredMessage&& message) {
     if (is_stream()) {
-        message.edit().headers.insert_or_assign(std::string(stream_offset_header), FieldValue(next_offset()));
-        log_bytes_ += message.message->body.size();
+        message.edit([this](InboundParts& parts) {
+            parts.headers.insert_or_assign(std::string(stream_offset_header), FieldValue(next_offset()));
+        });
+        log_bytes_ += message.message->body().size();
     }
     ready_.push_back(std::move(message));
 }
@@ -20,7 +22,7 @@ void Queue::make_ready(StoredMessage&& message) {
 StoredMessage Queue::drop_oldest() {
     StoredMessage oldest = ready_.pop_front();
     ++first_offset_;
-    log_bytes_ -= oldest.message->body.size();
+    log_bytes_ -= oldest.message->body().size();
     return oldest;
 }
 
@@ -33,7 +35,7 @@ void Queue::append(StoredMessage&& message) {
 
 void Queue::collect_redelivered_rows(std::vector<std::uint64_t>& into) const {
     for (std::size_t i = 0; i < ready_.size(); ++i)
-        if (const StoredMessage& stored = ready_[i]; stored.row != 0 && stored.message->redelivered)
+        if (const StoredMessage& stored = ready_[i]; stored.row != 0 && stored.message->redelivered())
             into.push_back(stored.row);
 }
 
@@ -63,7 +65,7 @@ void Queue::committed(std::uint64_t commit, bool ok) {
 }
 
 void Queue::requeue(StoredMessage&& message) {
-    if (!message.message->redelivered) message.edit().redelivered = true;
+    message.mark_redelivered();
     ready_.push_front(std::move(message));
 }
 

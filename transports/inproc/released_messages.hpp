@@ -1,6 +1,6 @@
 // Where the embedded broker's messages are freed: on the thread that publishes, not on the
-// consumer's worker that drops the last reference. A message is nine heap blocks (itself,
-// body, content type, id, the header table and the strings of its longer headers), and
+// consumer's worker that drops the last reference. A message is several heap blocks (itself,
+// body, its texts, the header table and the strings of its longer headers), and
 // glibc's malloc takes the lock of the arena a block came from when another thread frees
 // it; with a publisher and a consumer each at a message every microsecond or two, that lock
 // was the busiest in the process (perf, engine_bench's consumer row: 77 % of all futex

@@ -26,13 +26,13 @@ PublishResult not_routed(bool mandatory) {
 }  // namespace
 
 std::shared_ptr<InboundMessage> Broker::Impl::inbound(OutboundMessage&& message) {
-    return detail::ReleasedMessages::make(released_, InboundMessage{.body = std::move(message.body),
-                                                                    .content_type = std::move(message.content_type),
-                                                                    .exchange = std::move(message.exchange),
-                                                                    .routing_key = std::move(message.routing_key),
-                                                                    .message_id = std::move(message.message_id),
-                                                                    .reply_to = std::move(message.reply_to),
-                                                                    .headers = std::move(message.headers)});
+    return detail::ReleasedMessages::make(released_, InboundMessage({.body = std::move(message.body),
+                                                                     .content_type = std::move(message.content_type),
+                                                                     .exchange = std::move(message.exchange),
+                                                                     .routing_key = std::move(message.routing_key),
+                                                                     .message_id = std::move(message.message_id),
+                                                                     .reply_to = std::move(message.reply_to),
+                                                                     .headers = std::move(message.headers)}));
 }
 
 PublishResult Broker::Impl::publish(OutboundMessage message) {
@@ -185,17 +185,19 @@ void Broker::Impl::dead_letter(Queue& from, StoredMessage&& stored, std::string_
 void Broker::Impl::route_dead_letter(Queue& from, StoredMessage&& stored, std::string_view reason) {
     const detail::QueuePolicy& policy = from.policy();
     if (!policy.dead_letter_exchange) return;
-    InboundMessage& message = stored.edit();
-    detail::record_death(message, from.name(), reason);
-    message.exchange = *policy.dead_letter_exchange;
-    if (policy.dead_letter_routing_key) message.routing_key = *policy.dead_letter_routing_key;
-    message.redelivered = false;
+    stored.edit([&](InboundParts& parts) {
+        detail::record_death(parts, from.name(), reason);
+        parts.exchange = *policy.dead_letter_exchange;
+        if (policy.dead_letter_routing_key) parts.routing_key = *policy.dead_letter_routing_key;
+        parts.redelivered = false;
+    });
+    const InboundMessage& message = *stored.message;
     std::vector<Queue*> targets;
-    if (message.exchange.empty()) {
-        if (const auto found = queues_.find(message.routing_key); found != queues_.end())
+    if (message.exchange().empty()) {
+        if (const auto found = queues_.find(message.routing_key()); found != queues_.end())
             targets.push_back(found->second.get());
-    } else if (const auto exchange = exchanges_.find(message.exchange); exchange != exchanges_.end()) {
-        route(*exchange->second, message.routing_key, targets);
+    } else if (const auto exchange = exchanges_.find(message.exchange()); exchange != exchanges_.end()) {
+        route(*exchange->second, message.routing_key(), targets);
     }  // a dead-letter exchange that does not exist drops the message, as in RabbitMQ
     if (reason != "rejected")
         std::erase_if(targets, [&](Queue* target) { return detail::dead_letter_cycle(message, target->name()); });

@@ -79,8 +79,8 @@ SalvageReport salvage(const std::string& from, const std::string& to) {
                 report.lost.push_back("message " + std::to_string(row.id) + ": its queue's declaration was not saved");
                 continue;
             }
-            target.insert_message(row.id, row.queue, row.enqueued_ms, row.message.redelivered,
-                                  detail::pack_properties(row.message), row.message.body);
+            target.insert_message(row.id, row.queue, row.enqueued_ms, row.message.redelivered(),
+                                  detail::pack_properties(row.message), row.message.body());
             ++report.messages;
         }
         target.commit();

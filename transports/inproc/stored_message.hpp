@@ -17,10 +17,23 @@
 namespace acemq::inproc::detail {
 
 struct StoredMessage {
-    // The message to change, this StoredMessage's own (copied first if it is shared).
-    InboundMessage& edit() {
+    // Changes the message through its parts: in place when this StoredMessage holds it alone,
+    // on a copy otherwise.
+    template <class Change>
+    void edit(Change&& change) {
+        const bool alone = message.use_count() == 1;
+        InboundParts parts = alone ? std::move(*message).parts() : message->parts();
+        change(parts);
+        if (alone)
+            *message = InboundMessage(std::move(parts));
+        else
+            message = std::make_shared<InboundMessage>(std::move(parts));
+    }
+
+    void mark_redelivered() {
+        if (message->redelivered()) return;
         if (message.use_count() != 1) message = std::make_shared<InboundMessage>(*message);
-        return *message;
+        message->set_redelivered(true);
     }
 
     std::shared_ptr<InboundMessage> message;

@@ -233,7 +233,7 @@ BrowseReply::BrowseReply(std::uint64_t request, std::size_t max_frame_bytes)
 
 bool BrowseReply::add(const BrowsedMessage& message) {
     msgpack::sbuffer element(
-        message_pack::message_size_hint(message.message.body.size(), message.message.headers.size()));
+        message_pack::message_size_hint(message.message.body().size(), message.message.headers().size()));
     msgpack::packer<msgpack::sbuffer> packer(element);
     packer.pack_array(browsed_fields);
     packer.pack(message.position);

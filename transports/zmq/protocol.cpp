@@ -408,7 +408,7 @@ msgpack::sbuffer encode_reply_ping(std::uint64_t request, std::string_view troub
 }
 
 msgpack::sbuffer encode_reply_pulled(std::uint64_t request, std::uint64_t delivery_tag, const InboundMessage& message) {
-    Writer out(Command::reply, 2, message_size_hint(message.body.size(), message.headers.size()));
+    Writer out(Command::reply, 2, message_size_hint(message.body().size(), message.headers().size()));
     out.value(request);
     out.out().pack_array(1 + message_fields);
     out.value(delivery_tag);
@@ -430,7 +430,8 @@ msgpack::sbuffer encode_confirm(std::uint64_t sequence, const PublishResult& res
 }
 
 msgpack::sbuffer encode_deliver(std::uint64_t consumer, std::uint64_t delivery_tag, const InboundMessage& message) {
-    Writer out(Command::deliver, 2 + message_fields, message_size_hint(message.body.size(), message.headers.size()));
+    Writer out(Command::deliver, 2 + message_fields,
+               message_size_hint(message.body().size(), message.headers().size()));
     out.value(consumer).value(delivery_tag);
     pack_message(out.out(), message);
     return std::move(out.buffer());

@@ -746,7 +746,7 @@ void ServerImpl::hand_over_deliveries() {
         Session& session = found->second;
         const std::uint64_t tag = session.next_tag++;
         msgpack::sbuffer frame = wire::encode_deliver(item.consumer, tag, item.delivery.message());
-        const bool batchable = wire::batchable(item.delivery.message().headers);
+        const bool batchable = wire::batchable(item.delivery.message().headers());
         session.unsettled.emplace(tag, Session::Unsettled{std::move(item.delivery), item.consumer});
         send_batched(session, std::move(frame), batchable);
     }

@@ -153,7 +153,7 @@ inline std::vector<std::string> ids_of(const std::vector<acemq::OutboxRecord>& r
 }
 
 inline std::string order_id_of(const acemq::InboundMessage& message) {
-    return acemq::decode<Order>(*acemq::default_codec(), message.body, message.content_type).id;
+    return acemq::decode<Order>(*acemq::default_codec(), message.body(), message.content_type()).id;
 }
 
 // Collects what a relay reports.

@@ -17,7 +17,7 @@ using acemq::OutboxRelay;
 
 namespace {
 
-std::string body_text(const acemq::Bytes& body) {
+std::string body_text(std::span<const std::byte> body) {
     return std::string(reinterpret_cast<const char*>(body.data()), body.size());
 }
 
@@ -166,8 +166,8 @@ TEST_CASE("a sweep publishes persistent, mandatory copies of the records and rem
 
     const auto delivered = fixture.drain();
     REQUIRE(delivered.size() == 2);
-    CHECK(delivered[0].message_id == first.id);
-    CHECK(acemq::read_envelope(delivered[0].headers, delivered[0].routing_key).id == first.id);
+    CHECK(delivered[0].message_id() == first.id);
+    CHECK(acemq::read_envelope(delivered[0].headers(), delivered[0].routing_key()).id == first.id);
     CHECK(order_id_of(delivered[0]) == "o-1");
 }
 

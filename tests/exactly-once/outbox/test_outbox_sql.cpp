@@ -10,6 +10,7 @@
 #include <acemq/stores/sql_outbox_store.hpp>
 #include <acemq/stores/sqlite.hpp>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -316,9 +317,9 @@ OUTBOX_SQL_TEST("a relay publishes committed records from the table and removes 
     CHECK(store.count() == 0);
     const auto delivered = fixture.drain();
     REQUIRE(delivered.size() == 1);
-    CHECK(delivered[0].message_id == made.id);
-    CHECK(delivered[0].headers == made.headers);
-    CHECK(delivered[0].body == made.body);
+    CHECK(delivered[0].message_id() == made.id);
+    CHECK(delivered[0].headers() == made.headers);
+    CHECK(std::ranges::equal(delivered[0].body(), made.body));
     CHECK(order_id_of(delivered[0]) == "o-1");
 }
 
@@ -355,7 +356,7 @@ OUTBOX_SQL_TEST("two running relays on one table publish 200 records exactly onc
     CHECK(second.published() > 0);
     std::set<std::string> ids;
     const auto delivered = fixture.drain();
-    for (const auto& message : delivered) ids.insert(message.message_id);
+    for (const auto& message : delivered) ids.insert(std::string(message.message_id()));
     CHECK(delivered.size() == total);
     CHECK(ids.size() == total);
 }
@@ -401,7 +402,7 @@ OUTBOX_SQL_TEST_TAGGED("an unreadable row is a failed attempt naming its id, ret
     CHECK(relay.sweep() == 1);
     const auto delivered = fixture.drain();
     REQUIRE(delivered.size() == 1);
-    CHECK(delivered[0].message_id == good.id);
+    CHECK(delivered[0].message_id() == good.id);
 
     CHECK(relay.failed() == bad.size() * max_attempts);
     const auto seen = events->seen();
