@@ -97,7 +97,7 @@ std::string reply_error(const amqp_rpc_reply_t& reply) {
     return "unknown reply";
 }
 
-amqp_bytes_t bytes_of(const std::string& text) { return amqp_bytes_t{text.size(), const_cast<char*>(text.data())}; }
+amqp_bytes_t bytes_of(std::string_view text) { return amqp_bytes_t{text.size(), const_cast<char*>(text.data())}; }
 
 // The engine's rendered headers as an amqp_table_t, built once: strings and integers are all
 // the envelope writes. Points into `headers`, which must outlive it.

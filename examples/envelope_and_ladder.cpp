@@ -13,7 +13,8 @@ using namespace std::chrono_literals;
 namespace {
 
 void print_headers(const acemq::Headers& headers) {
-    for (const auto& [name, value] : headers) std::printf("  %-22s %s\n", name.c_str(), value.to_string().c_str());
+    for (const auto& [name, value] : headers)
+        std::printf("  %-22s %s\n", name.str().c_str(), value.to_string().c_str());
 }
 
 }  // namespace

@@ -83,7 +83,7 @@ struct Envelope {
 
 // Sets an application header, refusing (ReservedHeaderError) a name in the reserved
 // namespace: the library owns those and strips them on the way in.
-void set_header(Envelope& envelope, std::string name, FieldValue value);
+void set_header(Envelope& envelope, FieldName name, FieldValue value);
 
 // The headers a publish puts on the wire: the reserved ones (absent when empty, never
 // written as "" or void; integers with the family's widths) merged with the application

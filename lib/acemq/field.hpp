@@ -17,6 +17,7 @@
 #include <vector>
 
 #include <acemq/error.hpp>
+#include <acemq/field_name.hpp>
 
 namespace acemq {
 
@@ -32,10 +33,11 @@ using FieldTimestamp = std::chrono::sys_seconds;
 // table order no meaning). It reads like std::map — find, contains, at, operator[],
 // emplace, insert_or_assign, erase — but keeps its entries in one vector, because a message's
 // headers are a dozen small entries built and dropped on every publish, and one allocation
-// for all of them costs a fraction of a tree node each.
+// for all of them costs a fraction of a tree node each. Its names are FieldNames
+// (field_name.hpp): a short name or one of the contract's costs no heap block.
 class FieldTable {
 public:
-    using value_type = std::pair<std::string, FieldValue>;
+    using value_type = std::pair<FieldName, FieldValue>;
     using iterator = std::vector<value_type>::iterator;
     using const_iterator = std::vector<value_type>::const_iterator;
 
@@ -65,13 +67,13 @@ public:
 
     // Insert when the name is absent; leave an existing value alone (false in .second).
     template <class... Args>
-    std::pair<iterator, bool> emplace(std::string name, Args&&... args);
+    std::pair<iterator, bool> emplace(FieldName name, Args&&... args);
     template <class... Args>
-    std::pair<iterator, bool> try_emplace(std::string name, Args&&... args);
-    std::pair<iterator, bool> insert_or_assign(std::string name, FieldValue value);
+    std::pair<iterator, bool> try_emplace(FieldName name, Args&&... args);
+    std::pair<iterator, bool> insert_or_assign(FieldName name, FieldValue value);
     // Adds an entry whose name sorts after every name already here: the cheap way to build
     // a table in order. Throws UsageError when the name is out of order or repeated.
-    void append(std::string name, FieldValue value);
+    void append(FieldName name, FieldValue value);
     // The same, with the value made in place from `value_args` (FieldValue's constructors'):
     // what a table built on every publish is made with, so that no value is moved about.
     template <class... Args>
@@ -176,7 +178,7 @@ inline FieldTable::const_iterator FieldTable::find(std::string_view name) const 
 }
 
 template <class... Args>
-std::pair<FieldTable::iterator, bool> FieldTable::emplace(std::string name, Args&&... args) {
+std::pair<FieldTable::iterator, bool> FieldTable::emplace(FieldName name, Args&&... args) {
     auto at = position_of(name);
     if (at != entries_.end() && at->first == name) return {at, false};
     return {entries_.emplace(at, std::move(name), FieldValue(std::forward<Args>(args)...)), true};
@@ -190,7 +192,7 @@ void FieldTable::emplace_back(std::string_view name, Args&&... value_args) {
 }
 
 template <class... Args>
-std::pair<FieldTable::iterator, bool> FieldTable::try_emplace(std::string name, Args&&... args) {
+std::pair<FieldTable::iterator, bool> FieldTable::try_emplace(FieldName name, Args&&... args) {
     return emplace(std::move(name), std::forward<Args>(args)...);
 }
 

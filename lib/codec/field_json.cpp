@@ -33,7 +33,7 @@ Value field_to_json(const FieldValue& field, std::string_view what, std::string_
             } else if constexpr (std::is_same_v<T, FieldTable>) {
                 Value::Map entries;
                 for (const auto& [key, item] : value)
-                    entries.emplace_back(Value(key), field_to_json(item, what, key, keeper));
+                    entries.emplace_back(Value(key.str()), field_to_json(item, what, key, keeper));
                 return Value(std::move(entries));
             } else {
                 return Value(value);

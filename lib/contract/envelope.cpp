@@ -123,15 +123,15 @@ std::optional<std::string> Envelope::tracestate() const {
     return value ? value->as_text() : std::nullopt;
 }
 
-void set_header(Envelope& envelope, std::string name, FieldValue value) {
-    if (is_reserved_header(name)) throw ReservedHeaderError(name);
+void set_header(Envelope& envelope, FieldName name, FieldValue value) {
+    if (is_reserved_header(name)) throw ReservedHeaderError(name.str());
     envelope.headers.insert_or_assign(std::move(name), std::move(value));
 }
 
 Headers render_headers(const Envelope& envelope) {
     validate_for_sending(envelope);
     for (const auto& [name, value] : envelope.headers)
-        if (is_reserved_header(name)) throw ReservedHeaderError(name);
+        if (is_reserved_header(name)) throw ReservedHeaderError(name.str());
 
     // The reserved headers in name order, merged on the way with the (sorted) application
     // headers: the table is built front to back, with no search and one allocation of just

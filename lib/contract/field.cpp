@@ -96,9 +96,9 @@ FieldValue& FieldTable::at(std::string_view name) {
 
 const FieldValue& FieldTable::at(std::string_view name) const { return const_cast<FieldTable*>(this)->at(name); }
 
-FieldValue& FieldTable::operator[](std::string_view name) { return emplace(std::string(name)).first->second; }
+FieldValue& FieldTable::operator[](std::string_view name) { return emplace(FieldName(name)).first->second; }
 
-std::pair<FieldTable::iterator, bool> FieldTable::insert_or_assign(std::string name, FieldValue value) {
+std::pair<FieldTable::iterator, bool> FieldTable::insert_or_assign(FieldName name, FieldValue value) {
     auto at = position_of(name);
     if (at != entries_.end() && at->first == name) {
         at->second = std::move(value);
@@ -114,7 +114,7 @@ void FieldTable::check_appended(std::string_view name) const {
                          "\"; names must come in increasing order (insert_or_assign takes them in any order)");
 }
 
-void FieldTable::append(std::string name, FieldValue value) {
+void FieldTable::append(FieldName name, FieldValue value) {
     check_appended(name);
     entries_.emplace_back(std::move(name), std::move(value));
 }

@@ -265,7 +265,7 @@ FieldTable read_table(const msgpack::object& object, std::string_view name) {
     for (std::uint32_t i = 0; i < object.via.map.size; ++i) {
         const msgpack::object_kv& entry = object.via.map.ptr[i];
         const std::string_view key = read_text(entry.key, std::string(name) + " name");
-        if (!table.emplace(std::string(key), read_value(entry.val, name)).second)
+        if (!table.emplace(FieldName(key), read_value(entry.val, name)).second)
             malformed(std::string(name) + " names \"" + std::string(key) + "\" twice");
     }
     return table;

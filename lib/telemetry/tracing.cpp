@@ -233,11 +233,11 @@ void inject_trace(const TraceContext& context, Headers& headers) {
     // Every traced publish writes one: formatted on the stack, copied once into the header.
     std::array<char, TraceContext::traceparent_size> text;
     context.write_traceparent(text);
-    headers.insert_or_assign(std::string(traceparent_header), FieldValue(std::string_view(text.data(), text.size())));
+    headers.insert_or_assign(FieldName(traceparent_header), FieldValue(std::string_view(text.data(), text.size())));
     if (context.state.empty()) {
         headers.erase(tracestate_header);
     } else {
-        headers.insert_or_assign(std::string(tracestate_header), FieldValue(context.state));
+        headers.insert_or_assign(FieldName(tracestate_header), FieldValue(context.state));
     }
 }
 

@@ -21,7 +21,7 @@ std::string headers_to_json(const Headers& headers) {
     Value::Map entries;
     for (const auto& [name, value] : headers)
         entries.emplace_back(
-            Value(name),
+            Value(name.str()),
             detail::field_to_json(value, "header", name, "the SQL outbox cannot store (it keeps headers as JSON)"));
     const std::vector<std::byte> text = JsonCodec{}.encode(Value(std::move(entries)));
     return std::string(reinterpret_cast<const char*>(text.data()), text.size());

@@ -40,8 +40,8 @@ TEST_CASE("every envelope fixture case reads and writes back unchanged") {
 
             // Nothing gained, lost or renamed.
             std::set<std::string> expected_names, written_names;
-            for (const auto& [header, value] : wire) expected_names.insert(header);
-            for (const auto& [header, value] : written) written_names.insert(header);
+            for (const auto& [header, value] : wire) expected_names.insert(header.str());
+            for (const auto& [header, value] : written) written_names.insert(header.str());
             CHECK(written_names == expected_names);
 
             // Nothing changed in value, and the family's integer widths.
@@ -355,4 +355,50 @@ TEST_CASE("a forked child never repeats the parent's ids") {
     REQUIRE(waitpid(child, &status, 0) == child);
     REQUIRE(got == 36);
     CHECK(child_id != new_uuid());
+}
+
+TEST_CASE("a field name reads, copies, moves and orders as the string it was made from") {
+    // Every length around the 15 bytes held inline, each with a NUL and a high byte in it.
+    std::vector<std::string> texts;
+    for (std::size_t length = 0; length <= 40; ++length) {
+        std::string text;
+        for (std::size_t i = 0; i < length; ++i) text.push_back(static_cast<char>("z\0\xff"[i % 3] + (i / 3) % 7));
+        texts.push_back(text);
+    }
+    std::vector<FieldName> names(texts.begin(), texts.end());
+    for (std::size_t i = 0; i < texts.size(); ++i) {
+        CHECK(names[i].view() == texts[i]);
+        const FieldName copy = names[i];
+        CHECK(copy == texts[i]);
+        FieldName moved = FieldName(texts[i]);
+        FieldName assigned("something else entirely, longer than fifteen bytes");
+        assigned = moved;
+        CHECK(assigned == texts[i]);
+        FieldName taken = std::move(moved);
+        CHECK(taken == texts[i]);
+    }
+    std::vector<std::string> sorted_texts = texts;
+    std::sort(sorted_texts.begin(), sorted_texts.end());
+    std::sort(names.begin(), names.end());
+    CHECK(std::equal(names.begin(), names.end(), sorted_texts.begin(), sorted_texts.end(),
+                     [](const FieldName& name, const std::string& text) { return name == text; }));
+}
+
+TEST_CASE("a short name or one of the contract's costs no heap copy; another long name does") {
+    const FieldName short_name("x-acemq-id");
+    const auto* inside = reinterpret_cast<const char*>(&short_name);
+    CHECK((short_name.data() >= inside && short_name.data() < inside + sizeof(FieldName)));
+    for (const std::string_view contract :
+         {header::correlation, header::first_seen, header::causation, header::route_position, header::route_id,
+          header::replay_count, std::string_view("x-first-death-queue"), std::string_view("x-dead-letter-exchange")}) {
+        const FieldName name{std::string(contract)};  // from a copy: the name is found, not the pointer kept
+        const FieldName copy = name;
+        CHECK(name == contract);
+        CHECK(copy.data() == name.data());  // both point at the library's constant
+    }
+    const FieldName own("x-application-specific-header");
+    const FieldName copy = own;
+    CHECK(copy == own);
+    CHECK(copy.data() != own.data());
+    CHECK(sizeof(FieldName) == 16);
 }

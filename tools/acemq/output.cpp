@@ -304,7 +304,7 @@ Value to_value(const FieldValue& value) {
 
 Value to_value(const FieldTable& table) {
     Value::Map map;
-    for (const auto& [name, value] : table) map.emplace_back(Value(name), to_value(value));
+    for (const auto& [name, value] : table) map.emplace_back(Value(name.str()), to_value(value));
     return Value(std::move(map));
 }
 

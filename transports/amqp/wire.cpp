@@ -135,8 +135,11 @@ FieldValue field_of(const amqp_field_value_t& value, int level) {
 FieldTable table_at(const amqp_table_t& table, int level) {
     FieldTable out;
     out.reserve(static_cast<std::size_t>(std::max(table.num_entries, 0)));
-    for (int i = 0; i < table.num_entries; ++i)
-        out.insert_or_assign(string_of(table.entries[i].key), field_of(table.entries[i].value, level));
+    for (int i = 0; i < table.num_entries; ++i) {
+        const amqp_bytes_t key = table.entries[i].key;
+        out.insert_or_assign(FieldName(std::string_view(static_cast<const char*>(key.bytes), key.len)),
+                             field_of(table.entries[i].value, level));
+    }
     return out;
 }
 

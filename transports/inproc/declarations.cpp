@@ -22,9 +22,9 @@ std::string shown(bool flag) { return flag ? "true" : "false"; }
 
 void compare_arguments(const FieldTable& existing, const FieldTable& asked, std::vector<std::string>& differences) {
     std::vector<std::string> names;
-    for (const auto& [name, value] : existing) names.push_back(name);
+    for (const auto& [name, value] : existing) names.push_back(name.str());
     for (const auto& [name, value] : asked)
-        if (!existing.contains(name)) names.push_back(name);
+        if (!existing.contains(name)) names.push_back(name.str());
     for (const std::string& name : names) {
         const auto had = existing.find(name), wants = asked.find(name);
         const FieldValue* had_value = had == existing.end() ? nullptr : &had->second;

@@ -12,7 +12,7 @@ Queue::Queue(QueueDeclaration declaration, Broker::ConnectionId owner)
 void Queue::make_ready(StoredMessage&& message) {
     if (is_stream()) {
         message.edit([this](InboundParts& parts) {
-            parts.headers.insert_or_assign(std::string(stream_offset_header), FieldValue(next_offset()));
+            parts.headers.insert_or_assign(FieldName(stream_offset_header), FieldValue(next_offset()));
         });
         log_bytes_ += message.message->body().size();
     }

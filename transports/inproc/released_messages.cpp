@@ -24,7 +24,7 @@ std::size_t ReleasedMessages::weight_of(const InboundMessage& message) noexcept 
                          message.exchange().size() + message.routing_key().size() + message.message_id().size() +
                          message.reply_to().size() + message.headers().size() * sizeof(FieldTable::value_type);
     for (const auto& [name, value] : message.headers()) {
-        weight += name.capacity();
+        weight += name.size();
         if (const auto* text = std::get_if<std::string>(&value.get())) weight += text->capacity();
     }
     return weight;
