@@ -52,7 +52,8 @@ const std::string_view* contract_constant(std::string_view name) noexcept {
 
 FieldName::FieldName(std::string_view name) : bytes_{} {
     if (name.size() <= max_inline) {
-        std::memcpy(bytes_, name.data(), name.size());
+        // An empty name may come as a null pointer (an empty key read off the wire): not for memcpy.
+        if (!name.empty()) std::memcpy(bytes_, name.data(), name.size());
         bytes_[max_inline] = static_cast<char>(name.size());
         return;
     }

@@ -366,6 +366,7 @@ TEST_CASE("a field name reads, copies, moves and orders as the string it was mad
         texts.push_back(text);
     }
     std::vector<FieldName> names(texts.begin(), texts.end());
+    CHECK(FieldName(std::string_view()).empty());  // a null pointer with no bytes, as a wire reader may give
     for (std::size_t i = 0; i < texts.size(); ++i) {
         CHECK(names[i].view() == texts[i]);
         const FieldName copy = names[i];
