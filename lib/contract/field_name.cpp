@@ -17,7 +17,7 @@ namespace {
 // arguments carry on the family's own traffic. The x-schedule-* names are the scheduler's
 // (scheduler.hpp, a layer above this one); the x-death family is RabbitMQ's, written by the
 // embedded broker as RabbitMQ does.
-constexpr std::array<std::string_view, 23> long_contract_names{
+constexpr auto long_contract_names = std::to_array<std::string_view>({
     header::correlation,
     header::causation,
     header::first_seen,
@@ -41,7 +41,7 @@ constexpr std::array<std::string_view, 23> long_contract_names{
     "x-last-death-queue",
     "x-last-death-exchange",
     "x-delivery-count",
-};
+});
 
 const std::string_view* contract_constant(std::string_view name) noexcept {
     const auto found = std::find(long_contract_names.begin(), long_contract_names.end(), name);
