@@ -62,7 +62,7 @@ int run(const std::string& url, bool leave_dead_letters) {
         return 1;
     }
     const acemq::InboundMessage& copy = dead->message();
-    const acemq::Envelope envelope = acemq::read_envelope(copy.headers(), copy.routing_key(), copy.message_id());
+    const acemq::Envelope envelope = acemq::read_envelope(copy);
     const auto order = acemq::decode<OrderPlaced>(*acemq::default_codec(), copy.body(), copy.content_type());
     std::printf("dead: %s after %d attempts — %s\n", order.order_id.c_str(), envelope.attempt, envelope.error.c_str());
     dead->requeue();

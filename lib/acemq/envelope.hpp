@@ -6,6 +6,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -90,7 +91,9 @@ void set_header(Envelope& envelope, FieldName name, FieldValue value);
 // headers. Throws InvalidArgument for an envelope that must not be sent (empty id,
 // version or attempt below 1, a route step containing ',' or blank, a negative route
 // position) and ReservedHeaderError for a reserved name among the application headers.
-Headers render_headers(const Envelope& envelope);
+// `room`: entries to make room for beyond these, for a caller that adds some (a tracer's
+// traceparent and tracestate), so that adding them moves nothing.
+Headers render_headers(const Envelope& envelope, std::size_t room = 0);
 
 // Reads a delivery's headers tolerantly (docs/wire-contract.md §2.2–2.5): unreadable
 // values take their defaults, never throw; the id falls back to the AMQP message-id
@@ -100,7 +103,11 @@ Headers render_headers(const Envelope& envelope);
 // default; as first-seen it is the instant it names (seconds, where the contract's integer
 // is milliseconds). Every "x-acemq-*" header is removed from the application headers,
 // known or not.
-Envelope read_envelope(const Headers& headers, std::string_view routing_key, std::string_view message_id_property = {});
+Envelope read_envelope(
+    const Headers& headers, std::string_view routing_key,
+    std::string_view message_id_property =
+        {});  // A delivered message's envelope (InboundMessage, transport.hpp, has the overload that reads
+// its headers, routing key and message id).
 
 // The current time at the envelope's precision.
 EpochMillis epoch_millis_now();

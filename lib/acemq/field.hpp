@@ -120,6 +120,7 @@ public:
     FieldValue(FieldTimestamp value) : value_(value) {}
 
     const Variant& get() const noexcept { return value_; }
+    Variant& get() noexcept { return value_; }
     template <class T>
     bool holds() const noexcept {
         return std::holds_alternative<T>(value_);

@@ -29,6 +29,7 @@
 #include <acemq/envelope.hpp>
 #include <acemq/field.hpp>
 #include <acemq/health.hpp>
+#include <acemq/packed_headers.hpp>
 #include <acemq/topology.hpp>
 
 namespace acemq {
@@ -84,9 +85,10 @@ struct InboundParts {
 
 // What a delivery carries, as the broker handed it over: read through its accessors, whose
 // views live as long as the message. A value: copies are independent. The short texts
-// (content type, exchange, routing key, id, reply-to, decode failure) share one buffer, one
-// heap block for all of them (a message held in a queue pays a block and 32 bytes a text
-// otherwise; docs/design.md decision 12).
+// (content type, exchange, routing key, id, reply-to, decode failure) and the headers, packed
+// (packed_headers.hpp), share one buffer: one heap block for all of them besides the body (a
+// message held in a queue otherwise pays a block and 32 bytes a text, and a header table;
+// docs/design.md decision 12).
 class InboundMessage {
 public:
     InboundMessage() = default;
@@ -98,7 +100,7 @@ public:
     std::string_view routing_key() const noexcept { return text(Text::routing_key); }
     std::string_view message_id() const noexcept { return text(Text::message_id); }
     std::string_view reply_to() const noexcept { return text(Text::reply_to); }
-    const Headers& headers() const noexcept { return headers_; }
+    PackedHeaders headers() const noexcept { return PackedHeaders(text(Text::headers), message_id()); }
     bool redelivered() const noexcept { return redelivered_; }
     // InboundParts::decode_failure: "" when the transport read the properties.
     std::string_view decode_failure() const noexcept { return text(Text::decode_failure); }
@@ -110,8 +112,17 @@ public:
     void set_redelivered(bool redelivered) noexcept { redelivered_ = redelivered; }
 
 private:
-    enum class Text : std::uint8_t { content_type, exchange, routing_key, message_id, reply_to, decode_failure };
-    static constexpr std::size_t text_count = 6;
+    // The headers, packed, come last.
+    enum class Text : std::uint8_t {
+        content_type,
+        exchange,
+        routing_key,
+        message_id,
+        reply_to,
+        decode_failure,
+        headers
+    };
+    static constexpr std::size_t text_count = 7;
 
     std::string_view text(Text which) const noexcept {
         const auto index = static_cast<std::size_t>(which);
@@ -120,11 +131,14 @@ private:
     }
 
     Bytes body_;
-    std::string texts_;  // the six texts back to back, each ending at its text_ends_ entry
+    std::string texts_;  // the six texts and the packed headers back to back, each ending at its text_ends_ entry
     std::array<std::uint32_t, text_count> text_ends_{};
-    Headers headers_;
     bool redelivered_ = false;
 };
+
+// The envelope of a delivered message (envelope.hpp's read_envelope, off its headers, routing
+// key and message id), each header value decoded once.
+Envelope read_envelope(const InboundMessage& message);
 
 // How a transport settles what it handed out; implemented by each transport.
 class DeliverySettler {

@@ -4,6 +4,7 @@
 #include <limits>
 
 #include <acemq/error.hpp>
+#include <acemq/transport.hpp>
 #include <acemq/uuid.hpp>
 
 namespace acemq {
@@ -21,19 +22,17 @@ const FieldValue* find(const Headers& headers, std::string_view name) {
     return it == headers.end() ? nullptr : &it->second;
 }
 
-// As FieldValue::as_text reads it, without a copy: "" when absent or not text.
-std::string_view text_of(const FieldValue* value) {
-    if (value == nullptr) return {};
-    if (const auto* text = std::get_if<std::string>(&value->get())) return *text;
-    if (const auto* bytes = std::get_if<Bytes>(&value->get()))
-        return {reinterpret_cast<const char*>(bytes->data()), bytes->size()};
+// As FieldValue::as_text reads it, moving the text out: "" when absent (void) or not text.
+std::string take_text(FieldValue&& value) {
+    if (auto* text = std::get_if<std::string>(&value.get())) return std::move(*text);
+    if (const auto* bytes = std::get_if<Bytes>(&value.get()))
+        return std::string(reinterpret_cast<const char*>(bytes->data()), bytes->size());
     return {};
 }
 
 // Absent, unreadable, out of range or below one: the default of one.
-std::int32_t read_positive_int32(const FieldValue* value) {
-    if (value == nullptr) return 1;
-    auto number = value->as_integer();
+std::int32_t read_positive_int32(const FieldValue& value) {
+    auto number = value.as_integer();
     if (!number || *number < 1 || *number > std::numeric_limits<std::int32_t>::max()) return 1;
     return static_cast<std::int32_t>(*number);
 }
@@ -128,7 +127,7 @@ void set_header(Envelope& envelope, FieldName name, FieldValue value) {
     envelope.headers.insert_or_assign(std::move(name), std::move(value));
 }
 
-Headers render_headers(const Envelope& envelope) {
+Headers render_headers(const Envelope& envelope, std::size_t room) {
     validate_for_sending(envelope);
     for (const auto& [name, value] : envelope.headers)
         if (is_reserved_header(name)) throw ReservedHeaderError(name.str());
@@ -144,7 +143,7 @@ Headers render_headers(const Envelope& envelope) {
                                        (envelope.first_seen ? 1 : 0) +
                                        (envelope.route.empty() ? 0 : 2 + present(envelope.route_id));
     Headers out;
-    out.reserve(envelope.headers.size() + reserved_count);
+    out.reserve(envelope.headers.size() + reserved_count + room);
     auto application = envelope.headers.begin();
     auto put = [&](std::string_view name, auto&& value) {
         // compare(), not <: clang 14, the fuzz build's compiler, rejects a string's <=> with a
@@ -181,21 +180,22 @@ Headers render_headers(const Envelope& envelope) {
 
 namespace {
 
-// A delivery's reserved headers, each null when absent.
+// A delivery's reserved headers, each void when absent.
 struct ReservedHeaders {
-    const FieldValue *attempt = nullptr, *causation = nullptr, *claim = nullptr, *correlation = nullptr,
-                     *error = nullptr, *first_seen = nullptr, *id = nullptr, *origin = nullptr, *route = nullptr,
-                     *route_id = nullptr, *route_position = nullptr, *type = nullptr, *version = nullptr;
+    FieldValue attempt, causation, claim, correlation, error, first_seen, id, origin, route, route_id, route_position,
+        type, version;
 };
 
-// Sorts each reserved header of `headers` into its slot and every other one into
-// `application`, in one walk: the table and the list of reserved names are both in name
-// order, so a name is looked for only among the slots after the last one found, and by
-// equality, which compares lengths before bytes (an ordering would compare the bytes of
-// every slot it passes).
-ReservedHeaders sort_headers(const Headers& headers, Headers& application) {
+// Sorts each reserved header of `headers` (a Headers or PackedHeaders) into its slot and every
+// other one into `application`, in one walk: the table and the list of reserved names are both
+// in name order, so a name is looked for only among the slots after the last one found, and by
+// equality, which compares lengths before bytes (an ordering would compare the bytes of every
+// slot it passes). A table's values are copied; a packed one's, decoded as they are reached,
+// are moved.
+template <class Entries>
+ReservedHeaders sort_headers(const Entries& headers, Headers& application) {
     ReservedHeaders found;
-    using Slot = std::pair<std::string_view, const FieldValue * ReservedHeaders::*>;
+    using Slot = std::pair<std::string_view, FieldValue ReservedHeaders::*>;
     static constexpr Slot slots[] = {
         {header::attempt, &ReservedHeaders::attempt},
         {header::causation, &ReservedHeaders::causation},
@@ -213,14 +213,14 @@ ReservedHeaders sort_headers(const Headers& headers, Headers& application) {
     };
     static_assert(std::ranges::is_sorted(slots, {}, &Slot::first));
     std::size_t next = 0;
-    for (const auto& [name, value] : headers) {
+    for (auto&& [name, value] : headers) {
         if (!is_reserved_header(name)) {
-            application.emplace_back(name, value);
+            application.emplace_back(name, std::move(value));
             continue;
         }
         for (std::size_t slot = next; slot < std::size(slots); ++slot) {
             if (slots[slot].first != name) continue;
-            found.*(slots[slot].second) = &value;
+            found.*(slots[slot].second) = std::move(value);
             next = slot + 1;
             break;
         }
@@ -228,38 +228,46 @@ ReservedHeaders sort_headers(const Headers& headers, Headers& application) {
     return found;
 }
 
-}  // namespace
-
-Envelope read_envelope(const Headers& headers, std::string_view routing_key, std::string_view message_id_property) {
+template <class Entries>
+Envelope read_envelope_from(const Entries& headers, std::string_view routing_key,
+                            std::string_view message_id_property) {
     Envelope envelope;
-    const ReservedHeaders reserved = sort_headers(headers, envelope.headers);
-    envelope.id = text_of(reserved.id);
+    ReservedHeaders reserved = sort_headers(headers, envelope.headers);
+    envelope.id = take_text(std::move(reserved.id));
     if (envelope.id.empty()) envelope.id = std::string(message_id_property);
     if (envelope.id.empty()) {
         envelope.id = new_uuid();
         envelope.id_generated = true;
     }
-    envelope.type = text_of(reserved.type);
+    envelope.type = take_text(std::move(reserved.type));
     if (envelope.type.empty()) envelope.type = type_for(routing_key);
     envelope.version = read_positive_int32(reserved.version);
-    envelope.correlation = text_of(reserved.correlation);
+    envelope.correlation = take_text(std::move(reserved.correlation));
     if (envelope.correlation.empty()) envelope.correlation = envelope.id;
-    envelope.causation = text_of(reserved.causation);
+    envelope.causation = take_text(std::move(reserved.causation));
     envelope.attempt = read_positive_int32(reserved.attempt);
-    if (reserved.first_seen) envelope.first_seen = read_first_seen(*reserved.first_seen);
-    envelope.origin = text_of(reserved.origin);
-    envelope.error = text_of(reserved.error);
-    envelope.claim = text_of(reserved.claim);
-    envelope.route = split_route(text_of(reserved.route));
+    envelope.first_seen = read_first_seen(reserved.first_seen);
+    envelope.origin = take_text(std::move(reserved.origin));
+    envelope.error = take_text(std::move(reserved.error));
+    envelope.claim = take_text(std::move(reserved.claim));
+    envelope.route = split_route(take_text(std::move(reserved.route)));
     if (!envelope.route.empty()) {
-        if (reserved.route_position) {
-            auto number = reserved.route_position->as_integer();
-            if (number && *number >= 0 && *number <= std::numeric_limits<std::int32_t>::max())
-                envelope.route_position = static_cast<std::int32_t>(*number);
-        }
-        envelope.route_id = text_of(reserved.route_id);
+        auto number = reserved.route_position.as_integer();
+        if (number && *number >= 0 && *number <= std::numeric_limits<std::int32_t>::max())
+            envelope.route_position = static_cast<std::int32_t>(*number);
+        envelope.route_id = take_text(std::move(reserved.route_id));
     }
     return envelope;
+}
+
+}  // namespace
+
+Envelope read_envelope(const Headers& headers, std::string_view routing_key, std::string_view message_id_property) {
+    return read_envelope_from(headers, routing_key, message_id_property);
+}
+
+Envelope read_envelope(const InboundMessage& message) {
+    return read_envelope_from(message.headers(), message.routing_key(), message.message_id());
 }
 
 }  // namespace acemq

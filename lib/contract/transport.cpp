@@ -8,22 +8,25 @@
 
 namespace acemq {
 
-InboundMessage::InboundMessage(InboundParts parts)
-    : body_(std::move(parts.body)), headers_(std::move(parts.headers)), redelivered_(parts.redelivered) {
-    const std::array<const std::string*, text_count> texts{&parts.content_type, &parts.exchange, &parts.routing_key,
-                                                           &parts.message_id,   &parts.reply_to, &parts.decode_failure};
+InboundMessage::InboundMessage(InboundParts parts) : body_(std::move(parts.body)), redelivered_(parts.redelivered) {
+    const std::array<const std::string*, text_count - 1> texts{&parts.content_type, &parts.exchange,
+                                                               &parts.routing_key,  &parts.message_id,
+                                                               &parts.reply_to,     &parts.decode_failure};
     std::size_t total = 0;
     for (const std::string* text : texts) total += text->size();
-    if (total > std::numeric_limits<std::uint32_t>::max())
-        throw InvalidArgument(
-            "acemq: a delivery's content type, exchange, routing key, id, reply-to and decode "
-            "failure come to " +
-            std::to_string(total) + " bytes; at most 4 GiB in all");
-    texts_.reserve(total);
-    for (std::size_t index = 0; index < text_count; ++index) {
+    // A guess at the packed headers' size, so that one allocation mostly does.
+    texts_.reserve(total + 16 + parts.headers.size() * 24);
+    for (std::size_t index = 0; index < texts.size(); ++index) {
         texts_ += *texts[index];
         text_ends_[index] = static_cast<std::uint32_t>(texts_.size());
     }
+    PackedHeaders::pack(parts.headers, parts.message_id, texts_);
+    if (texts_.size() > std::numeric_limits<std::uint32_t>::max())
+        throw InvalidArgument(
+            "acemq: a delivery's content type, exchange, routing key, id, reply-to, decode "
+            "failure and headers come to " +
+            std::to_string(texts_.size()) + " bytes; at most 4 GiB in all");
+    text_ends_.back() = static_cast<std::uint32_t>(texts_.size());
 }
 
 InboundParts InboundMessage::parts() const& { return InboundMessage(*this).parts(); }
@@ -35,7 +38,7 @@ InboundParts InboundMessage::parts() && {
                         .routing_key = std::string(routing_key()),
                         .message_id = std::string(message_id()),
                         .reply_to = std::string(reply_to()),
-                        .headers = std::move(headers_),
+                        .headers = headers().table(),
                         .redelivered = redelivered_,
                         .decode_failure = std::string(decode_failure())};
 }

@@ -272,7 +272,7 @@ void ConsumerCore::handle(std::vector<Delivery>& taken, std::uint64_t first_hand
 void ConsumerCore::process(Delivery& delivery) {
     const InboundMessage& message = delivery.message();
     ConsumeContext context{queue_,
-                           read_envelope(message.headers(), message.routing_key(), message.message_id()),
+                           read_envelope(message),
                            message.body(),
                            message.content_type(),
                            message.routing_key(),

@@ -172,7 +172,8 @@ Prepared prepare(detail::BusCore& bus, PublishContext context, const Codec& code
         message.body = std::move(encoded.body);
         message.content_type = std::move(encoded.content_type);
         message.message_id = ready.envelope.id;
-        message.headers = render_headers(ready.envelope);
+        // Room for the traceparent and tracestate a traced publish adds.
+        message.headers = render_headers(ready.envelope, bus.telemetry().tracing() ? 2 : 0);
         message.reply_to = ready.reply_to;
         message.persistent = ready.persistent;
         message.mandatory = ready.mandatory;

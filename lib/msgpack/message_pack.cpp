@@ -137,13 +137,22 @@ void pack_bytes(Packer& out, std::span<const std::byte> bytes) {
     out.pack_bin_body(reinterpret_cast<const char*>(bytes.data()), static_cast<std::uint32_t>(bytes.size()));
 }
 
-void pack_table(Packer& out, const FieldTable& table) {
+namespace {
+
+template <class Table>
+void pack_entries(Packer& out, const Table& table) {
     out.pack_map(static_cast<std::uint32_t>(table.size()));
     for (const auto& [name, value] : table) {
         pack_text(out, name);
         pack_value(out, value);
     }
 }
+
+}  // namespace
+
+void pack_table(Packer& out, const FieldTable& table) { pack_entries(out, table); }
+
+void pack_table(Packer& out, const PackedHeaders& table) { pack_entries(out, table); }
 
 void pack_value(Packer& out, const FieldValue& value) {
     std::visit(

@@ -51,6 +51,8 @@ void pack_text(Packer& out, std::string_view text);
 void pack_bytes(Packer& out, std::span<const std::byte> bytes);
 void pack_value(Packer& out, const FieldValue& value);
 void pack_table(Packer& out, const FieldTable& table);
+// A delivered message's headers, as the same map.
+void pack_table(Packer& out, const PackedHeaders& table);
 
 // Typed readers; Malformed naming `name` when the object has another type.
 std::uint64_t read_unsigned(const msgpack::object& object, std::string_view name);

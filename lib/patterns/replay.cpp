@@ -128,7 +128,7 @@ ReplayResult replay(Bus& bus, std::string_view queue, ReplayOptions options) {
         }
         Delivery& delivery = held.hold(std::move(*pulled));
         const InboundMessage& original = delivery.message();
-        Envelope envelope = read_envelope(original.headers(), original.routing_key(), original.message_id());
+        Envelope envelope = read_envelope(original);
         if (options.only && !options.only(envelope, original.body())) {
             ++result.skipped;
             continue;  // held until the pass ends

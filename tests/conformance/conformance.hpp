@@ -102,7 +102,7 @@ private:
 
 inline acemq::Envelope envelope_of(const acemq::Delivery& delivery) {
     const acemq::InboundMessage& message = delivery.message();
-    return acemq::read_envelope(message.headers(), message.routing_key(), message.message_id());
+    return acemq::read_envelope(message);
 }
 
 using testing_support::Gate;

@@ -58,9 +58,7 @@ struct Shop {
     }
 };
 
-acemq::Envelope envelope_of(const acemq::InboundMessage& message) {
-    return acemq::read_envelope(message.headers(), message.routing_key(), message.message_id());
-}
+acemq::Envelope envelope_of(const acemq::InboundMessage& message) { return acemq::read_envelope(message); }
 
 Order payload_of(const acemq::InboundMessage& message) {
     return acemq::decode<Order>(*acemq::default_codec(), message.body(), message.content_type());

@@ -4,12 +4,15 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <limits>
 #include <mutex>
 #include <set>
 #include <thread>
+#include <vector>
 
 #include <acemq/envelope.hpp>
 #include <acemq/error.hpp>
+#include <acemq/transport.hpp>
 #include <acemq/uuid.hpp>
 #include "../support/fixtures.hpp"
 
@@ -36,6 +39,11 @@ TEST_CASE("every envelope fixture case reads and writes back unchanged") {
             const Envelope envelope = read_envelope(wire, fixtures::text(fixture_case.at("routingKey")),
                                                     fixtures::text(fixture_case.at("messageId")));
             CHECK(envelope.id == fixtures::text(fixture_case.at("messageId")));
+            // A delivered message's packed headers read the same.
+            const InboundMessage delivered(InboundParts{.routing_key = fixtures::text(fixture_case.at("routingKey")),
+                                                        .message_id = fixtures::text(fixture_case.at("messageId")),
+                                                        .headers = wire});
+            CHECK(read_envelope(delivered) == envelope);
             const Headers written = render_headers(envelope);
 
             // Nothing gained, lost or renamed.
@@ -402,4 +410,121 @@ TEST_CASE("a short name or one of the contract's costs no heap copy; another lon
     CHECK(copy == own);
     CHECK(copy.data() != own.data());
     CHECK(sizeof(FieldName) == 16);
+}
+
+namespace {
+
+// One header of every kind a table holds, nested ones too, with texts equal to the message's
+// id at the top and inside.
+Headers every_kind_of_header(const std::string& id) {
+    return Headers{
+        {"a-void", FieldValue()},
+        {"bool-false", FieldValue(false)},
+        {"bool-true", FieldValue(true)},
+        {"bytes", FieldValue(Bytes{std::byte{0}, std::byte{0xff}, std::byte{0x80}})},
+        {"double", FieldValue(-0.5)},
+        {"empty-text", FieldValue("")},
+        {"int32", FieldValue(std::int32_t{-7})},
+        {"int64", FieldValue(std::int64_t{1} << 40)},
+        {"list", FieldValue(FieldArray{FieldValue(id), FieldValue(std::int32_t{1}),
+                                       FieldValue(FieldTable{{"inner", FieldValue(id)}})})},
+        {"table", FieldValue(FieldTable{{"deep", FieldValue(FieldTable{{"deeper", FieldValue("x")}})}})},
+        {"timestamp", FieldValue(FieldTimestamp(std::chrono::seconds(1'700'000'000)))},
+        {"uint64", FieldValue(std::numeric_limits<std::uint64_t>::max())},
+        {std::string(300, 'n'), FieldValue(std::string(200, 'v'))},
+        {"x-acemq-correlation", FieldValue(id)},
+        {"x-acemq-id", FieldValue(id)},
+    };
+}
+
+InboundMessage delivered_with(Headers headers, std::string id) {
+    return InboundMessage(
+        InboundParts{.routing_key = "rk", .message_id = std::move(id), .headers = std::move(headers)});
+}
+
+}  // namespace
+
+TEST_CASE("a delivered message's packed headers read back as the table they were made from") {
+    const std::string id = "0b7d9a52-5a3c-4d55-9f4e-6a1c2b3d4e5f";
+    const Headers headers = every_kind_of_header(id);
+    const InboundMessage message = delivered_with(headers, id);
+    const PackedHeaders packed = message.headers();
+
+    CHECK(packed.size() == headers.size());
+    CHECK(packed.table() == headers);
+    CHECK(packed == headers);
+    CHECK(packed == delivered_with(headers, id).headers());
+    CHECK_FALSE(packed == delivered_with(Headers{{"a-void", FieldValue()}}, id).headers());
+    CHECK(packed.has_nested_values());
+    CHECK(std::move(message).parts().headers == headers);
+
+    // In name order, each once.
+    std::vector<std::string> names;
+    for (const auto& [name, value] : packed) names.push_back(name.str());
+    CHECK(std::ranges::is_sorted(names));
+    CHECK(names.size() == headers.size());
+
+    // Looked up by name, present or not.
+    for (const auto& [name, value] : headers) {
+        INFO(name);
+        REQUIRE(packed.contains(name));
+        CHECK(packed.find(name)->second == value);
+        CHECK(packed.at(name) == value);
+    }
+    for (const std::string_view absent : {"", "a", "bool-maybe", "zzz", "x-acemq-type"}) {
+        INFO(absent);
+        CHECK_FALSE(packed.contains(absent));
+        CHECK(packed.find(absent) == packed.end());
+    }
+    CHECK_THROWS_WITH(packed.at("x-acemq-type"), Catch::Contains("no header named \"x-acemq-type\""));
+
+    // The integer widths are kept.
+    CHECK(packed.at("int32").holds<std::int32_t>());
+    CHECK(packed.at("int64").holds<std::int64_t>());
+    CHECK(packed.at("uint64").holds<std::uint64_t>());
+    CHECK(packed.at("timestamp").holds<FieldTimestamp>());
+}
+
+TEST_CASE("packed headers hold a text equal to the message's id once, and nothing for an empty table") {
+    const std::string id = "0b7d9a52-5a3c-4d55-9f4e-6a1c2b3d4e5f";
+    const std::string other = "1c8e0b63-6b4d-4e66-8a5f-7b2d3c4e5f60";
+    const Headers same{{"x-acemq-correlation", FieldValue(id)}, {"x-acemq-id", FieldValue(id)}};
+    const Headers different{{"x-acemq-correlation", FieldValue(other)}, {"x-acemq-id", FieldValue(id)}};
+    const std::size_t with_same = delivered_with(same, id).headers().packed_size();
+    const std::size_t with_different = delivered_with(different, id).headers().packed_size();
+    CHECK(with_same + 2 * id.size() <= with_different + id.size());
+    CHECK(delivered_with(different, id).headers() == different);
+    CHECK(delivered_with(same, id).headers() == same);
+
+    // Without an id, an empty text is only an empty text.
+    const Headers empty_texts{{"e", FieldValue("")}};
+    CHECK(delivered_with(empty_texts, "").headers() == empty_texts);
+
+    const PackedHeaders none = delivered_with({}, id).headers();
+    CHECK(none.empty());
+    CHECK(none.begin() == none.end());
+    CHECK_FALSE(none.has_nested_values());
+    CHECK(none.table().empty());
+    CHECK(PackedHeaders().empty());
+    CHECK(PackedHeaders() == Headers{});
+
+    const Headers flat{{"n", FieldValue(std::int32_t{1})}, {"t", FieldValue("x")}};
+    CHECK_FALSE(delivered_with(flat, id).headers().has_nested_values());
+}
+
+TEST_CASE("a message's envelope read off its packed headers is the one read off the table") {
+    Envelope sent = Envelope::for_new_message("orders.placed", "svc@host");
+    sent.causation = "cause";
+    sent.route = {"a", "b"};
+    sent.route_position = 1;
+    set_header(sent, "tenant", FieldValue("t-1"));
+    set_header(sent, "traceparent", FieldValue("00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"));
+    const Headers headers = render_headers(sent);
+    const InboundMessage message = delivered_with(headers, sent.id);
+    const Envelope read = read_envelope(message);
+    CHECK(read == read_envelope(headers, "rk", sent.id));
+    CHECK(read.id == sent.id);
+    CHECK(read.correlation == sent.id);
+    CHECK(read.route == sent.route);
+    CHECK(read.headers == sent.headers);
 }

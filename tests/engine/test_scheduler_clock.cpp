@@ -45,7 +45,7 @@ TEST_CASE("60 an hour, a minute and 1.5 s ride the 1h, 1m and 1s rungs and arriv
         std::optional<acemq::Delivery> waiting = ladder.bus.transport().pull("acemq.schedule.1h");
         REQUIRE(waiting.has_value());
         const acemq::InboundMessage& message = waiting->message();
-        const acemq::Headers& headers = message.headers();
+        const acemq::Headers& headers = message.headers().table();
         CHECK(message.content_type() == "application/octet-stream");
         CHECK(message.message_id() == sent.message_id);
         CHECK(headers.find("x-schedule-exchange")->second == acemq::FieldValue(""));
@@ -81,8 +81,7 @@ TEST_CASE("60 an hour, a minute and 1.5 s ride the 1h, 1m and 1s rungs and arriv
     const acemq::InboundMessage& message = delivery->message();
     CHECK(message.content_type() == "application/json");
     CHECK(std::ranges::equal(message.body(), acemq::encode(*acemq::default_codec(), Order{"o-1", 4250}).body));
-    const acemq::Envelope envelope =
-        acemq::read_envelope(message.headers(), message.routing_key(), message.message_id());
+    const acemq::Envelope envelope = acemq::read_envelope(message);
     CHECK(envelope.type == "ScheduledMessage");
     CHECK(envelope.id == sent.message_id);
     CHECK(envelope.attempt == 1);

@@ -420,8 +420,7 @@ TEST_CASE("a consumer on default_codec_reading({xml}) reads XML and JSON by cont
     }
     REQUIRE(parked.has_value());
     const acemq::InboundMessage& message = parked->message();
-    const acemq::Envelope envelope =
-        acemq::read_envelope(message.headers(), message.routing_key(), message.message_id());
+    const acemq::Envelope envelope = acemq::read_envelope(message);
     CHECK_THAT(envelope.error, Catch::Contains("carries a document type declaration"));
     CHECK(text_of(message.body()) == "<!DOCTYPE x [<!ENTITY e \"e\">]><OrderPlaced>&e;</OrderPlaced>");
 }

@@ -58,9 +58,7 @@ DecodedBody decode(const InboundMessage& message) {
 
 }  // namespace
 
-Envelope envelope_of(const InboundMessage& message) {
-    return read_envelope(message.headers(), message.routing_key(), message.message_id());
-}
+Envelope envelope_of(const InboundMessage& message) { return read_envelope(message); }
 
 std::string message_text(const MessageView& view) {
     const InboundMessage& message = view.message;

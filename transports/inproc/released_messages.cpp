@@ -20,14 +20,9 @@ std::shared_ptr<InboundMessage> ReleasedMessages::make(const std::shared_ptr<Rel
 }
 
 std::size_t ReleasedMessages::weight_of(const InboundMessage& message) noexcept {
-    std::size_t weight = sizeof(Node) + message.body().size() + message.content_type().size() +
-                         message.exchange().size() + message.routing_key().size() + message.message_id().size() +
-                         message.reply_to().size() + message.headers().size() * sizeof(FieldTable::value_type);
-    for (const auto& [name, value] : message.headers()) {
-        weight += name.size();
-        if (const auto* text = std::get_if<std::string>(&value.get())) weight += text->capacity();
-    }
-    return weight;
+    return sizeof(Node) + message.body().size() + message.content_type().size() + message.exchange().size() +
+           message.routing_key().size() + message.message_id().size() + message.reply_to().size() +
+           message.headers().packed_size();
 }
 
 void ReleasedMessages::release(Node* node) noexcept {

@@ -192,6 +192,8 @@ bool batchable(const FieldTable& headers) noexcept {
     return true;
 }
 
+bool batchable(const PackedHeaders& headers) noexcept { return !headers.has_nested_values(); }
+
 namespace {
 
 // A batch frame's head: [3, 17, entries] with the entries' array header as an array 32, so

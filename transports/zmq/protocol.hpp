@@ -147,6 +147,7 @@ bool batchable(Command command) noexcept;
 // table or an array, so a batch (two levels deeper than a frame alone) stays far below the
 // nesting limit. A message whose headers nest travels alone.
 bool batchable(const FieldTable& headers) noexcept;
+bool batchable(const PackedHeaders& headers) noexcept;
 
 // Frames for one peer, waiting to be sent as few frames as they fit in (docs/zmq-protocol.md
 // §12): one waiting alone is sent as it is, two or more as one batch frame of at most

@@ -1,0 +1,104 @@
+// A delivered message's headers, as the message holds them: packed into the one buffer that
+// also holds its short texts, and read through this view. A header table of a dozen entries
+// is a vector of 56-byte entries and a heap block for every longer text value; packed, a
+// message waiting in a queue keeps only the bytes of its names and values (and a value equal
+// to the message's own id, as x-acemq-id and x-acemq-correlation mostly are, as one byte)
+// (docs/design.md decision 12).
+//
+// It reads like a const FieldTable: size, find, contains, at, iteration in name order. Each
+// value is decoded when reached, so a read copies it out (a FieldValue, not a reference);
+// table() makes the whole FieldTable. The view lives as long as the message it came from.
+//
+// Threads: a view only reads; any number of threads may read the same message's headers.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <iterator>
+#include <string>
+#include <string_view>
+#include <utility>
+
+#include <acemq/field.hpp>
+
+namespace acemq {
+
+class PackedHeaders {
+public:
+    using value_type = std::pair<FieldName, FieldValue>;
+
+    // Walks the entries in name order, decoding each as it is reached. Dereferenced, it gives
+    // the entry it stands on; the entry is the iterator's own, so it may be moved from (the
+    // next ++ decodes afresh).
+    class iterator {
+    public:
+        using iterator_category = std::input_iterator_tag;
+        using value_type = PackedHeaders::value_type;
+        using difference_type = std::ptrdiff_t;
+        using pointer = value_type*;
+        using reference = value_type&;
+
+        iterator() = default;
+        value_type& operator*() const noexcept { return entry_; }
+        value_type* operator->() const noexcept { return &entry_; }
+        iterator& operator++();
+        iterator operator++(int) {
+            iterator before = *this;
+            ++*this;
+            return before;
+        }
+        friend bool operator==(const iterator& a, const iterator& b) noexcept { return a.at_ == b.at_; }
+
+    private:
+        friend class PackedHeaders;
+        iterator(const char* at, const char* end, std::string_view message_id);
+        void decode();
+
+        const char* at_ = nullptr;    // where the entry it stands on begins; end_ when past the last
+        const char* next_ = nullptr;  // where the following one begins
+        const char* end_ = nullptr;
+        std::string_view message_id_;
+        mutable value_type entry_;
+    };
+    using const_iterator = iterator;
+
+    PackedHeaders() = default;
+
+    std::size_t size() const noexcept { return count_; }
+    bool empty() const noexcept { return count_ == 0; }
+    iterator begin() const;
+    iterator end() const noexcept;
+
+    // Looks at names only, decoding just the value found.
+    iterator find(std::string_view name) const;
+    bool contains(std::string_view name) const { return find(name) != end(); }
+    // Throws InvalidArgument naming the missing header (use find or contains when it may be
+    // absent).
+    FieldValue at(std::string_view name) const;
+
+    // Every entry, as a table of its own.
+    Headers table() const;
+    // Whether a value is an array or a table (x-death's, say), not only scalars and texts.
+    bool has_nested_values() const noexcept { return nested_; }
+    // How many bytes the packed entries take: what a message in a queue holds for them.
+    std::size_t packed_size() const noexcept { return entries_.size(); }
+
+    // Entry by entry, as tables compare.
+    friend bool operator==(const PackedHeaders& packed, const Headers& table);
+    friend bool operator==(const PackedHeaders& a, const PackedHeaders& b);
+
+private:
+    friend class InboundMessage;
+    // Appends `headers` to `out` in the packed form this view reads, a text value equal to
+    // `message_id` as a reference to it.
+    static void pack(const Headers& headers, std::string_view message_id, std::string& out);
+    // A view of what pack appended, for the message whose id is `message_id`.
+    PackedHeaders(std::string_view packed, std::string_view message_id) noexcept;
+
+    std::string_view entries_;  // after the count
+    std::string_view message_id_;
+    std::uint32_t count_ = 0;
+    bool nested_ = false;
+};
+
+}  // namespace acemq
