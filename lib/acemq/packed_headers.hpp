@@ -27,9 +27,27 @@ class PackedHeaders {
 public:
     using value_type = std::pair<FieldName, FieldValue>;
 
-    // Walks the entries in name order, decoding each as it is reached. Dereferenced, it gives
-    // the entry it stands on; the entry is the iterator's own, so it may be moved from (the
-    // next ++ decodes afresh).
+    // A value where it lies packed, read without decoding all of it. A default one is absent.
+    class ValueRef {
+    public:
+        ValueRef() = default;
+        // The value, made; void when absent.
+        FieldValue decode() const;
+        // A text's or a byte array's bytes, as FieldValue::as_text reads them but without a
+        // copy; "" when absent or of another kind.
+        std::string_view text() const noexcept;
+
+    private:
+        friend class PackedHeaders;
+        ValueRef(const char* at, std::string_view message_id) noexcept : at_(at), message_id_(message_id) {}
+
+        const char* at_ = nullptr;
+        std::string_view message_id_;
+    };
+
+    // Walks the entries in name order. Dereferenced, it decodes the entry it stands on (once);
+    // the entry is the iterator's own, so it may be moved from. name() and value() read the
+    // entry without making a FieldName of its name or decoding its value.
     class iterator {
     public:
         using iterator_category = std::input_iterator_tag;
@@ -39,8 +57,13 @@ public:
         using reference = value_type&;
 
         iterator() = default;
-        value_type& operator*() const noexcept { return entry_; }
-        value_type* operator->() const noexcept { return &entry_; }
+        value_type& operator*() const {
+            if (!decoded_) decode();
+            return entry_;
+        }
+        value_type* operator->() const { return &**this; }
+        std::string_view name() const noexcept { return name_; }
+        ValueRef value() const noexcept { return ValueRef(value_at_, message_id_); }
         iterator& operator++();
         iterator operator++(int) {
             iterator before = *this;
@@ -52,13 +75,17 @@ public:
     private:
         friend class PackedHeaders;
         iterator(const char* at, const char* end, std::string_view message_id);
-        void decode();
+        void step() noexcept;  // reads the name at at_ and finds where the next entry begins
+        void decode() const;
 
-        const char* at_ = nullptr;    // where the entry it stands on begins; end_ when past the last
-        const char* next_ = nullptr;  // where the following one begins
+        const char* at_ = nullptr;        // where the entry it stands on begins; end_ when past the last
+        const char* value_at_ = nullptr;  // where its value begins
+        const char* next_ = nullptr;      // where the following one begins
         const char* end_ = nullptr;
+        std::string_view name_;
         std::string_view message_id_;
         mutable value_type entry_;
+        mutable bool decoded_ = false;
     };
     using const_iterator = iterator;
 
@@ -89,9 +116,11 @@ public:
 
 private:
     friend class InboundMessage;
-    // Appends `headers` to `out` in the packed form this view reads, a text value equal to
+    // How many bytes `pack` writes for these headers.
+    static std::size_t packed_size(const Headers& headers, std::string_view message_id);
+    // Writes `headers` at `out` in the packed form this view reads, a text value equal to
     // `message_id` as a reference to it.
-    static void pack(const Headers& headers, std::string_view message_id, std::string& out);
+    static void pack(const Headers& headers, std::string_view message_id, char* out);
     // A view of what pack appended, for the message whose id is `message_id`.
     PackedHeaders(std::string_view packed, std::string_view message_id) noexcept;
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <type_traits>
 
 #include <acemq/error.hpp>
 #include <acemq/transport.hpp>
@@ -22,11 +23,12 @@ const FieldValue* find(const Headers& headers, std::string_view name) {
     return it == headers.end() ? nullptr : &it->second;
 }
 
-// As FieldValue::as_text reads it, moving the text out: "" when absent (void) or not text.
-std::string take_text(FieldValue&& value) {
-    if (auto* text = std::get_if<std::string>(&value.get())) return std::move(*text);
-    if (const auto* bytes = std::get_if<Bytes>(&value.get()))
-        return std::string(reinterpret_cast<const char*>(bytes->data()), bytes->size());
+// As FieldValue::as_text reads it, without a copy: "" when absent or not text.
+std::string_view text_of(const FieldValue* value) {
+    if (value == nullptr) return {};
+    if (const auto* text = std::get_if<std::string>(&value->get())) return *text;
+    if (const auto* bytes = std::get_if<Bytes>(&value->get()))
+        return {reinterpret_cast<const char*>(bytes->data()), bytes->size()};
     return {};
 }
 
@@ -180,51 +182,77 @@ Headers render_headers(const Envelope& envelope, std::size_t room) {
 
 namespace {
 
-// A delivery's reserved headers, each void when absent.
+// A delivery's reserved headers, each where it lies: a table's as a pointer into it (null when
+// absent), a packed one's as a PackedHeaders::ValueRef (a default one when absent).
+template <class Ref>
 struct ReservedHeaders {
-    FieldValue attempt, causation, claim, correlation, error, first_seen, id, origin, route, route_id, route_position,
-        type, version;
+    Ref attempt{}, causation{}, claim{}, correlation{}, error{}, first_seen{}, id{}, origin{}, route{}, route_id{},
+        route_position{}, type{}, version{};
 };
+
+// Calls visit(name, value) for each entry in name order, value being where it lies (a table's
+// value's address, a packed one's ValueRef).
+template <class Visit>
+void for_each_entry(const Headers& headers, Visit visit) {
+    for (const auto& [name, value] : headers) visit(name.view(), &value);
+}
+
+template <class Visit>
+void for_each_entry(const PackedHeaders& headers, Visit visit) {
+    for (auto entry = headers.begin(), last = headers.end(); entry != last; ++entry) visit(entry.name(), entry.value());
+}
+
+const FieldValue& value_of(const FieldValue* value) {
+    static const FieldValue absent;
+    return value == nullptr ? absent : *value;
+}
+
+FieldValue value_of(const PackedHeaders::ValueRef& value) { return value.decode(); }
+
+std::string_view text_of(const PackedHeaders::ValueRef& value) { return value.text(); }
+
+template <class Entries>
+using RefOf = std::conditional_t<std::is_same_v<Entries, Headers>, const FieldValue*, PackedHeaders::ValueRef>;
 
 // Sorts each reserved header of `headers` (a Headers or PackedHeaders) into its slot and every
 // other one into `application`, in one walk: the table and the list of reserved names are both
 // in name order, so a name is looked for only among the slots after the last one found, and by
 // equality, which compares lengths before bytes (an ordering would compare the bytes of every
-// slot it passes). A table's values are copied; a packed one's, decoded as they are reached,
-// are moved.
+// slot it passes).
 template <class Entries>
-ReservedHeaders sort_headers(const Entries& headers, Headers& application) {
-    ReservedHeaders found;
-    using Slot = std::pair<std::string_view, FieldValue ReservedHeaders::*>;
+ReservedHeaders<RefOf<Entries>> sort_headers(const Entries& headers, Headers& application) {
+    using Reserved = ReservedHeaders<RefOf<Entries>>;
+    Reserved found;
+    using Slot = std::pair<std::string_view, RefOf<Entries> Reserved::*>;
     static constexpr Slot slots[] = {
-        {header::attempt, &ReservedHeaders::attempt},
-        {header::causation, &ReservedHeaders::causation},
-        {header::claim, &ReservedHeaders::claim},
-        {header::correlation, &ReservedHeaders::correlation},
-        {header::error, &ReservedHeaders::error},
-        {header::first_seen, &ReservedHeaders::first_seen},
-        {header::id, &ReservedHeaders::id},
-        {header::origin, &ReservedHeaders::origin},
-        {header::route, &ReservedHeaders::route},
-        {header::route_id, &ReservedHeaders::route_id},
-        {header::route_position, &ReservedHeaders::route_position},
-        {header::type, &ReservedHeaders::type},
-        {header::version, &ReservedHeaders::version},
+        {header::attempt, &Reserved::attempt},
+        {header::causation, &Reserved::causation},
+        {header::claim, &Reserved::claim},
+        {header::correlation, &Reserved::correlation},
+        {header::error, &Reserved::error},
+        {header::first_seen, &Reserved::first_seen},
+        {header::id, &Reserved::id},
+        {header::origin, &Reserved::origin},
+        {header::route, &Reserved::route},
+        {header::route_id, &Reserved::route_id},
+        {header::route_position, &Reserved::route_position},
+        {header::type, &Reserved::type},
+        {header::version, &Reserved::version},
     };
     static_assert(std::ranges::is_sorted(slots, {}, &Slot::first));
     std::size_t next = 0;
-    for (auto&& [name, value] : headers) {
+    for_each_entry(headers, [&](std::string_view name, RefOf<Entries> value) {
         if (!is_reserved_header(name)) {
-            application.emplace_back(name, std::move(value));
-            continue;
+            application.emplace_back(name, value_of(value));
+            return;
         }
         for (std::size_t slot = next; slot < std::size(slots); ++slot) {
             if (slots[slot].first != name) continue;
-            found.*(slots[slot].second) = std::move(value);
+            found.*(slots[slot].second) = value;
             next = slot + 1;
-            break;
+            return;
         }
-    }
+    });
     return found;
 }
 
@@ -232,30 +260,30 @@ template <class Entries>
 Envelope read_envelope_from(const Entries& headers, std::string_view routing_key,
                             std::string_view message_id_property) {
     Envelope envelope;
-    ReservedHeaders reserved = sort_headers(headers, envelope.headers);
-    envelope.id = take_text(std::move(reserved.id));
+    const auto reserved = sort_headers(headers, envelope.headers);
+    envelope.id = text_of(reserved.id);
     if (envelope.id.empty()) envelope.id = std::string(message_id_property);
     if (envelope.id.empty()) {
         envelope.id = new_uuid();
         envelope.id_generated = true;
     }
-    envelope.type = take_text(std::move(reserved.type));
+    envelope.type = text_of(reserved.type);
     if (envelope.type.empty()) envelope.type = type_for(routing_key);
-    envelope.version = read_positive_int32(reserved.version);
-    envelope.correlation = take_text(std::move(reserved.correlation));
+    envelope.version = read_positive_int32(value_of(reserved.version));
+    envelope.correlation = text_of(reserved.correlation);
     if (envelope.correlation.empty()) envelope.correlation = envelope.id;
-    envelope.causation = take_text(std::move(reserved.causation));
-    envelope.attempt = read_positive_int32(reserved.attempt);
-    envelope.first_seen = read_first_seen(reserved.first_seen);
-    envelope.origin = take_text(std::move(reserved.origin));
-    envelope.error = take_text(std::move(reserved.error));
-    envelope.claim = take_text(std::move(reserved.claim));
-    envelope.route = split_route(take_text(std::move(reserved.route)));
+    envelope.causation = text_of(reserved.causation);
+    envelope.attempt = read_positive_int32(value_of(reserved.attempt));
+    envelope.first_seen = read_first_seen(value_of(reserved.first_seen));
+    envelope.origin = text_of(reserved.origin);
+    envelope.error = text_of(reserved.error);
+    envelope.claim = text_of(reserved.claim);
+    envelope.route = split_route(text_of(reserved.route));
     if (!envelope.route.empty()) {
-        auto number = reserved.route_position.as_integer();
+        auto number = value_of(reserved.route_position).as_integer();
         if (number && *number >= 0 && *number <= std::numeric_limits<std::int32_t>::max())
             envelope.route_position = static_cast<std::int32_t>(*number);
-        envelope.route_id = take_text(std::move(reserved.route_id));
+        envelope.route_id = text_of(reserved.route_id);
     }
     return envelope;
 }

@@ -31,14 +31,6 @@ enum class Tag : std::uint8_t {
     text_message_id,  // text equal to the message's id, which is kept once, as the message's property
 };
 
-void put_varint(std::string& out, std::size_t value) {
-    while (value >= 0x80) {
-        out.push_back(static_cast<char>((value & 0x7f) | 0x80));
-        value >>= 7;
-    }
-    out.push_back(static_cast<char>(value));
-}
-
 std::size_t take_varint(const char*& at) noexcept {
     std::size_t value = 0;
     for (unsigned shift = 0;; shift += 7) {
@@ -46,16 +38,6 @@ std::size_t take_varint(const char*& at) noexcept {
         value |= static_cast<std::size_t>(byte & 0x7f) << shift;
         if ((byte & 0x80) == 0) return value;
     }
-}
-
-void put_tag(std::string& out, Tag tag) { out.push_back(static_cast<char>(tag)); }
-
-template <class T>
-void put_raw(std::string& out, T value) {
-    static_assert(std::is_trivially_copyable_v<T>);
-    char raw[sizeof(T)];
-    std::memcpy(raw, &value, sizeof(T));
-    out.append(raw, sizeof(T));
 }
 
 template <class T>
@@ -66,11 +48,6 @@ T take_raw(const char*& at) noexcept {
     return value;
 }
 
-void put_text(std::string& out, std::string_view text) {
-    put_varint(out, text.size());
-    out.append(text);
-}
-
 std::string_view take_text(const char*& at) noexcept {
     const std::size_t size = take_varint(at);
     const std::string_view text(at, size);
@@ -78,60 +55,107 @@ std::string_view take_text(const char*& at) noexcept {
     return text;
 }
 
-void put_value(std::string& out, const FieldValue& value, std::string_view message_id);
+// Packing runs twice over the same code: once counting the bytes, so that the buffer is
+// allocated once at its size, then writing them.
+struct Counter {
+    std::size_t size = 0;
+    void put(char) noexcept { ++size; }
+    void append(const void*, std::size_t count) noexcept { size += count; }
+};
 
-void put_entries(std::string& out, const FieldTable& table, std::string_view message_id) {
+struct Cursor {
+    char* at;
+    void put(char byte) noexcept { *at++ = byte; }
+    void append(const void* bytes, std::size_t count) noexcept {
+        std::memcpy(at, bytes, count);
+        at += count;
+    }
+};
+
+template <class Out>
+void put_varint(Out& out, std::size_t value) {
+    while (value >= 0x80) {
+        out.put(static_cast<char>((value & 0x7f) | 0x80));
+        value >>= 7;
+    }
+    out.put(static_cast<char>(value));
+}
+
+template <class Out>
+void put_tag(Out& out, Tag tag) {
+    out.put(static_cast<char>(tag));
+}
+
+template <class Out, class T>
+void put_raw(Out& out, Tag tag, T value) {
+    static_assert(std::is_trivially_copyable_v<T>);
+    put_tag(out, tag);
+    out.append(&value, sizeof(T));
+}
+
+template <class Out>
+void put_text(Out& out, std::string_view text) {
+    put_varint(out, text.size());
+    out.append(text.data(), text.size());
+}
+
+template <class Out>
+void put_value(Out& out, const FieldValue& value, std::string_view message_id);
+
+template <class Out>
+void put_entries(Out& out, const FieldTable& table, std::string_view message_id) {
     for (const auto& [name, value] : table) {
         put_text(out, name);
         put_value(out, value, message_id);
     }
 }
 
-void put_value(std::string& out, const FieldValue& value, std::string_view message_id) {
-    std::visit(
-        [&](const auto& held) {
-            using T = std::decay_t<decltype(held)>;
-            if constexpr (std::is_same_v<T, std::monostate>) {
-                put_tag(out, Tag::void_value);
-            } else if constexpr (std::is_same_v<T, bool>) {
-                put_tag(out, held ? Tag::true_value : Tag::false_value);
-            } else if constexpr (std::is_same_v<T, std::int32_t>) {
-                put_tag(out, Tag::int32);
-                put_raw(out, held);
-            } else if constexpr (std::is_same_v<T, std::int64_t>) {
-                put_tag(out, Tag::int64);
-                put_raw(out, held);
-            } else if constexpr (std::is_same_v<T, std::uint64_t>) {
-                put_tag(out, Tag::uint64);
-                put_raw(out, held);
-            } else if constexpr (std::is_same_v<T, double>) {
-                put_tag(out, Tag::float64);
-                put_raw(out, held);
-            } else if constexpr (std::is_same_v<T, std::string>) {
-                if (!message_id.empty() && held == message_id) {
-                    put_tag(out, Tag::text_message_id);
-                } else {
-                    put_tag(out, Tag::text);
-                    put_text(out, held);
-                }
-            } else if constexpr (std::is_same_v<T, Bytes>) {
-                put_tag(out, Tag::bytes);
-                put_text(out, std::string_view(reinterpret_cast<const char*>(held.data()), held.size()));
-            } else if constexpr (std::is_same_v<T, FieldArray>) {
-                put_tag(out, Tag::array);
-                put_varint(out, held.size());
-                for (const FieldValue& element : held) put_value(out, element, message_id);
-            } else if constexpr (std::is_same_v<T, FieldTable>) {
-                put_tag(out, Tag::table);
-                put_varint(out, held.size());
-                put_entries(out, held, message_id);
-            } else {
-                static_assert(std::is_same_v<T, FieldTimestamp>);
-                put_tag(out, Tag::timestamp);
-                put_raw(out, static_cast<std::int64_t>(held.time_since_epoch().count()));
-            }
-        },
-        value.get());
+template <class Out>
+void put_value(Out& out, const FieldValue& value, std::string_view message_id) {
+    const FieldValue::Variant& held = value.get();
+    if (const auto* text = std::get_if<std::string>(&held)) {
+        if (!message_id.empty() && *text == message_id) {
+            put_tag(out, Tag::text_message_id);
+        } else {
+            put_tag(out, Tag::text);
+            put_text(out, *text);
+        }
+    } else if (const auto* number = std::get_if<std::int32_t>(&held)) {
+        put_raw(out, Tag::int32, *number);
+    } else if (const auto* wide = std::get_if<std::int64_t>(&held)) {
+        put_raw(out, Tag::int64, *wide);
+    } else if (const auto* truth = std::get_if<bool>(&held)) {
+        put_tag(out, *truth ? Tag::true_value : Tag::false_value);
+    } else if (const auto* unsigned_wide = std::get_if<std::uint64_t>(&held)) {
+        put_raw(out, Tag::uint64, *unsigned_wide);
+    } else if (const auto* real = std::get_if<double>(&held)) {
+        put_raw(out, Tag::float64, *real);
+    } else if (const auto* stamp = std::get_if<FieldTimestamp>(&held)) {
+        put_raw(out, Tag::timestamp, static_cast<std::int64_t>(stamp->time_since_epoch().count()));
+    } else if (const auto* bytes = std::get_if<Bytes>(&held)) {
+        put_tag(out, Tag::bytes);
+        put_text(out, std::string_view(reinterpret_cast<const char*>(bytes->data()), bytes->size()));
+    } else if (const auto* elements = std::get_if<FieldArray>(&held)) {
+        put_tag(out, Tag::array);
+        put_varint(out, elements->size());
+        for (const FieldValue& element : *elements) put_value(out, element, message_id);
+    } else if (const auto* table = std::get_if<FieldTable>(&held)) {
+        put_tag(out, Tag::table);
+        put_varint(out, table->size());
+        put_entries(out, *table, message_id);
+    } else {
+        put_tag(out, Tag::void_value);
+    }
+}
+
+template <class Out>
+void put_headers(Out& out, const Headers& headers, std::string_view message_id) {
+    // The count, twice over, and one when a value nests.
+    const bool nested = std::ranges::any_of(headers, [](const auto& entry) {
+        return entry.second.template holds<FieldArray>() || entry.second.template holds<FieldTable>();
+    });
+    put_varint(out, headers.size() * 2 + (nested ? 1 : 0));
+    put_entries(out, headers, message_id);
 }
 
 FieldValue take_value(const char*& at, std::string_view message_id);
@@ -148,32 +172,32 @@ FieldTable take_entries(const char*& at, std::size_t count, std::string_view mes
 
 FieldValue take_value(const char*& at, std::string_view message_id) {
     switch (static_cast<Tag>(*at++)) {
-        case Tag::void_value: return FieldValue();
-        case Tag::false_value: return FieldValue(false);
-        case Tag::true_value: return FieldValue(true);
-        case Tag::int32: return FieldValue(take_raw<std::int32_t>(at));
-        case Tag::int64: return FieldValue(take_raw<std::int64_t>(at));
-        case Tag::uint64: return FieldValue(take_raw<std::uint64_t>(at));
-        case Tag::float64: return FieldValue(take_raw<double>(at));
-        case Tag::text: return FieldValue(take_text(at));
-        case Tag::text_message_id: return FieldValue(message_id);
-        case Tag::bytes: {
-            const std::string_view raw = take_text(at);
-            const auto* first = reinterpret_cast<const std::byte*>(raw.data());
-            return FieldValue(Bytes(first, first + raw.size()));
-        }
-        case Tag::array: {
-            const std::size_t count = take_varint(at);
-            FieldArray elements;
-            elements.reserve(count);
-            for (std::size_t index = 0; index < count; ++index) elements.push_back(take_value(at, message_id));
-            return FieldValue(std::move(elements));
-        }
-        case Tag::table: {
-            const std::size_t count = take_varint(at);
-            return FieldValue(take_entries(at, count, message_id));
-        }
-        case Tag::timestamp: return FieldValue(FieldTimestamp(std::chrono::seconds(take_raw<std::int64_t>(at))));
+    case Tag::void_value: return FieldValue();
+    case Tag::false_value: return FieldValue(false);
+    case Tag::true_value: return FieldValue(true);
+    case Tag::int32: return FieldValue(take_raw<std::int32_t>(at));
+    case Tag::int64: return FieldValue(take_raw<std::int64_t>(at));
+    case Tag::uint64: return FieldValue(take_raw<std::uint64_t>(at));
+    case Tag::float64: return FieldValue(take_raw<double>(at));
+    case Tag::text: return FieldValue(take_text(at));
+    case Tag::text_message_id: return FieldValue(message_id);
+    case Tag::bytes: {
+        const std::string_view raw = take_text(at);
+        const auto* first = reinterpret_cast<const std::byte*>(raw.data());
+        return FieldValue(Bytes(first, first + raw.size()));
+    }
+    case Tag::array: {
+        const std::size_t count = take_varint(at);
+        FieldArray elements;
+        elements.reserve(count);
+        for (std::size_t index = 0; index < count; ++index) elements.push_back(take_value(at, message_id));
+        return FieldValue(std::move(elements));
+    }
+    case Tag::table: {
+        const std::size_t count = take_varint(at);
+        return FieldValue(take_entries(at, count, message_id));
+    }
+    case Tag::timestamp: return FieldValue(FieldTimestamp(std::chrono::seconds(take_raw<std::int64_t>(at))));
     }
     // Only pack() writes these bytes, and it writes no other tag.
     throw UsageError("acemq: a message's packed headers hold an unknown value tag: a bug in acemq, please report it");
@@ -203,38 +227,40 @@ void skip_entries(const char*& at, std::size_t count) noexcept {
 
 void skip_value(const char*& at) noexcept {
     switch (static_cast<Tag>(*at++)) {
-        case Tag::void_value:
-        case Tag::false_value:
-        case Tag::true_value:
-        case Tag::text_message_id: return;
-        case Tag::int32: at += sizeof(std::int32_t); return;
-        case Tag::int64:
-        case Tag::uint64:
-        case Tag::float64:
-        case Tag::timestamp: at += 8; return;
-        case Tag::text:
-        case Tag::bytes: take_text(at); return;
-        case Tag::array: {
-            const std::size_t count = take_varint(at);
-            for (std::size_t index = 0; index < count; ++index) skip_value(at);
-            return;
-        }
-        case Tag::table: skip_entries(at, take_varint(at)); return;
+    case Tag::void_value:
+    case Tag::false_value:
+    case Tag::true_value:
+    case Tag::text_message_id: return;
+    case Tag::int32: at += sizeof(std::int32_t); return;
+    case Tag::int64:
+    case Tag::uint64:
+    case Tag::float64:
+    case Tag::timestamp: at += 8; return;
+    case Tag::text:
+    case Tag::bytes: take_text(at); return;
+    case Tag::array: {
+        const std::size_t count = take_varint(at);
+        for (std::size_t index = 0; index < count; ++index) skip_value(at);
+        return;
+    }
+    case Tag::table: skip_entries(at, take_varint(at)); return;
     }
 }
 
 }  // namespace
 
-void PackedHeaders::pack(const Headers& headers, std::string_view message_id, std::string& out) {
-    // The count, twice over, and one when a value nests.
-    const bool nested = std::ranges::any_of(
-        headers, [](const auto& entry) { return entry.second.template holds<FieldArray>() || entry.second.template holds<FieldTable>(); });
-    put_varint(out, headers.size() * 2 + (nested ? 1 : 0));
-    put_entries(out, headers, message_id);
+std::size_t PackedHeaders::packed_size(const Headers& headers, std::string_view message_id) {
+    Counter counter;
+    put_headers(counter, headers, message_id);
+    return counter.size;
 }
 
-PackedHeaders::PackedHeaders(std::string_view packed, std::string_view message_id) noexcept
-    : message_id_(message_id) {
+void PackedHeaders::pack(const Headers& headers, std::string_view message_id, char* out) {
+    Cursor cursor{out};
+    put_headers(cursor, headers, message_id);
+}
+
+PackedHeaders::PackedHeaders(std::string_view packed, std::string_view message_id) noexcept : message_id_(message_id) {
     if (packed.empty()) return;
     const char* at = packed.data();
     const std::size_t head = take_varint(at);
@@ -244,22 +270,46 @@ PackedHeaders::PackedHeaders(std::string_view packed, std::string_view message_i
 }
 
 PackedHeaders::iterator::iterator(const char* at, const char* end, std::string_view message_id)
-    : at_(at), next_(at), end_(end), message_id_(message_id) {
-    decode();
+    : at_(at), end_(end), message_id_(message_id) {
+    step();
 }
 
-void PackedHeaders::iterator::decode() {
-    at_ = next_;
+void PackedHeaders::iterator::step() noexcept {
+    decoded_ = false;
     if (at_ == end_) return;
-    const char* read = at_;
-    const std::string_view name = take_text(read);
-    entry_.first = FieldName(name);
+    value_at_ = at_;
+    name_ = take_text(value_at_);
+    next_ = value_at_;
+    skip_value(next_);
+}
+
+void PackedHeaders::iterator::decode() const {
+    const char* read = value_at_;
+    entry_.first = FieldName(name_);
     take_value_into(read, message_id_, entry_.second);
-    next_ = read;
+    decoded_ = true;
+}
+
+FieldValue PackedHeaders::ValueRef::decode() const {
+    if (at_ == nullptr) return FieldValue();
+    const char* read = at_;
+    return take_value(read, message_id_);
+}
+
+std::string_view PackedHeaders::ValueRef::text() const noexcept {
+    if (at_ == nullptr) return {};
+    const char* read = at_ + 1;
+    switch (static_cast<Tag>(*at_)) {
+    case Tag::text:
+    case Tag::bytes: return take_text(read);
+    case Tag::text_message_id: return message_id_;
+    default: return {};
+    }
 }
 
 PackedHeaders::iterator& PackedHeaders::iterator::operator++() {
-    decode();
+    at_ = next_;
+    step();
     return *this;
 }
 
@@ -269,21 +319,15 @@ PackedHeaders::iterator PackedHeaders::begin() const {
 
 PackedHeaders::iterator PackedHeaders::end() const noexcept {
     iterator past;
-    past.at_ = past.next_ = past.end_ = entries_.data() + entries_.size();
+    past.at_ = past.end_ = entries_.data() + entries_.size();
     return past;
 }
 
 PackedHeaders::iterator PackedHeaders::find(std::string_view name) const {
-    const char* at = entries_.data();
-    const char* const last = entries_.data() + entries_.size();
-    while (at != last) {
-        const char* read = at;
-        const std::string_view here = take_text(read);
-        if (here == name) return iterator(at, last, message_id_);
+    for (auto entry = begin(), last = end(); entry != last; ++entry) {
+        if (entry.name() == name) return entry;
         // Names are in order: once past where `name` would be, it is not here.
-        if (here > name) break;
-        skip_value(read);
-        at = read;
+        if (entry.name() > name) break;
     }
     return end();
 }
@@ -307,7 +351,7 @@ template <class Other>
 bool same_entries(const PackedHeaders& packed, const Other& other) {
     if (packed.size() != other.size()) return false;
     auto theirs = other.begin();
-    for (auto ours = packed.begin(); ours != packed.end(); ++ours, ++theirs)
+    for (auto ours = packed.begin(), last = packed.end(); ours != last; ++ours, ++theirs)
         if (*ours != *theirs) return false;
     return true;
 }

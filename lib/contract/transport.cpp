@@ -1,5 +1,6 @@
 #include <acemq/transport.hpp>
 
+#include <algorithm>
 #include <limits>
 
 #include <acemq/error.hpp>
@@ -14,18 +15,19 @@ InboundMessage::InboundMessage(InboundParts parts) : body_(std::move(parts.body)
                                                                &parts.reply_to,     &parts.decode_failure};
     std::size_t total = 0;
     for (const std::string* text : texts) total += text->size();
-    // A guess at the packed headers' size, so that one allocation mostly does.
-    texts_.reserve(total + 16 + parts.headers.size() * 24);
-    for (std::size_t index = 0; index < texts.size(); ++index) {
-        texts_ += *texts[index];
-        text_ends_[index] = static_cast<std::uint32_t>(texts_.size());
-    }
-    PackedHeaders::pack(parts.headers, parts.message_id, texts_);
-    if (texts_.size() > std::numeric_limits<std::uint32_t>::max())
+    const std::size_t headers_size = PackedHeaders::packed_size(parts.headers, parts.message_id);
+    if (total + headers_size > std::numeric_limits<std::uint32_t>::max())
         throw InvalidArgument(
             "acemq: a delivery's content type, exchange, routing key, id, reply-to, decode "
             "failure and headers come to " +
-            std::to_string(texts_.size()) + " bytes; at most 4 GiB in all");
+            std::to_string(total + headers_size) + " bytes; at most 4 GiB in all");
+    texts_.resize(total + headers_size);
+    char* at = texts_.data();
+    for (std::size_t index = 0; index < texts.size(); ++index) {
+        at = std::copy(texts[index]->begin(), texts[index]->end(), at);
+        text_ends_[index] = static_cast<std::uint32_t>(at - texts_.data());
+    }
+    PackedHeaders::pack(parts.headers, parts.message_id, at);
     text_ends_.back() = static_cast<std::uint32_t>(texts_.size());
 }
 
