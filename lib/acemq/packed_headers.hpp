@@ -121,7 +121,7 @@ private:
     // Writes `headers` at `out` in the packed form this view reads, a text value equal to
     // `message_id` as a reference to it.
     static void pack(const Headers& headers, std::string_view message_id, char* out);
-    // A view of what pack appended, for the message whose id is `message_id`.
+    // A view of what pack wrote, for the message whose id is `message_id`.
     PackedHeaders(std::string_view packed, std::string_view message_id) noexcept;
 
     std::string_view entries_;  // after the count

@@ -67,6 +67,8 @@ struct Cursor {
     char* at;
     void put(char byte) noexcept { *at++ = byte; }
     void append(const void* bytes, std::size_t count) noexcept {
+        // An empty text may have no bytes at all (a null pointer), which memcpy must not see.
+        if (count == 0) return;
         std::memcpy(at, bytes, count);
         at += count;
     }

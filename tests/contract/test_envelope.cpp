@@ -422,6 +422,7 @@ Headers every_kind_of_header(const std::string& id) {
         {"bool-false", FieldValue(false)},
         {"bool-true", FieldValue(true)},
         {"bytes", FieldValue(Bytes{std::byte{0}, std::byte{0xff}, std::byte{0x80}})},
+        {"bytes-empty", FieldValue(Bytes{})},  // no bytes at all: a null data pointer
         {"double", FieldValue(-0.5)},
         {"empty-text", FieldValue("")},
         {"int32", FieldValue(std::int32_t{-7})},
