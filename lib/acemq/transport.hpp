@@ -124,6 +124,9 @@ private:
     };
     static constexpr std::size_t text_count = 7;
 
+    // Every part but the body, which is given.
+    InboundParts parts_with(Bytes body) const;
+
     std::string_view text(Text which) const noexcept {
         const auto index = static_cast<std::size_t>(which);
         const std::uint32_t begin = index == 0 ? 0 : text_ends_[index - 1];

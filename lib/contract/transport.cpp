@@ -31,10 +31,12 @@ InboundMessage::InboundMessage(InboundParts parts) : body_(std::move(parts.body)
     text_ends_.back() = static_cast<std::uint32_t>(texts_.size());
 }
 
-InboundParts InboundMessage::parts() const& { return InboundMessage(*this).parts(); }
+InboundParts InboundMessage::parts() const& { return parts_with(body_); }
 
-InboundParts InboundMessage::parts() && {
-    return InboundParts{.body = std::move(body_),
+InboundParts InboundMessage::parts() && { return parts_with(std::move(body_)); }
+
+InboundParts InboundMessage::parts_with(Bytes body) const {
+    return InboundParts{.body = std::move(body),
                         .content_type = std::string(content_type()),
                         .exchange = std::string(exchange()),
                         .routing_key = std::string(routing_key()),
