@@ -126,6 +126,8 @@ public:
         return std::holds_alternative<T>(value_);
     }
     bool is_void() const noexcept { return holds<std::monostate>(); }
+    // Whether it is an array or a table (values of its own), not a scalar or a text.
+    bool nests() const noexcept { return holds<FieldArray>() || holds<FieldTable>(); }
 
     // Tolerant readers, as the family reads headers written by any client: an integer of
     // any width, a whole double, or a decimal string ("2") reads as an integer; a string or

@@ -1,9 +1,10 @@
 // A delivered message's headers, as the message holds them: packed into the one buffer that
 // also holds its short texts, and read through this view. A header table of a dozen entries
 // is a vector of 56-byte entries and a heap block for every longer text value; packed, a
-// message waiting in a queue keeps only the bytes of its names and values (and a value equal
-// to the message's own id, as x-acemq-id and x-acemq-correlation mostly are, as one byte)
-// (docs/design.md decision 12).
+// message waiting in a queue keeps only the bytes of its names and values, and a byte for
+// each of the contract's names (x-acemq-*, traceparent, x-death...) and for a value equal to
+// the message's own id (as x-acemq-id and x-acemq-correlation mostly are) (docs/design.md
+// decision 12).
 //
 // It reads like a const FieldTable: size, find, contains, at, iteration in name order. Each
 // value is decoded when reached, so a read copies it out (a FieldValue, not a reference);
@@ -116,11 +117,10 @@ public:
 
 private:
     friend class InboundMessage;
-    // How many bytes `pack` writes for these headers.
-    static std::size_t packed_size(const Headers& headers, std::string_view message_id);
-    // Writes `headers` at `out` in the packed form this view reads, a text value equal to
-    // `message_id` as a reference to it.
-    static void pack(const Headers& headers, std::string_view message_id, char* out);
+    // Writes `headers` at `out` in the packed form this view reads (a text value equal to
+    // `message_id` as a reference to it) when they fit in `capacity` bytes, and returns how
+    // many bytes they take, whether they fitted or not.
+    static std::size_t pack(const Headers& headers, std::string_view message_id, char* out, std::size_t capacity);
     // A view of what pack wrote, for the message whose id is `message_id`.
     PackedHeaders(std::string_view packed, std::string_view message_id) noexcept;
 

@@ -2,11 +2,14 @@
 
 #include <algorithm>
 #include <limits>
+#include <span>
 #include <type_traits>
 
 #include <acemq/error.hpp>
 #include <acemq/transport.hpp>
 #include <acemq/uuid.hpp>
+
+#include "contract_names.hpp"
 
 namespace acemq {
 
@@ -211,6 +214,14 @@ FieldValue value_of(const PackedHeaders::ValueRef& value) { return value.decode(
 
 std::string_view text_of(const PackedHeaders::ValueRef& value) { return value.text(); }
 
+// A packed table names each of the contract's names by the constant itself
+// (contract_names.hpp), so a reserved name read off it is the constant's own pointer.
+bool same_name(std::string_view slot, std::string_view name, const PackedHeaders&) noexcept {
+    return slot.data() == name.data();
+}
+
+bool same_name(std::string_view slot, std::string_view name, const Headers&) noexcept { return slot == name; }
+
 template <class Entries>
 using RefOf = std::conditional_t<std::is_same_v<Entries, Headers>, const FieldValue*, PackedHeaders::ValueRef>;
 
@@ -240,6 +251,8 @@ ReservedHeaders<RefOf<Entries>> sort_headers(const Entries& headers, Headers& ap
         {header::version, &Reserved::version},
     };
     static_assert(std::ranges::is_sorted(slots, {}, &Slot::first));
+    static_assert(std::ranges::equal(slots, std::span(contract_names::all).first(std::size(slots)), {}, &Slot::first),
+                  "the reserved headers lead the contract's names, in the slots' order");
     std::size_t next = 0;
     for_each_entry(headers, [&](std::string_view name, RefOf<Entries> value) {
         if (!is_reserved_header(name)) {
@@ -247,7 +260,7 @@ ReservedHeaders<RefOf<Entries>> sort_headers(const Entries& headers, Headers& ap
             return;
         }
         for (std::size_t slot = next; slot < std::size(slots); ++slot) {
-            if (slots[slot].first != name) continue;
+            if (!same_name(slots[slot].first, name, headers)) continue;
             found.*(slots[slot].second) = value;
             next = slot + 1;
             return;

@@ -8,13 +8,17 @@
 
 #include <acemq/error.hpp>
 
+#include "contract_names.hpp"
+
 namespace acemq {
 
 namespace {
 
 // The packed form lives only in this process's memory (never on a wire or a disk), so numbers
-// are in the machine's own byte order. An entry is its name (a varint length, the bytes) and
-// its value (a tag, then what the tag says).
+// are in the machine's own byte order. An entry is its name and its value (a tag, then what
+// the tag says). A name is a varint: odd, it is the number of one of the contract's names
+// (contract_names.hpp) times two plus one, a byte for the dozen x-acemq-* names a message
+// carries; even, twice the length of the bytes that follow.
 enum class Tag : std::uint8_t {
     void_value,
     false_value,
@@ -55,27 +59,26 @@ std::string_view take_text(const char*& at) noexcept {
     return text;
 }
 
-// Packing runs twice over the same code: once counting the bytes, so that the buffer is
-// allocated once at its size, then writing them.
-struct Counter {
+// Where packing writes: as much as fits in `capacity` bytes at `data`, counting all of it, so
+// that headers that fit a caller's scratch space are packed in one pass and copied once, and
+// larger ones are counted first and then written at their size.
+struct Output {
+    char* data;
+    std::size_t capacity;
     std::size_t size = 0;
-    void put(char) noexcept { ++size; }
-    void append(const void*, std::size_t count) noexcept { size += count; }
-};
 
-struct Cursor {
-    char* at;
-    void put(char byte) noexcept { *at++ = byte; }
+    void put(char byte) noexcept {
+        if (size < capacity) data[size] = byte;
+        ++size;
+    }
     void append(const void* bytes, std::size_t count) noexcept {
         // An empty text may have no bytes at all (a null pointer), which memcpy must not see.
-        if (count == 0) return;
-        std::memcpy(at, bytes, count);
-        at += count;
+        if (count != 0 && count <= capacity - std::min(size, capacity)) std::memcpy(data + size, bytes, count);
+        size += count;
     }
 };
 
-template <class Out>
-void put_varint(Out& out, std::size_t value) {
+void put_varint(Output& out, std::size_t value) {
     while (value >= 0x80) {
         out.put(static_cast<char>((value & 0x7f) | 0x80));
         value >>= 7;
@@ -83,37 +86,47 @@ void put_varint(Out& out, std::size_t value) {
     out.put(static_cast<char>(value));
 }
 
-template <class Out>
-void put_tag(Out& out, Tag tag) {
-    out.put(static_cast<char>(tag));
-}
+void put_tag(Output& out, Tag tag) { out.put(static_cast<char>(tag)); }
 
-template <class Out, class T>
-void put_raw(Out& out, Tag tag, T value) {
+template <class T>
+void put_raw(Output& out, Tag tag, T value) {
     static_assert(std::is_trivially_copyable_v<T>);
     put_tag(out, tag);
     out.append(&value, sizeof(T));
 }
 
-template <class Out>
-void put_text(Out& out, std::string_view text) {
+void put_text(Output& out, std::string_view text) {
     put_varint(out, text.size());
     out.append(text.data(), text.size());
 }
 
-template <class Out>
-void put_value(Out& out, const FieldValue& value, std::string_view message_id);
+void put_name(Output& out, std::string_view name) {
+    if (const int contract = contract_names::index_of(name); contract >= 0) {
+        put_varint(out, static_cast<std::size_t>(contract) * 2 + 1);
+        return;
+    }
+    put_varint(out, name.size() * 2);
+    out.append(name.data(), name.size());
+}
 
-template <class Out>
-void put_entries(Out& out, const FieldTable& table, std::string_view message_id) {
+std::string_view take_name(const char*& at) noexcept {
+    const std::size_t code = take_varint(at);
+    if ((code & 1) != 0) return contract_names::all[code / 2];
+    const std::string_view name(at, code / 2);
+    at += name.size();
+    return name;
+}
+
+void put_value(Output& out, const FieldValue& value, std::string_view message_id);
+
+void put_entries(Output& out, const FieldTable& table, std::string_view message_id) {
     for (const auto& [name, value] : table) {
-        put_text(out, name);
+        put_name(out, name);
         put_value(out, value, message_id);
     }
 }
 
-template <class Out>
-void put_value(Out& out, const FieldValue& value, std::string_view message_id) {
+void put_value(Output& out, const FieldValue& value, std::string_view message_id) {
     const FieldValue::Variant& held = value.get();
     if (const auto* text = std::get_if<std::string>(&held)) {
         if (!message_id.empty() && *text == message_id) {
@@ -150,12 +163,9 @@ void put_value(Out& out, const FieldValue& value, std::string_view message_id) {
     }
 }
 
-template <class Out>
-void put_headers(Out& out, const Headers& headers, std::string_view message_id) {
+void put_headers(Output& out, const Headers& headers, std::string_view message_id) {
     // The count, twice over, and one when a value nests.
-    const bool nested = std::ranges::any_of(headers, [](const auto& entry) {
-        return entry.second.template holds<FieldArray>() || entry.second.template holds<FieldTable>();
-    });
+    const bool nested = std::ranges::any_of(headers, [](const auto& entry) { return entry.second.nests(); });
     put_varint(out, headers.size() * 2 + (nested ? 1 : 0));
     put_entries(out, headers, message_id);
 }
@@ -166,7 +176,7 @@ FieldTable take_entries(const char*& at, std::size_t count, std::string_view mes
     FieldTable table;
     table.reserve(count);
     for (std::size_t index = 0; index < count; ++index) {
-        const std::string_view name = take_text(at);
+        const std::string_view name = take_name(at);
         table.emplace_back(name, take_value(at, message_id));
     }
     return table;
@@ -222,7 +232,7 @@ void skip_value(const char*& at) noexcept;
 
 void skip_entries(const char*& at, std::size_t count) noexcept {
     for (std::size_t index = 0; index < count; ++index) {
-        take_text(at);
+        take_name(at);
         skip_value(at);
     }
 }
@@ -251,15 +261,10 @@ void skip_value(const char*& at) noexcept {
 
 }  // namespace
 
-std::size_t PackedHeaders::packed_size(const Headers& headers, std::string_view message_id) {
-    Counter counter;
-    put_headers(counter, headers, message_id);
-    return counter.size;
-}
-
-void PackedHeaders::pack(const Headers& headers, std::string_view message_id, char* out) {
-    Cursor cursor{out};
-    put_headers(cursor, headers, message_id);
+std::size_t PackedHeaders::pack(const Headers& headers, std::string_view message_id, char* out, std::size_t capacity) {
+    Output output{out, capacity};
+    put_headers(output, headers, message_id);
+    return output.size;
 }
 
 PackedHeaders::PackedHeaders(std::string_view packed, std::string_view message_id) noexcept : message_id_(message_id) {
@@ -280,7 +285,7 @@ void PackedHeaders::iterator::step() noexcept {
     decoded_ = false;
     if (at_ == end_) return;
     value_at_ = at_;
-    name_ = take_text(value_at_);
+    name_ = take_name(value_at_);
     next_ = value_at_;
     skip_value(next_);
 }

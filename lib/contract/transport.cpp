@@ -1,6 +1,8 @@
 #include <acemq/transport.hpp>
 
 #include <algorithm>
+#include <array>
+#include <cstring>
 #include <limits>
 
 #include <acemq/error.hpp>
@@ -15,7 +17,10 @@ InboundMessage::InboundMessage(InboundParts parts) : body_(std::move(parts.body)
                                                                &parts.reply_to,     &parts.decode_failure};
     std::size_t total = 0;
     for (const std::string* text : texts) total += text->size();
-    const std::size_t headers_size = PackedHeaders::packed_size(parts.headers, parts.message_id);
+    // Most headers fit here: packed once, then copied, instead of counted and then packed.
+    std::array<char, 512> scratch;
+    const std::size_t headers_size =
+        PackedHeaders::pack(parts.headers, parts.message_id, scratch.data(), scratch.size());
     if (total + headers_size > std::numeric_limits<std::uint32_t>::max())
         throw InvalidArgument(
             "acemq: a delivery's content type, exchange, routing key, id, reply-to, decode "
@@ -27,7 +32,10 @@ InboundMessage::InboundMessage(InboundParts parts) : body_(std::move(parts.body)
         at = std::copy(texts[index]->begin(), texts[index]->end(), at);
         text_ends_[index] = static_cast<std::uint32_t>(at - texts_.data());
     }
-    PackedHeaders::pack(parts.headers, parts.message_id, at);
+    if (headers_size <= scratch.size())
+        std::memcpy(at, scratch.data(), headers_size);
+    else
+        PackedHeaders::pack(parts.headers, parts.message_id, at, headers_size);
     text_ends_.back() = static_cast<std::uint32_t>(texts_.size());
 }
 

@@ -513,6 +513,61 @@ TEST_CASE("packed headers hold a text equal to the message's id once, and nothin
     CHECK_FALSE(delivered_with(flat, id).headers().has_nested_values());
 }
 
+TEST_CASE("packed headers name each of the contract's names in one byte, and only those") {
+    const std::string id = "0b7d9a52-5a3c-4d55-9f4e-6a1c2b3d4e5f";
+    const auto packed_alone = [&](std::string_view name) {
+        Headers alone;
+        alone.append(FieldName(name), FieldValue(id));
+        const InboundMessage message = delivered_with(alone, id);
+        CHECK(message.headers().begin().name() == name);
+        CHECK(message.headers() == alone);
+        return message.headers().packed_size();
+    };
+    // The name, and a value that is the message's id: a byte each.
+    for (const std::string_view contract : {header::id,
+                                            header::type,
+                                            header::version,
+                                            header::correlation,
+                                            header::causation,
+                                            header::attempt,
+                                            header::first_seen,
+                                            header::origin,
+                                            header::error,
+                                            header::claim,
+                                            header::route,
+                                            header::route_id,
+                                            header::route_position,
+                                            header::traceparent,
+                                            header::tracestate,
+                                            header::replayed_from,
+                                            header::replay_count,
+                                            std::string_view("x-death"),
+                                            std::string_view("x-first-death-queue"),
+                                            std::string_view("x-last-death-reason"),
+                                            std::string_view("count"),
+                                            std::string_view("routing-keys")}) {
+        INFO(contract);
+        CHECK(packed_alone(contract) == 2);
+    }
+    // Names one byte off a contract's (longer, shorter, another last byte, another case,
+    // another byte inside) are written out whole.
+    for (const std::string_view near : {"x-acemq-idx", "x-acemq-i", "x-acemq-ie", "X-acemq-id", "x-bcemq-id",
+                                        "x-acemq-xd", "counts", "coun", "x-deatH", "x-death-queue", "traceparenT"}) {
+        INFO(near);
+        CHECK(packed_alone(near) == 1 + near.size() + 1);
+    }
+    // A table of both reads back entry for entry, and the near names are not reserved ones.
+    Headers mixed{{"x-acemq-id", FieldValue(id)},
+                  {"x-acemq-idx", FieldValue("near")},
+                  {"count", FieldValue(std::int64_t{2})},
+                  {"coun", FieldValue(std::int64_t{3})}};
+    const InboundMessage message = delivered_with(mixed, id);
+    CHECK(message.headers() == mixed);
+    const Envelope read = read_envelope(message);
+    CHECK(read.id == id);
+    CHECK(read.headers == Headers{{"count", FieldValue(std::int64_t{2})}, {"coun", FieldValue(std::int64_t{3})}});
+}
+
 TEST_CASE("a message's envelope read off its packed headers is the one read off the table") {
     Envelope sent = Envelope::for_new_message("orders.placed", "svc@host");
     sent.causation = "cause";

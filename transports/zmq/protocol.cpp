@@ -1,5 +1,6 @@
 #include "zmq/protocol.hpp"
 
+#include <algorithm>
 #include <limits>
 
 #include "msgpack/message_pack.hpp"
@@ -187,9 +188,7 @@ bool batchable(Command command) noexcept {
 }
 
 bool batchable(const FieldTable& headers) noexcept {
-    for (const auto& [name, value] : headers)
-        if (value.holds<FieldArray>() || value.holds<FieldTable>()) return false;
-    return true;
+    return std::ranges::none_of(headers, [](const auto& entry) { return entry.second.nests(); });
 }
 
 bool batchable(const PackedHeaders& headers) noexcept { return !headers.has_nested_values(); }
