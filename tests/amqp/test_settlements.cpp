@@ -156,6 +156,22 @@ TEST_CASE("acks above an unsettled delivery settle only themselves; it is settle
     }
 }
 
+TEST_CASE("a closed subscription's unsettled deliveries are back in the queue when close returns") {
+    auto transport = acemq::amqp::open(testing_support::amqp_url());
+    Queue queue(*transport, "closed-unsettled", 3);
+    // Rounds, because the window it closes was a moment wide: a consumer cancelled before its
+    // channel closed had its deliveries put back only once the channel's process had ended.
+    for (int round = 0; round < 20; ++round) {
+        INFO("round " << round);
+        Received received;
+        auto subscription = transport->consume(queue.name(), {.prefetch = 10}, received.sink());
+        received.at(2);  // all three delivered, none settled
+        subscription->close();
+        REQUIRE(transport->queue_depth(queue.name()) == 3);
+    }
+    CHECK(queue.drain(queue.name()) == Ids{"m1", "m2", "m3"});
+}
+
 TEST_CASE("a mixed run of acks, requeues and rejects lands each message where it was sent") {
     auto transport = acemq::amqp::open(testing_support::amqp_url());
     Queue queue(*transport, "mixed", 7, {.dead_letter = true});

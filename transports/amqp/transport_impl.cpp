@@ -94,10 +94,15 @@ void AmqpTransport::Impl::stop(const std::shared_ptr<SubscriptionState>& state) 
 }
 
 void AmqpTransport::Impl::close_subscription(const std::shared_ptr<SubscriptionState>& state) {
-    stop(state);
     on_io_thread<bool>(
         "close the subscription to queue " + in_quotes(state->queue),
         [this, state](Connection* connection) {
+            // Closed with its consumer in place, not cancelled first: RabbitMQ puts a closing
+            // channel's unacked messages back before it answers the close only for the queues
+            // the channel still consumes from; for a cancelled consumer's queue that happens
+            // when the channel's process has ended, a moment after close() returned, and a
+            // pull right after found them missing (amqp-settlements under ASan).
+            state->stopped = true;
             subscriptions_.close(connection, state);
             note_stopped_queues();
             return true;
