@@ -63,8 +63,8 @@ inline constexpr auto all = std::to_array<std::string_view>({
     "time",
 });
 
-// The number of `name` in `all`, or -1 when it is not one of them. A hash probe: a couple of
-// dozen instructions, whatever the name.
+// The number of `name` in `all`, or -1 when it is not one of them. A perfect hash: one slot
+// read and one compare, whatever the name.
 int index_of(std::string_view name) noexcept;
 
 }  // namespace acemq::contract_names
