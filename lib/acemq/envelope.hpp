@@ -91,9 +91,14 @@ void set_header(Envelope& envelope, FieldName name, FieldValue value);
 // headers. Throws InvalidArgument for an envelope that must not be sent (empty id,
 // version or attempt below 1, a route step containing ',' or blank, a negative route
 // position) and ReservedHeaderError for a reserved name among the application headers.
-// `room`: entries to make room for beyond these, for a caller that adds some (a tracer's
-// traceparent and tracestate), so that adding them moves nothing.
-Headers render_headers(const Envelope& envelope, std::size_t room = 0);
+// `added` (a tracer's traceparent and tracestate, say) are merged in as well, each in its
+// place and replacing an application header of its name; a reserved name among them is
+// refused as among the application headers.
+Headers render_headers(const Envelope& envelope, Headers added = {});
+
+// Throws what render_headers(envelope) would throw, and nothing else: for a caller that starts
+// something it would have to undo (a span) before it renders.
+void check_sendable(const Envelope& envelope);
 
 // Reads a delivery's headers tolerantly (docs/wire-contract.md §2.2–2.5): unreadable
 // values take their defaults, never throw; the id falls back to the AMQP message-id

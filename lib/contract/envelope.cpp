@@ -132,14 +132,20 @@ void set_header(Envelope& envelope, FieldName name, FieldValue value) {
     envelope.headers.insert_or_assign(std::move(name), std::move(value));
 }
 
-Headers render_headers(const Envelope& envelope, std::size_t room) {
+void check_sendable(const Envelope& envelope) {
     validate_for_sending(envelope);
     for (const auto& [name, value] : envelope.headers)
         if (is_reserved_header(name)) throw ReservedHeaderError(name.str());
+}
 
-    // The reserved headers in name order, merged on the way with the (sorted) application
-    // headers: the table is built front to back, with no search and one allocation of just
-    // the size needed (a message waiting in a queue keeps its headers, so room for every
+Headers render_headers(const Envelope& envelope, Headers added) {
+    check_sendable(envelope);
+    for (const auto& [name, value] : added)
+        if (is_reserved_header(name)) throw ReservedHeaderError(name.str());
+
+    // The reserved headers in name order, merged on the way with the (sorted) application and
+    // added headers: the table is built front to back, with no search and one allocation of
+    // just the size needed (a message waiting in a queue keeps its headers, so room for every
     // reserved header would be most of what it weighs).
     const auto present = [](const std::string& text) -> std::size_t { return text.empty() ? 0 : 1; };
     constexpr std::size_t always_written = 5;  // attempt, correlation, id, type, version
@@ -148,13 +154,32 @@ Headers render_headers(const Envelope& envelope, std::size_t room) {
                                        (envelope.first_seen ? 1 : 0) +
                                        (envelope.route.empty() ? 0 : 2 + present(envelope.route_id));
     Headers out;
-    out.reserve(envelope.headers.size() + reserved_count + room);
+    out.reserve(envelope.headers.size() + added.size() + reserved_count);
     auto application = envelope.headers.begin();
+    auto extra = added.begin();
+    // Puts the application and added headers that sort before `name` (all of them when it is
+    // null), an added one in place of an application one of its name. compare(), not <:
+    // clang 14, the fuzz build's compiler, rejects a string's <=> with a string_view inside a
+    // generic lambda.
+    const auto put_others_before = [&](const std::string_view* name) {
+        for (;;) {
+            const bool application_left =
+                application != envelope.headers.end() && (name == nullptr || application->first.compare(*name) < 0);
+            const bool added_left = extra != added.end() && (name == nullptr || extra->first.compare(*name) < 0);
+            if (added_left && (!application_left || extra->first.compare(application->first) <= 0)) {
+                if (application_left && extra->first == application->first) ++application;
+                out.emplace_back(extra->first, std::move(extra->second));
+                ++extra;
+            } else if (application_left) {
+                out.emplace_back(application->first, application->second);
+                ++application;
+            } else {
+                return;
+            }
+        }
+    };
     auto put = [&](std::string_view name, auto&& value) {
-        // compare(), not <: clang 14, the fuzz build's compiler, rejects a string's <=> with a
-        // string_view inside a generic lambda.
-        for (; application != envelope.headers.end() && application->first.compare(name) < 0; ++application)
-            out.emplace_back(application->first, application->second);
+        put_others_before(&name);
         out.emplace_back(name, std::forward<decltype(value)>(value));
     };
     auto put_text = [&](std::string_view name, const std::string& text) {
@@ -178,8 +203,7 @@ Headers render_headers(const Envelope& envelope, std::size_t room) {
     }
     put(header::type, envelope.type);
     put(header::version, envelope.version);
-    for (; application != envelope.headers.end(); ++application)
-        out.emplace_back(application->first, application->second);
+    put_others_before(nullptr);
     return out;
 }
 

@@ -152,12 +152,17 @@ Publisher::Publisher(std::shared_ptr<detail::BusCore> bus, std::string exchange,
 
 namespace {
 
-// A message ready to go, and the context it was made from (kept for errors and observers
-// once the transport has taken the message).
+// A message ready to go, the context it was made from (kept for errors and observers once
+// the transport has taken the message), and its span when tracing.
 struct Prepared {
     OutboundMessage message;
     PublishContext context;
+    std::unique_ptr<Span> span{};
 };
+
+detail::Telemetry::Published published_of(const PublishContext& sent) {
+    return {sent.exchange, sent.routing_key, sent.envelope.id, sent.envelope.correlation, sent.envelope.type};
+}
 
 // Runs the bus's publish interceptors around the final step, which encodes the payload
 // into the message to send. Throws whatever an interceptor or the codec throws.
@@ -172,20 +177,30 @@ Prepared prepare(detail::BusCore& bus, PublishContext context, const Codec& code
         message.body = std::move(encoded.body);
         message.content_type = std::move(encoded.content_type);
         message.message_id = ready.envelope.id;
-        // Room for the traceparent and tracestate a traced publish adds.
-        message.headers = render_headers(ready.envelope, bus.telemetry().tracing() ? 2 : 0);
+        Headers trace;
+        if (bus.telemetry().tracing()) {
+            // Started before the headers are rendered, so that its traceparent is rendered in
+            // its place among them instead of inserted after (which moved every header behind
+            // it); checked first, so that a publish that cannot be sent starts no span.
+            check_sendable(ready.envelope);
+            prepared.span = bus.telemetry().start_publish(published_of(ready), ready.envelope.headers, trace);
+        }
+        message.headers = render_headers(ready.envelope, std::move(trace));
         message.reply_to = ready.reply_to;
         message.persistent = ready.persistent;
         message.mandatory = ready.mandatory;
         // An interceptor may have handed on a context of its own instead of the one it got.
         if (&ready != &prepared.context) prepared.context = std::move(ready);
     };
-    detail::run_chain<void>(bus.publish_interceptors(), prepared.context, finish);
+    try {
+        detail::run_chain<void>(bus.publish_interceptors(), prepared.context, finish);
+    } catch (const std::exception& error) {
+        // An interceptor threw after the message was made: the publish failed, and its span
+        // says so instead of ending without an outcome.
+        if (prepared.span) detail::Telemetry::end_publish(*prepared.span, detail::PublishOutcome::failed, error.what());
+        throw;
+    }
     return prepared;
-}
-
-detail::Telemetry::Published published_of(const PublishContext& sent) {
-    return {sent.exchange, sent.routing_key, sent.envelope.id, sent.envelope.correlation, sent.envelope.type};
 }
 
 // Counts and ends the span of one publish the transport answered (or threw on).
@@ -220,7 +235,7 @@ SendResult Publisher::send_encoded(const SendOptions& options, const EncodeOne& 
     const auto started = instruments_ ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
     Prepared prepared = prepare(*bus_, context_for(options), *options_.codec, encode_payload);
     const PublishContext& sent = prepared.context;
-    const std::unique_ptr<Span> span = bus_->telemetry().start_publish(published_of(sent), prepared.message.headers);
+    const std::unique_ptr<Span> span = std::move(prepared.span);
     const Reporter report{*bus_, instruments_.get(), exchange_, routing_key_};
     PublishResult result;
     try {
@@ -243,15 +258,10 @@ std::vector<SendResult> Publisher::send_all_encoded(std::size_t count, const Sen
                               " messages; leave message_id empty");
     std::vector<Prepared> batch;
     batch.reserve(count);
-    detail::Telemetry& telemetry = bus_->telemetry();
-    std::vector<std::unique_ptr<Span>> spans(telemetry.tracing() ? count : 0);
-    for (std::size_t index = 0; index < count; ++index) {
+    for (std::size_t index = 0; index < count; ++index)
         batch.push_back(prepare(*bus_, context_for(options), *options_.codec,
                                 [&](const Codec& codec) { return encode_payload(index, codec); }));
-        if (!spans.empty())
-            spans[index] = telemetry.start_publish(published_of(batch.back().context), batch.back().message.headers);
-    }
-    auto span_of = [&](std::size_t index) { return spans.empty() ? nullptr : spans[index].get(); };
+    auto span_of = [&](std::size_t index) { return batch[index].span.get(); };
     const Reporter report{*bus_, instruments_.get(), exchange_, routing_key_};
     std::vector<SendResult> results;
     std::vector<std::optional<PublishError>> failures;

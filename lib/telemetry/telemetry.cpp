@@ -149,8 +149,13 @@ std::string_view span_name(std::string_view destination, std::string_view operat
 }  // namespace
 
 std::unique_ptr<Span> Telemetry::start_publish(const Published& publish, Headers& headers) const {
+    return start_publish(publish, headers, headers);
+}
+
+std::unique_ptr<Span> Telemetry::start_publish(const Published& publish, const Headers& carried_in,
+                                               Headers& trace) const {
     if (!tracer_) return nullptr;
-    const std::optional<TraceContext> carried = extract_trace(headers);
+    const std::optional<TraceContext> carried = extract_trace(carried_in);
     const TraceContext* parent = carried ? &*carried : current_trace();
     const std::string_view destination = trace_destination(publish.exchange, publish.routing_key);
     std::array<AttributeView, 7> attributes{{
@@ -166,7 +171,7 @@ std::unique_ptr<Span> Telemetry::start_publish(const Published& publish, Headers
     if (!publish.type.empty()) attributes[count++] = {span_attribute::message_type, publish.type};
     std::unique_ptr<Span> span = tracer_->start_span(
         {span_name(destination, " publish"), SpanKind::producer, parent, std::span(attributes.data(), count)});
-    inject_trace(span->context(), headers);
+    inject_trace(span->context(), trace);
     return span;
 }
 

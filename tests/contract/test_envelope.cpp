@@ -225,6 +225,48 @@ TEST_CASE("envelopes that must not be sent are refused with the reason") {
         envelope.route_position = -1;
         CHECK_THROWS_AS(render_headers(envelope), InvalidArgument);
     }
+    SECTION("a reserved name among the application headers") {
+        envelope.headers.emplace("x-acemq-sneaked-in", FieldValue("x"));
+        CHECK_THROWS_AS(render_headers(envelope), ReservedHeaderError);
+        CHECK_THROWS_AS(check_sendable(envelope), ReservedHeaderError);
+    }
+    // check_sendable refuses what render_headers refuses, and passes what it renders.
+    bool renders = true;
+    try {
+        render_headers(envelope);
+    } catch (const Error&) {
+        renders = false;
+    }
+    if (renders)
+        CHECK_NOTHROW(check_sendable(envelope));
+    else
+        CHECK_THROWS_AS(check_sendable(envelope), Error);
+}
+
+TEST_CASE("added headers are rendered in their place, each replacing an application header of its name") {
+    Envelope envelope = Envelope::for_new_message("k", "svc@host");
+    set_header(envelope, "aa-first", FieldValue("app"));
+    set_header(envelope, "traceparent", FieldValue("the application's"));
+    set_header(envelope, "zz-last", FieldValue("app"));
+    const Headers added{{"a-added", FieldValue("added")},
+                        {"traceparent", FieldValue("the tracer's")},
+                        {"tracestate", FieldValue("k=v")},
+                        {"zzz-added", FieldValue("added")}};
+    const Headers rendered = render_headers(envelope, added);
+    CHECK(std::is_sorted(rendered.begin(), rendered.end(),
+                         [](const auto& left, const auto& right) { return left.first < right.first; }));
+    CHECK(rendered.size() == render_headers(envelope).size() + 3);  // traceparent replaced, not added
+    for (const auto& [name, value] : added) CHECK(rendered.at(name) == value);
+    CHECK(rendered.at("aa-first") == FieldValue("app"));
+    CHECK(rendered.at("zz-last") == FieldValue("app"));
+    CHECK(rendered.at("x-acemq-id") == FieldValue(envelope.id));
+    // Read back, the added ones are application headers like any other.
+    const Envelope read = read_envelope(rendered, "k");
+    CHECK(read.headers.size() == 6);
+    CHECK(read.id == envelope.id);
+
+    CHECK(render_headers(envelope, Headers{}) == render_headers(envelope));
+    CHECK_THROWS_AS(render_headers(envelope, Headers{{"x-acemq-id", FieldValue("mine")}}), ReservedHeaderError);
 }
 
 TEST_CASE("reading is tolerant of every representation another client may hand back") {

@@ -250,3 +250,64 @@ TEST_CASE("a publish inside a handler is a child of the delivery's span") {
     CHECK(forwarded[0].parent->span_id == handling[0].context.span_id);
     CHECK(forwarded[0].context.trace_id == handling[0].context.trace_id);
 }
+
+TEST_CASE("a traced publish renders its own traceparent among the headers, a child of one the application set") {
+    auto tracer = std::make_shared<RecordingTracer>();
+    acemq::BusOptions options{.tracer = tracer};
+    // Interceptors the sections switch on: one that spoils the envelope before the message is
+    // made, one that fails after it is.
+    auto spoil = std::make_shared<bool>(false);
+    auto fail_after = std::make_shared<bool>(false);
+    options.publish_interceptors.push_back(
+        [spoil, fail_after](acemq::PublishContext& context, const acemq::PublishNext& next) {
+            if (*spoil) context.envelope.version = 0;
+            next(context);
+            if (*fail_after) throw std::runtime_error("the interceptor gave up after the message was made");
+        });
+    Fixture f{std::move(options)};
+    const std::string queue = f.source_queue("trace-rendered");
+    const std::string publish_span = queue + " publish";
+
+    SECTION("the application's traceparent is the parent; the message carries the span's, in name order") {
+        const auto parent = acemq::TraceContext::parse("00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01");
+        REQUIRE(parent);
+        acemq::SendOptions send;
+        send.headers = {{"aaa", acemq::FieldValue("first")},
+                        {"traceparent", acemq::FieldValue(parent->traceparent())},
+                        {"zzz", acemq::FieldValue("last")}};
+        f.bus().publisher_to_queue(queue).send(Order{"o-1", 1}, send);
+        const auto spans = tracer->named(publish_span);
+        REQUIRE(spans.size() == 1);
+        REQUIRE(spans[0].parent);
+        CHECK(spans[0].parent->span_id == parent->span_id);
+        CHECK(spans[0].context.trace_id == parent->trace_id);
+
+        auto delivery = f.pull(queue);
+        REQUIRE(delivery);
+        const acemq::PackedHeaders headers = delivery->message().headers();
+        CHECK(headers.at("traceparent") == acemq::FieldValue(spans[0].context.traceparent()));
+        CHECK_FALSE(headers.contains("tracestate"));
+        CHECK(headers.at("aaa") == acemq::FieldValue("first"));
+        CHECK(headers.at("zzz") == acemq::FieldValue("last"));
+        std::vector<std::string> names;
+        for (auto entry = headers.begin(); entry != headers.end(); ++entry) names.emplace_back(entry.name());
+        CHECK(std::ranges::is_sorted(names));
+        CHECK(std::ranges::adjacent_find(names) == names.end());
+        delivery->ack();
+    }
+    SECTION("a publish whose envelope cannot be sent starts no span") {
+        *spoil = true;
+        CHECK_THROWS_AS(f.bus().publisher_to_queue(queue).send(Order{"o-2", 2}), acemq::InvalidArgument);
+        CHECK(tracer->named(publish_span).empty());
+    }
+    SECTION("a publish an interceptor fails after the message was made ends its span as failed") {
+        *fail_after = true;
+        CHECK_THROWS_WITH(f.bus().publisher_to_queue(queue).send(Order{"o-3", 3}),
+                          Catch::Contains("gave up after the message was made"));
+        const auto spans = tracer->named(publish_span);
+        REQUIRE(spans.size() == 1);
+        CHECK(spans[0].text("messaging.acemq.outcome") == "failed");
+        REQUIRE(spans[0].error);
+        CHECK_THAT(*spans[0].error, Catch::Contains("gave up"));
+    }
+}
