@@ -70,6 +70,11 @@ std::vector<std::string> split_route(std::string_view text) {
     return steps;
 }
 
+void refuse_reserved(const Headers& headers) {
+    for (const auto& [name, value] : headers)
+        if (is_reserved_header(name)) throw ReservedHeaderError(name.str());
+}
+
 void validate_for_sending(const Envelope& envelope) {
     if (envelope.id.empty())
         throw InvalidArgument(
@@ -134,14 +139,12 @@ void set_header(Envelope& envelope, FieldName name, FieldValue value) {
 
 void check_sendable(const Envelope& envelope) {
     validate_for_sending(envelope);
-    for (const auto& [name, value] : envelope.headers)
-        if (is_reserved_header(name)) throw ReservedHeaderError(name.str());
+    refuse_reserved(envelope.headers);
 }
 
 Headers render_headers(const Envelope& envelope, Headers added) {
     check_sendable(envelope);
-    for (const auto& [name, value] : added)
-        if (is_reserved_header(name)) throw ReservedHeaderError(name.str());
+    refuse_reserved(added);
 
     // The reserved headers in name order, merged on the way with the (sorted) application and
     // added headers: the table is built front to back, with no search and one allocation of

@@ -152,11 +152,10 @@ std::unique_ptr<Span> Telemetry::start_publish(const Published& publish, Headers
     return start_publish(publish, headers, headers);
 }
 
-std::unique_ptr<Span> Telemetry::start_publish(const Published& publish, const Headers& carried_in,
-                                               Headers& trace) const {
+std::unique_ptr<Span> Telemetry::start_publish(const Published& publish, const Headers& carried, Headers& trace) const {
     if (!tracer_) return nullptr;
-    const std::optional<TraceContext> carried = extract_trace(carried_in);
-    const TraceContext* parent = carried ? &*carried : current_trace();
+    const std::optional<TraceContext> carried_trace = extract_trace(carried);
+    const TraceContext* parent = carried_trace ? &*carried_trace : current_trace();
     const std::string_view destination = trace_destination(publish.exchange, publish.routing_key);
     std::array<AttributeView, 7> attributes{{
         {span_attribute::system, system_},
