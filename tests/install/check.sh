@@ -114,16 +114,16 @@ for module in $modules; do
   only_our_flags "$module.pc (pkg-config --cflags $module)" $(pkg-config --cflags "$module")
 done
 
-# Each installed header compiles on its own with the installed flags alone, under g++ and
-# clang++.
+# Each installed header compiles on its own with the installed flags alone (g++), and all of
+# them together under clang++ with a user's warnings on (a user's compiler is not always ours).
+# What a header needs from others is the same under both compilers (both read libstdc++), so
+# the one-by-one compiles are g++'s alone: under clang++ as well they were half of this check's
+# CPU time (84 headers, ~1.3 s each).
 cflags=$(pkg-config --cflags acemq)
 # One compiler a core: some fifty headers, seconds each.
 compiles_alone() {
-  local compiler
-  for compiler in g++ clang++; do
-    echo "#include <$1>" | $compiler -std=c++20 -fsyntax-only $cflags -x c++ - ||
-      { echo "install check: <$1> does not compile on its own with $compiler $cflags" >&2; return 1; }
-  done
+  echo "#include <$1>" | g++ -std=c++20 -fsyntax-only $cflags -x c++ - ||
+    { echo "install check: <$1> does not compile on its own with g++ $cflags" >&2; return 1; }
 }
 export -f compiles_alone
 export cflags
@@ -134,6 +134,9 @@ if [ "$headers_alone" = config-dependent ]; then
 fi
 echo "$alone" | xargs -P "$(nproc)" -n 1 bash -c 'compiles_alone "$0"' ||
   fail "installed headers do not compile on their own (named above)"
+# shellcheck disable=SC2086 # $cflags is meant to be split into arguments
+sed 's/.*/#include <&>/' <<<"$alone" | clang++ -std=c++20 -Wall -Wextra -Werror -fsyntax-only $cflags -x c++ - ||
+  fail "installed headers do not compile together with clang++ -Wall -Wextra -Werror $cflags"
 
 # What every build of consumer.cpp must print: the message consumed, a struct's field
 # names read from the compiler (detail/reflect.hpp), through the JSON codec and back, and a
