@@ -24,8 +24,10 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
+#include <acemq/detail/message_block.hpp>
 #include <acemq/envelope.hpp>
 #include <acemq/field.hpp>
 #include <acemq/health.hpp>
@@ -84,32 +86,61 @@ struct InboundParts {
 };
 
 // What a delivery carries, as the broker handed it over: read through its accessors, whose
-// views live as long as the message. A value: copies are independent. The short texts
-// (content type, exchange, routing key, id, reply-to, decode failure) and the headers, packed
-// (packed_headers.hpp), share one buffer: one heap block for all of them besides the body (a
-// message held in a queue otherwise pays a block and 32 bytes a text, and a header table;
-// docs/design.md decision 12).
+// views live as long as the message (or a copy of it). A value: a copy reads the same and
+// nothing done to one changes the other. It is a handle to one heap block holding the short
+// texts (content type, exchange, routing key, id, reply-to, decode failure), the headers,
+// packed (packed_headers.hpp), and a body of up to 2 KiB (detail/message_block.hpp): copies
+// share the block, so the embedded broker hands every delivery of a message the one it keeps,
+// and set_redelivered() on a shared one copies it first (docs/design.md decision 12).
+//
+// Threads: any number of threads may read, copy and drop copies of one message at once; a
+// single handle is not to be changed by one thread while another uses it.
 class InboundMessage {
 public:
     InboundMessage() = default;
     explicit InboundMessage(InboundParts parts);
+    // A message whose last release hands its block to `releaser` (the embedded broker's).
+    InboundMessage(InboundParts parts, detail::MessageReleaser& releaser);
+    InboundMessage(const InboundMessage& other) noexcept : block_(other.block_) {
+        if (block_ != nullptr) block_->references.fetch_add(1, std::memory_order_relaxed);
+    }
+    InboundMessage(InboundMessage&& other) noexcept : block_(std::exchange(other.block_, nullptr)) {}
+    InboundMessage& operator=(const InboundMessage& other) noexcept {
+        InboundMessage(other).swap(*this);
+        return *this;
+    }
+    InboundMessage& operator=(InboundMessage&& other) noexcept {
+        InboundMessage(std::move(other)).swap(*this);
+        return *this;
+    }
+    ~InboundMessage() { release(); }
+    void swap(InboundMessage& other) noexcept { std::swap(block_, other.block_); }
 
-    std::span<const std::byte> body() const noexcept { return body_; }
+    std::span<const std::byte> body() const noexcept;
     std::string_view content_type() const noexcept { return text(Text::content_type); }
     std::string_view exchange() const noexcept { return text(Text::exchange); }
     std::string_view routing_key() const noexcept { return text(Text::routing_key); }
     std::string_view message_id() const noexcept { return text(Text::message_id); }
     std::string_view reply_to() const noexcept { return text(Text::reply_to); }
     PackedHeaders headers() const noexcept { return PackedHeaders(text(Text::headers), message_id()); }
-    bool redelivered() const noexcept { return redelivered_; }
+    bool redelivered() const noexcept { return block_ != nullptr && block_->redelivered; }
     // InboundParts::decode_failure: "" when the transport read the properties.
     std::string_view decode_failure() const noexcept { return text(Text::decode_failure); }
 
     // Every part, to change and make a new message from: copied, or moved out of a message
-    // about to go.
+    // about to go (its body moved, not copied, when no copy shares it).
     InboundParts parts() const&;
     InboundParts parts() &&;
-    void set_redelivered(bool redelivered) noexcept { redelivered_ = redelivered; }
+    // Copies the block first when another copy shares it (which may throw std::bad_alloc).
+    void set_redelivered(bool redelivered);
+
+    // Whether another copy shares this one's block (for the broker, which changes a message
+    // it holds alone in place).
+    bool shared() const noexcept {
+        return block_ != nullptr && block_->references.load(std::memory_order_acquire) != 1;
+    }
+    // The bytes this message holds on the heap, shared with its copies.
+    std::size_t heap_bytes() const noexcept { return block_ == nullptr ? 0 : detail::message_block_bytes(*block_); }
 
 private:
     // The headers, packed, come last.
@@ -122,22 +153,33 @@ private:
         decode_failure,
         headers
     };
-    static constexpr std::size_t text_count = 7;
 
-    // Every part but the body, which is given.
+    static detail::MessageBlock* make_block(InboundParts&& parts);
     InboundParts parts_with(Bytes body) const;
+    void release() noexcept;
 
     std::string_view text(Text which) const noexcept {
+        if (block_ == nullptr) return {};
         const auto index = static_cast<std::size_t>(which);
-        const std::uint32_t begin = index == 0 ? 0 : text_ends_[index - 1];
-        return std::string_view(texts_).substr(begin, text_ends_[index] - begin);
+        return std::string_view(block_->text_begin(index), block_->text_end(index));
     }
 
-    Bytes body_;
-    std::string texts_;  // the six texts and the packed headers back to back, each ending at its text_ends_ entry
-    std::array<std::uint32_t, text_count> text_ends_{};
-    bool redelivered_ = false;
+    detail::MessageBlock* block_ = nullptr;
 };
+
+inline std::span<const std::byte> InboundMessage::body() const noexcept {
+    if (block_ == nullptr) return {};
+    if (block_->body_apart) return detail::apart_body(*block_);
+    return {reinterpret_cast<const std::byte*>(block_->texts() + block_->texts_size), block_->inline_body_size};
+}
+
+inline void InboundMessage::release() noexcept {
+    if (block_ == nullptr || block_->references.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
+    if (block_->releaser != nullptr)
+        block_->releaser->release(block_);
+    else
+        detail::free_message_block(block_);
+}
 
 // The envelope of a delivered message (envelope.hpp's read_envelope, off its headers, routing
 // key and message id), each header value decoded once.
@@ -159,10 +201,7 @@ protected:
 // subscription closes (as RabbitMQ does when a channel closes). Move-only.
 class Delivery {
 public:
-    Delivery(InboundMessage message, DeliverySettler& settler, std::uint64_t delivery_tag);
-    // Shares the message rather than copying it: the embedded broker keeps it for a
-    // redelivery and hands each delivery the same one. Nobody may change it while shared.
-    Delivery(std::shared_ptr<const InboundMessage> message, DeliverySettler& settler, std::uint64_t delivery_tag)
+    Delivery(InboundMessage message, DeliverySettler& settler, std::uint64_t delivery_tag)
         : message_(std::move(message)), settler_(&settler), tag_(delivery_tag) {}
     Delivery(Delivery&& other) noexcept;
     Delivery& operator=(Delivery&& other) noexcept;
@@ -170,8 +209,8 @@ public:
     Delivery& operator=(const Delivery&) = delete;
     ~Delivery() = default;
 
-    // Not for a moved-from Delivery, which has no message any more.
-    const InboundMessage& message() const noexcept { return *message_; }
+    // A moved-from Delivery's is empty.
+    const InboundMessage& message() const noexcept { return message_; }
     bool settled() const noexcept { return settler_ == nullptr; }
 
     // Each settles the delivery, and throws UsageError when it was already settled.
@@ -185,7 +224,7 @@ public:
 private:
     DeliverySettler& take_settler(std::string_view action);
 
-    std::shared_ptr<const InboundMessage> message_;
+    InboundMessage message_;
     DeliverySettler* settler_;
     std::uint64_t tag_;
 };

@@ -4,7 +4,7 @@
 #include <catch2/catch.hpp>
 
 #include <atomic>
-#include <memory>
+#include <optional>
 #include <thread>
 #include <vector>
 
@@ -16,29 +16,29 @@ using acemq::inproc::detail::ReleasedMessages;
 
 namespace {
 
-InboundMessage message_of(std::size_t body_size) {
-    return InboundMessage({.body = Bytes(body_size, std::byte{7}),
-                           .content_type = "application/msgpack",
-                           .exchange = "",
-                           .routing_key = "orders",
-                           .message_id = "4f1d2c3b-0000-4000-8000-1234567890ab",
-                           .reply_to = "",
-                           .headers = {{"x-acemq-correlation", "4f1d2c3b-0000-4000-8000-1234567890ab"},
-                                       {"x-acemq-attempt", std::int32_t{1}}}});
+acemq::InboundParts parts_of(std::size_t body_size) {
+    return {.body = Bytes(body_size, std::byte{7}),
+            .content_type = "application/msgpack",
+            .exchange = "",
+            .routing_key = "orders",
+            .message_id = "4f1d2c3b-0000-4000-8000-1234567890ab",
+            .reply_to = "",
+            .headers = {{"x-acemq-correlation", "4f1d2c3b-0000-4000-8000-1234567890ab"},
+                        {"x-acemq-attempt", std::int32_t{1}}}};
 }
 
 }  // namespace
 
 TEST_CASE("a message released on another thread waits until the publishing side frees it", "[inproc]") {
-    auto list = std::make_shared<ReleasedMessages>();
-    std::shared_ptr<InboundMessage> message = ReleasedMessages::make(list, message_of(100));
-    const std::size_t weight = ReleasedMessages::weight_of(*message);
+    ReleasedMessages::Owned list = ReleasedMessages::create();
+    InboundMessage message = list->make(parts_of(100));
+    const std::size_t weight = message.heap_bytes();
     CHECK(weight > 100);
-    CHECK(message->body().size() == 100);
-    CHECK(message->message_id() == "4f1d2c3b-0000-4000-8000-1234567890ab");
+    CHECK(message.body().size() == 100);
+    CHECK(message.message_id() == "4f1d2c3b-0000-4000-8000-1234567890ab");
     CHECK(list->held_bytes() == 0);
 
-    std::thread([released = std::move(message)]() mutable { released.reset(); }).join();
+    std::thread([released = std::move(message)]() mutable { InboundMessage gone = std::move(released); }).join();
     CHECK(list->held_bytes() == weight);
     list->free_released();
     CHECK(list->held_bytes() == 0);
@@ -47,9 +47,9 @@ TEST_CASE("a message released on another thread waits until the publishing side 
 }
 
 TEST_CASE("a message still shared is not released", "[inproc]") {
-    auto list = std::make_shared<ReleasedMessages>();
-    std::shared_ptr<InboundMessage> message = ReleasedMessages::make(list, message_of(10));
-    std::shared_ptr<const InboundMessage> delivery = message;
+    ReleasedMessages::Owned list = ReleasedMessages::create();
+    std::optional<InboundMessage> message = list->make(parts_of(10));
+    std::optional<InboundMessage> delivery = message;
     message.reset();
     CHECK(list->held_bytes() == 0);
     CHECK(delivery->body().size() == 10);
@@ -57,45 +57,60 @@ TEST_CASE("a message still shared is not released", "[inproc]") {
     CHECK(list->held_bytes() > 0);
 }
 
+TEST_CASE("a copy made to change a shared message is not the list's to free", "[inproc]") {
+    ReleasedMessages::Owned list = ReleasedMessages::create();
+    std::optional<InboundMessage> message = list->make(parts_of(10));
+    std::optional<InboundMessage> redelivery = message;
+    redelivery->set_redelivered(true);
+    CHECK(redelivery->redelivered());
+    CHECK_FALSE(message->redelivered());
+    redelivery.reset();
+    CHECK(list->held_bytes() == 0);
+    message.reset();
+    CHECK(list->held_bytes() > 0);
+}
+
 TEST_CASE("released messages never weigh more than the bound: past it, the releasing thread frees", "[inproc]") {
-    auto list = std::make_shared<ReleasedMessages>();
+    ReleasedMessages::Owned list = ReleasedMessages::create();
     SECTION("one message heavier than the bound is freed at once") {
-        ReleasedMessages::make(list, message_of(ReleasedMessages::most_held_bytes + 1)).reset();
+        list->make(parts_of(ReleasedMessages::most_held_bytes + 1));
         CHECK(list->held_bytes() == 0);
     }
     SECTION("many light ones fill it up to the bound and no further") {
-        const std::size_t weight = ReleasedMessages::weight_of(*ReleasedMessages::make(list, message_of(1000)));
+        const std::size_t weight = list->make(parts_of(1000)).heap_bytes();
         list->free_released();
         const std::size_t fit = ReleasedMessages::most_held_bytes / weight;
-        for (std::size_t i = 0; i < fit + 10; ++i) ReleasedMessages::make(list, message_of(1000)).reset();
+        for (std::size_t i = 0; i < fit + 10; ++i) list->make(parts_of(1000));
         CHECK(list->held_bytes() == fit * weight);
         list->free_released();
         CHECK(list->held_bytes() == 0);
     }
 }
 
-TEST_CASE("a message outliving the broker's list is still freed (the list is shared by its messages)", "[inproc]") {
-    auto list = std::make_shared<ReleasedMessages>();
-    std::weak_ptr<ReleasedMessages> watched = list;
-    std::shared_ptr<InboundMessage> message = ReleasedMessages::make(list, message_of(64));
+TEST_CASE("a message outliving the broker's list is still freed (the list lives while its messages do)", "[inproc]") {
+    const std::size_t lists_before = ReleasedMessages::lists();
+    ReleasedMessages::Owned list = ReleasedMessages::create();
+    CHECK(ReleasedMessages::lists() == lists_before + 1);
+    std::optional<InboundMessage> message = list->make(parts_of(64));
     list.reset();
-    CHECK_FALSE(watched.expired());
+    CHECK(ReleasedMessages::lists() == lists_before + 1);
+    CHECK(message->body().size() == 64);
     message.reset();  // released into the list, which then goes with its last message
-    CHECK(watched.expired());
+    CHECK(ReleasedMessages::lists() == lists_before);
 }
 
 TEST_CASE("consumers releasing while a publisher frees: every message is freed once", "[inproc][threads]") {
-    auto list = std::make_shared<ReleasedMessages>();
+    ReleasedMessages::Owned list = ReleasedMessages::create();
     constexpr int releasers = 3;
     constexpr int per_releaser = 20000;
-    std::vector<std::vector<std::shared_ptr<InboundMessage>>> made(releasers);
+    std::vector<std::vector<InboundMessage>> made(releasers);
     for (auto& batch : made)
-        for (int i = 0; i < per_releaser; ++i) batch.push_back(ReleasedMessages::make(list, message_of(16)));
+        for (int i = 0; i < per_releaser; ++i) batch.push_back(list->make(parts_of(16)));
     std::atomic<int> done{0};
     std::vector<std::thread> threads;
     for (auto& batch : made)
         threads.emplace_back([&batch, &done] {
-            for (auto& message : batch) message.reset();
+            batch.clear();
             done.fetch_add(1);
         });
     while (done.load() < releasers) list->free_released();

@@ -137,7 +137,7 @@ private:
 
     // routing.cpp
     // The broker's copy of a published message, freed on a publishing thread (released_).
-    std::shared_ptr<InboundMessage> inbound(OutboundMessage&& message);
+    InboundMessage inbound(OutboundMessage&& message);
     Published publish_locked(OutboundMessage&& message);
     void route(const detail::Exchange& exchange, std::string_view key, std::vector<detail::Queue*>& into);
     void enqueue(detail::Queue& queue, detail::StoredMessage&& stored);
@@ -205,7 +205,7 @@ private:
     std::vector<detail::Queue*> routed_;          // publish's routing result, kept to reuse its memory
     std::vector<Clock::TimerId> retired_timers_;  // to cancel once the lock is let go (Guard)
     // Published messages whose last reference dropped, to be freed by the next publish.
-    std::shared_ptr<detail::ReleasedMessages> released_ = std::make_shared<detail::ReleasedMessages>();
+    detail::ReleasedMessages::Owned released_ = detail::ReleasedMessages::create();
     // A durable broker's: its writer, the next ids in its data file, the queues holding
     // messages until a commit.
     std::unique_ptr<detail::Journal> journal_;

@@ -85,7 +85,7 @@ std::optional<Delivery> Broker::Impl::pull(ConnectionId connection, std::string_
     Consumer& pulls = *consumers_.at(connections_.at(connection).pulls);
     StoredMessage stored = queue->take_head();
     sync_timer(*queue);
-    std::shared_ptr<const InboundMessage> shared = stored.message;
+    InboundMessage shared = stored.message;
     const std::uint64_t tag = pulls.hand_out(queue, std::move(stored));
     delivered_.fetch_add(1, std::memory_order_relaxed);
     return Delivery(std::move(shared), *this, tag);
@@ -122,7 +122,7 @@ void Broker::Impl::dispatch(Queue& queue) {
         Consumer* chosen = queue.next_with_room();
         if (chosen == nullptr) return;
         StoredMessage stored = queue.take_head();
-        std::shared_ptr<const InboundMessage> shared = stored.message;
+        InboundMessage shared = stored.message;
         const std::uint64_t tag = chosen->hand_out(chosen->queue(), std::move(stored));
         delivered_.fetch_add(1, std::memory_order_relaxed);
         // A DeliverFn that throws is stopped, and this may be some other thread's publish:

@@ -82,8 +82,7 @@ void Broker::Impl::recover(detail::DataFileContents&& contents) {
         // Whether it was handed out before a crash is not written: it may have been. A
         // stream's reads take nothing, so its messages are never redelivered.
         if (!contents.closed_cleanly && !queue->second->is_stream()) row.message.set_redelivered(true);
-        StoredMessage stored{
-            .message = std::make_shared<InboundMessage>(std::move(row.message)), .persistent = true, .row = row.id};
+        StoredMessage stored{.message = std::move(row.message), .persistent = true, .row = row.id};
         stored.enqueued = row.enqueued_ms ? from_wall_ms(*row.enqueued_ms) : clock_->now();
         queue->second->append(std::move(stored));
     }
@@ -139,8 +138,8 @@ std::uint64_t Broker::Impl::hold(Queue& queue, StoredMessage&& stored, Queue::Aw
         record(journal::InsertMessage{.id = stored.row,
                                       .queue = queue.stored_id(),
                                       .enqueued_ms = wall_ms(stored.enqueued),
-                                      .properties = detail::pack_properties(*stored.message),
-                                      .body = Bytes(stored.message->body().begin(), stored.message->body().end()),
+                                      .properties = detail::pack_properties(stored.message),
+                                      .body = Bytes(stored.message.body().begin(), stored.message.body().end()),
                                       .published = awaits == Queue::Awaits::published});
     await_commit(queue, std::move(stored), commit, awaits);
     return commit;

@@ -102,7 +102,7 @@ std::vector<QueueSummary> Broker::Impl::queues() {
         consumer->each_unsettled([&](const detail::Unsettled& unsettled) {
             Held& of = held[unsettled.queue.get()];
             ++of.count;
-            of.bytes += unsettled.stored.message->body().size();
+            of.bytes += unsettled.stored.message.body().size();
         });
     const Clock::time_point now = clock_->now();
     std::vector<QueueSummary> summaries;
@@ -118,7 +118,7 @@ std::vector<QueueSummary> Broker::Impl::queues() {
                              .ready = queue->depth(),
                              .consumers = queue->consumer_count(),
                              .arguments = declared.arguments};
-        for (std::size_t i = 0; i < queue->depth(); ++i) summary.bytes += queue->ready_at(i).message->body().size();
+        for (std::size_t i = 0; i < queue->depth(); ++i) summary.bytes += queue->ready_at(i).message.body().size();
         if (const auto found = held.find(queue.get()); found != held.end()) {
             summary.unacked = found->second.count;
             if (!queue->is_stream()) summary.bytes += found->second.bytes;  // a stream's are in its log still
@@ -170,7 +170,7 @@ std::vector<BrowsedMessage> Broker::Impl::browse(std::string_view queue_name, Br
     for (std::uint64_t position = options.from; position < depth && browsed.size() < options.count; ++position) {
         const StoredMessage& stored = queue.ready_at(static_cast<std::size_t>(position));
         browsed.push_back(
-            BrowsedMessage{.position = position, .message = *stored.message, .persistent = stored.persistent});
+            BrowsedMessage{.position = position, .message = stored.message, .persistent = stored.persistent});
     }
     return browsed;
 }

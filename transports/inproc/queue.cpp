@@ -14,7 +14,7 @@ void Queue::make_ready(StoredMessage&& message) {
         message.edit([this](InboundParts& parts) {
             parts.headers.insert_or_assign(FieldName(stream_offset_header), FieldValue(next_offset()));
         });
-        log_bytes_ += message.message->body().size();
+        log_bytes_ += message.message.body().size();
     }
     ready_.push_back(std::move(message));
 }
@@ -22,7 +22,7 @@ void Queue::make_ready(StoredMessage&& message) {
 StoredMessage Queue::drop_oldest() {
     StoredMessage oldest = ready_.pop_front();
     ++first_offset_;
-    log_bytes_ -= oldest.message->body().size();
+    log_bytes_ -= oldest.message.body().size();
     return oldest;
 }
 
@@ -35,7 +35,7 @@ void Queue::append(StoredMessage&& message) {
 
 void Queue::collect_redelivered_rows(std::vector<std::uint64_t>& into) const {
     for (std::size_t i = 0; i < ready_.size(); ++i)
-        if (const StoredMessage& stored = ready_[i]; stored.row != 0 && stored.message->redelivered())
+        if (const StoredMessage& stored = ready_[i]; stored.row != 0 && stored.message.redelivered())
             into.push_back(stored.row);
 }
 

@@ -2,51 +2,52 @@
 
 namespace acemq::inproc::detail {
 
-// The deleter of a message made here: it hands the node to the list instead of freeing it.
-struct ReleasedMessages::Release {
-    std::shared_ptr<ReleasedMessages> list;
-    Node* node;
+using acemq::detail::MessageBlock;
 
-    void operator()(InboundMessage*) const noexcept { list->release(node); }
-};
+std::atomic<std::size_t> ReleasedMessages::lists_{0};
 
-ReleasedMessages::~ReleasedMessages() { free_released(); }
-
-std::shared_ptr<InboundMessage> ReleasedMessages::make(const std::shared_ptr<ReleasedMessages>& list,
-                                                       InboundMessage&& message) {
-    Node* node = new Node{.message = std::move(message)};
-    // Owned by the deleter from here: a control block that cannot be allocated releases it.
-    return std::shared_ptr<InboundMessage>(&node->message, Release{list, node});
+void ReleasedMessages::Drop::operator()(ReleasedMessages* list) const noexcept {
+    list->free_released();
+    list->drop();
 }
 
-std::size_t ReleasedMessages::weight_of(const InboundMessage& message) noexcept {
-    return sizeof(Node) + message.body().size() + message.content_type().size() + message.exchange().size() +
-           message.routing_key().size() + message.message_id().size() + message.reply_to().size() +
-           message.headers().packed_size();
+ReleasedMessages::~ReleasedMessages() {
+    free_released();
+    lists_.fetch_sub(1, std::memory_order_relaxed);
 }
 
-void ReleasedMessages::release(Node* node) noexcept {
-    // Weighed here, off the publishing thread, and as the message is now (a dead letter's
-    // x-death may have been added in place).
-    node->weight = weight_of(node->message);
-    if (held_bytes_.fetch_add(node->weight, std::memory_order_relaxed) + node->weight > most_held_bytes) {
-        held_bytes_.fetch_sub(node->weight, std::memory_order_relaxed);
-        delete node;
-        return;
+void ReleasedMessages::drop() noexcept {
+    if (holds_.fetch_sub(1, std::memory_order_acq_rel) == 1) delete this;
+}
+
+InboundMessage ReleasedMessages::make(InboundParts&& parts) {
+    InboundMessage message(std::move(parts), *this);
+    holds_.fetch_add(1, std::memory_order_relaxed);
+    return message;
+}
+
+void ReleasedMessages::release(MessageBlock* block) noexcept {
+    const std::size_t weight = acemq::detail::message_block_bytes(*block);
+    if (held_bytes_.fetch_add(weight, std::memory_order_relaxed) + weight > most_held_bytes) {
+        held_bytes_.fetch_sub(weight, std::memory_order_relaxed);
+        acemq::detail::free_message_block(block);
+    } else {
+        block->next_released = head_.load(std::memory_order_relaxed);
+        while (!head_.compare_exchange_weak(block->next_released, block, std::memory_order_release,
+                                            std::memory_order_relaxed)) {}
     }
-    node->next = head_.load(std::memory_order_relaxed);
-    while (!head_.compare_exchange_weak(node->next, node, std::memory_order_release, std::memory_order_relaxed)) {}
+    drop();
 }
 
 void ReleasedMessages::free_released() noexcept {
     if (head_.load(std::memory_order_relaxed) == nullptr) return;
-    Node* node = head_.exchange(nullptr, std::memory_order_acquire);
+    MessageBlock* block = head_.exchange(nullptr, std::memory_order_acquire);
     std::size_t freed = 0;
-    while (node != nullptr) {
-        Node* next = node->next;
-        freed += node->weight;
-        delete node;
-        node = next;
+    while (block != nullptr) {
+        MessageBlock* next = block->next_released;
+        freed += acemq::detail::message_block_bytes(*block);
+        acemq::detail::free_message_block(block);
+        block = next;
     }
     held_bytes_.fetch_sub(freed, std::memory_order_relaxed);
 }

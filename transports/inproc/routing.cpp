@@ -25,14 +25,14 @@ PublishResult not_routed(bool mandatory) {
 
 }  // namespace
 
-std::shared_ptr<InboundMessage> Broker::Impl::inbound(OutboundMessage&& message) {
-    return detail::ReleasedMessages::make(released_, InboundMessage({.body = std::move(message.body),
-                                                                     .content_type = std::move(message.content_type),
-                                                                     .exchange = std::move(message.exchange),
-                                                                     .routing_key = std::move(message.routing_key),
-                                                                     .message_id = std::move(message.message_id),
-                                                                     .reply_to = std::move(message.reply_to),
-                                                                     .headers = std::move(message.headers)}));
+InboundMessage Broker::Impl::inbound(OutboundMessage&& message) {
+    return released_->make({.body = std::move(message.body),
+                            .content_type = std::move(message.content_type),
+                            .exchange = std::move(message.exchange),
+                            .routing_key = std::move(message.routing_key),
+                            .message_id = std::move(message.message_id),
+                            .reply_to = std::move(message.reply_to),
+                            .headers = std::move(message.headers)});
 }
 
 PublishResult Broker::Impl::publish(OutboundMessage message) {
@@ -191,7 +191,7 @@ void Broker::Impl::route_dead_letter(Queue& from, StoredMessage&& stored, std::s
         if (policy.dead_letter_routing_key) parts.routing_key = *policy.dead_letter_routing_key;
         parts.redelivered = false;
     });
-    const InboundMessage& message = *stored.message;
+    const InboundMessage& message = stored.message;
     std::vector<Queue*> targets;
     if (message.exchange().empty()) {
         if (const auto found = queues_.find(message.routing_key()); found != queues_.end())

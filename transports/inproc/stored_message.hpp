@@ -2,14 +2,15 @@
 // queue it is in. The unit the broker stores, moves between queues and hands out.
 // Internal to the inproc broker; a plain value.
 //
-// The message itself is shared: every delivery of it hands the consumer the same one
-// instead of a copy, and copies of a StoredMessage (one per queue a publish reaches) share
-// it too. What is shared is never changed: edit() makes a copy first while anyone else
-// holds it, so a handler reading its delivery never sees it change under it.
+// The message's block is shared (InboundMessage): every delivery of it hands the consumer
+// the same one instead of a copy, and copies of a StoredMessage (one per queue a publish
+// reaches) share it too. What is shared is never changed: edit() and mark_redelivered() make
+// a new block while anyone else holds it, so a handler reading its delivery never sees it
+// change under it.
 #pragma once
 
 #include <cstdint>
-#include <memory>
+#include <utility>
 
 #include <acemq/clock.hpp>
 #include <acemq/transport.hpp>
@@ -17,26 +18,18 @@
 namespace acemq::inproc::detail {
 
 struct StoredMessage {
-    // Changes the message through its parts: in place when this StoredMessage holds it alone,
-    // on a copy otherwise.
+    // Changes the message through its parts (its body moved, not copied, when this
+    // StoredMessage holds it alone).
     template <class Change>
     void edit(Change&& change) {
-        const bool alone = message.use_count() == 1;
-        InboundParts parts = alone ? std::move(*message).parts() : message->parts();
+        InboundParts parts = std::move(message).parts();
         change(parts);
-        if (alone)
-            *message = InboundMessage(std::move(parts));
-        else
-            message = std::make_shared<InboundMessage>(std::move(parts));
+        message = InboundMessage(std::move(parts));
     }
 
-    void mark_redelivered() {
-        if (message->redelivered()) return;
-        if (message.use_count() != 1) message = std::make_shared<InboundMessage>(*message);
-        message->set_redelivered(true);
-    }
+    void mark_redelivered() { message.set_redelivered(true); }
 
-    std::shared_ptr<InboundMessage> message;
+    InboundMessage message;
     Clock::time_point enqueued{};  // when it entered its queue: a TTL runs from here
     bool persistent = false;       // as published: a durable broker keeps it in a durable queue
     std::uint64_t row = 0;         // its id in the data file; 0 when it is in memory only

@@ -81,7 +81,7 @@ void Broker::Impl::dispatch_stream(Queue& queue) {
             if (offset >= queue.next_offset()) break;
             consumer->set_stream_position(offset + 1);
             StoredMessage stored = queue.at_offset(offset);
-            std::shared_ptr<const InboundMessage> shared = stored.message;
+            InboundMessage shared = stored.message;
             const std::uint64_t tag = consumer->hand_out(consumer->queue(), std::move(stored));
             delivered_.fetch_add(1, std::memory_order_relaxed);
             if (!consumer->deliver(Delivery(std::move(shared), *this, tag))) {
