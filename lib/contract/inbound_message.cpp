@@ -23,7 +23,8 @@ std::size_t apart_body_offset(std::size_t texts_size) noexcept {
 }
 
 Bytes* apart_body_of(MessageBlock& block) noexcept {
-    return std::launder(reinterpret_cast<Bytes*>(reinterpret_cast<char*>(&block) + apart_body_offset(block.texts_size)));
+    return std::launder(
+        reinterpret_cast<Bytes*>(reinterpret_cast<char*>(&block) + apart_body_offset(block.texts_size)));
 }
 
 std::size_t block_size(std::size_t texts_size, std::size_t body_size, bool body_apart) noexcept {
@@ -76,16 +77,16 @@ std::size_t message_block_bytes(const MessageBlock& block) noexcept {
 
 MessageBlock* InboundMessage::make_block(InboundParts&& parts) {
     const std::array<const std::string*, MessageBlock::short_text_count> texts{
-        &parts.content_type, &parts.exchange, &parts.routing_key, &parts.message_id, &parts.reply_to,
-        &parts.decode_failure};
+        &parts.content_type, &parts.exchange, &parts.routing_key,
+        &parts.message_id,   &parts.reply_to, &parts.decode_failure};
     std::size_t short_texts = 0;
     for (const std::string* text : texts) short_texts += text->size();
     if (short_texts > MessageBlock::most_short_text_bytes)
-        throw InvalidArgument("acemq: a delivery's content type, exchange, routing key, id, reply-to and decode "
-                              "failure come to " +
-                              std::to_string(short_texts) + " bytes; at most " +
-                              std::to_string(MessageBlock::most_short_text_bytes) +
-                              " in all (AMQP allows 255 for each)");
+        throw InvalidArgument(
+            "acemq: a delivery's content type, exchange, routing key, id, reply-to and decode "
+            "failure come to " +
+            std::to_string(short_texts) + " bytes; at most " + std::to_string(MessageBlock::most_short_text_bytes) +
+            " in all (AMQP allows 255 for each)");
     // Most headers fit here: packed once, then copied, instead of counted and then packed.
     std::array<char, 512> scratch;
     const std::size_t headers_size =

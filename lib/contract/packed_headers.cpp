@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cstring>
 #include <limits>
-#include <type_traits>
 #include <variant>
 
 #include <acemq/error.hpp>
@@ -14,9 +13,11 @@ namespace acemq {
 
 namespace {
 
-// The packed form lives only in this process's memory (never on a wire or a disk), so numbers
-// are in the machine's own byte order. An entry is its name and its value (a tag, then what
-// the tag says). A name is a varint: odd, it is the number of one of the contract's names
+// The packed form lives only in this process's memory (never on a wire or a disk), so a
+// float is in the machine's own byte order. Integers and timestamps are varints (a signed one
+// zigzagged: 0, -1, 1, -2... as 0, 1, 2, 3...), so the small numbers headers mostly hold (an
+// attempt, a version, a time in seconds or milliseconds) take one to six bytes instead of four
+// or eight. An entry is its name and its value (a tag, then what the tag says). A name is a varint: odd, it is the number of one of the contract's names
 // (contract_names.hpp) times two plus one, a byte for the dozen x-acemq-* names a message
 // carries; even, twice the length of the bytes that follow.
 enum class Tag : std::uint8_t {
@@ -35,13 +36,18 @@ enum class Tag : std::uint8_t {
     text_message_id,  // text equal to the message's id, which is kept once, as the message's property
 };
 
-std::size_t take_varint(const char*& at) noexcept {
-    std::size_t value = 0;
+std::uint64_t take_varint(const char*& at) noexcept {
+    std::uint64_t value = 0;
     for (unsigned shift = 0;; shift += 7) {
         const auto byte = static_cast<std::uint8_t>(*at++);
-        value |= static_cast<std::size_t>(byte & 0x7f) << shift;
+        value |= static_cast<std::uint64_t>(byte & 0x7f) << shift;
         if ((byte & 0x80) == 0) return value;
     }
+}
+
+std::int64_t take_signed(const char*& at) noexcept {
+    const std::uint64_t zigzag = take_varint(at);
+    return static_cast<std::int64_t>(zigzag >> 1) ^ -static_cast<std::int64_t>(zigzag & 1);
 }
 
 template <class T>
@@ -78,7 +84,7 @@ struct Output {
     }
 };
 
-void put_varint(Output& out, std::size_t value) {
+void put_varint(Output& out, std::uint64_t value) {
     while (value >= 0x80) {
         out.put(static_cast<char>((value & 0x7f) | 0x80));
         value >>= 7;
@@ -88,11 +94,9 @@ void put_varint(Output& out, std::size_t value) {
 
 void put_tag(Output& out, Tag tag) { out.put(static_cast<char>(tag)); }
 
-template <class T>
-void put_raw(Output& out, Tag tag, T value) {
-    static_assert(std::is_trivially_copyable_v<T>);
+void put_signed(Output& out, Tag tag, std::int64_t value) {
     put_tag(out, tag);
-    out.append(&value, sizeof(T));
+    put_varint(out, (static_cast<std::uint64_t>(value) << 1) ^ static_cast<std::uint64_t>(value >> 63));
 }
 
 void put_text(Output& out, std::string_view text) {
@@ -136,17 +140,19 @@ void put_value(Output& out, const FieldValue& value, std::string_view message_id
             put_text(out, *text);
         }
     } else if (const auto* number = std::get_if<std::int32_t>(&held)) {
-        put_raw(out, Tag::int32, *number);
+        put_signed(out, Tag::int32, *number);
     } else if (const auto* wide = std::get_if<std::int64_t>(&held)) {
-        put_raw(out, Tag::int64, *wide);
+        put_signed(out, Tag::int64, *wide);
     } else if (const auto* truth = std::get_if<bool>(&held)) {
         put_tag(out, *truth ? Tag::true_value : Tag::false_value);
     } else if (const auto* unsigned_wide = std::get_if<std::uint64_t>(&held)) {
-        put_raw(out, Tag::uint64, *unsigned_wide);
+        put_tag(out, Tag::uint64);
+        put_varint(out, *unsigned_wide);
     } else if (const auto* real = std::get_if<double>(&held)) {
-        put_raw(out, Tag::float64, *real);
+        put_tag(out, Tag::float64);
+        out.append(real, sizeof(double));
     } else if (const auto* stamp = std::get_if<FieldTimestamp>(&held)) {
-        put_raw(out, Tag::timestamp, static_cast<std::int64_t>(stamp->time_since_epoch().count()));
+        put_signed(out, Tag::timestamp, stamp->time_since_epoch().count());
     } else if (const auto* bytes = std::get_if<Bytes>(&held)) {
         put_tag(out, Tag::bytes);
         put_text(out, std::string_view(reinterpret_cast<const char*>(bytes->data()), bytes->size()));
@@ -187,9 +193,9 @@ FieldValue take_value(const char*& at, std::string_view message_id) {
     case Tag::void_value: return FieldValue();
     case Tag::false_value: return FieldValue(false);
     case Tag::true_value: return FieldValue(true);
-    case Tag::int32: return FieldValue(take_raw<std::int32_t>(at));
-    case Tag::int64: return FieldValue(take_raw<std::int64_t>(at));
-    case Tag::uint64: return FieldValue(take_raw<std::uint64_t>(at));
+    case Tag::int32: return FieldValue(static_cast<std::int32_t>(take_signed(at)));
+    case Tag::int64: return FieldValue(take_signed(at));
+    case Tag::uint64: return FieldValue(take_varint(at));
     case Tag::float64: return FieldValue(take_raw<double>(at));
     case Tag::text: return FieldValue(take_text(at));
     case Tag::text_message_id: return FieldValue(message_id);
@@ -209,7 +215,7 @@ FieldValue take_value(const char*& at, std::string_view message_id) {
         const std::size_t count = take_varint(at);
         return FieldValue(take_entries(at, count, message_id));
     }
-    case Tag::timestamp: return FieldValue(FieldTimestamp(std::chrono::seconds(take_raw<std::int64_t>(at))));
+    case Tag::timestamp: return FieldValue(FieldTimestamp(std::chrono::seconds(take_signed(at))));
     }
     // Only pack() writes these bytes, and it writes no other tag.
     throw UsageError("acemq: a message's packed headers hold an unknown value tag: a bug in acemq, please report it");
@@ -243,11 +249,11 @@ void skip_value(const char*& at) noexcept {
     case Tag::false_value:
     case Tag::true_value:
     case Tag::text_message_id: return;
-    case Tag::int32: at += sizeof(std::int32_t); return;
+    case Tag::int32:
     case Tag::int64:
     case Tag::uint64:
-    case Tag::float64:
-    case Tag::timestamp: at += 8; return;
+    case Tag::timestamp: take_varint(at); return;
+    case Tag::float64: at += sizeof(double); return;
     case Tag::text:
     case Tag::bytes: take_text(at); return;
     case Tag::array: {

@@ -555,6 +555,54 @@ TEST_CASE("packed headers hold a text equal to the message's id once, and nothin
     CHECK_FALSE(delivered_with(flat, id).headers().has_nested_values());
 }
 
+TEST_CASE("packed integers and timestamps keep every value of their width, in a byte or two when small") {
+    const std::string id = "0b7d9a52-5a3c-4d55-9f4e-6a1c2b3d4e5f";
+    const auto packed_size = [&](FieldValue value) {
+        return delivered_with({{"n", std::move(value)}}, id).headers().packed_size();
+    };
+    const std::size_t overhead = packed_size(FieldValue());  // the count, the name and a tag
+    using i32 = std::numeric_limits<std::int32_t>;
+    using i64 = std::numeric_limits<std::int64_t>;
+    using u64 = std::numeric_limits<std::uint64_t>;
+    Headers extremes;
+    const std::vector<FieldValue> values{FieldValue(std::int32_t{0}),
+                                         FieldValue(std::int32_t{-1}),
+                                         FieldValue(std::int32_t{63}),
+                                         FieldValue(std::int32_t{64}),
+                                         FieldValue(i32::min()),
+                                         FieldValue(i32::max()),
+                                         FieldValue(std::int64_t{0}),
+                                         FieldValue(i64::min()),
+                                         FieldValue(i64::max()),
+                                         FieldValue(std::int64_t{-1'700'000'000'000}),
+                                         FieldValue(std::uint64_t{0}),
+                                         FieldValue(u64::max()),
+                                         FieldValue(FieldTimestamp(std::chrono::seconds(-1))),
+                                         FieldValue(FieldTimestamp(std::chrono::seconds(i64::max()))),
+                                         FieldValue(FieldTimestamp(std::chrono::seconds(i64::min())))};
+    for (std::size_t index = 0; index < values.size(); ++index) {
+        const FieldValue& value = values[index];
+        INFO("value " << index);
+        const Headers one{{"n", value}};
+        const Headers back = delivered_with(one, id).headers().table();
+        CHECK(back == one);
+        CHECK(back.at("n").get().index() == value.get().index());
+        extremes.emplace_back("n" + std::to_string(100 + index), value);
+    }
+    CHECK(delivered_with(extremes, id).headers() == extremes);
+    // Small numbers (zigzagged: 0, -1, 1... within 127) take one byte after the tag.
+    CHECK(packed_size(FieldValue(std::int32_t{1})) == overhead + 1);
+    CHECK(packed_size(FieldValue(std::int32_t{-64})) == overhead + 1);
+    CHECK(packed_size(FieldValue(std::int32_t{64})) == overhead + 2);
+    CHECK(packed_size(FieldValue(std::uint64_t{127})) == overhead + 1);
+    CHECK(packed_size(FieldValue(u64::max())) == overhead + 10);
+    CHECK(packed_size(FieldValue(i64::min())) == overhead + 10);
+    // A time in milliseconds since 1970 takes six bytes, in seconds five.
+    CHECK(packed_size(FieldValue(std::int64_t{1'800'000'000'000})) == overhead + 6);
+    CHECK(packed_size(FieldValue(FieldTimestamp(std::chrono::seconds(1'800'000'000)))) == overhead + 5);
+    CHECK(packed_size(FieldValue(2.5)) == overhead + 8);
+}
+
 TEST_CASE("packed headers name each of the contract's names in one byte, and only those") {
     const std::string id = "0b7d9a52-5a3c-4d55-9f4e-6a1c2b3d4e5f";
     const auto packed_alone = [&](std::string_view name) {

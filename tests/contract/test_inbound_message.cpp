@@ -50,8 +50,8 @@ void check_reads_back(const InboundMessage& message, const Bytes& body) {
 }  // namespace
 
 TEST_CASE("a delivered message reads back every part, whatever its body's size") {
-    for (const std::size_t size : {std::size_t{0}, std::size_t{1}, std::size_t{64}, inline_bound, inline_bound + 1,
-                                   std::size_t{1} << 20}) {
+    for (const std::size_t size :
+         {std::size_t{0}, std::size_t{1}, std::size_t{64}, inline_bound, inline_bound + 1, std::size_t{1} << 20}) {
         INFO("body of " << size << " bytes");
         const Bytes body = bytes_counting(size);
         const InboundMessage message(parts_with_body(body));
