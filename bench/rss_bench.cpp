@@ -15,10 +15,14 @@
 // The figure is (VmRSS after - VmRSS before) / messages, before being once the bus is open,
 // the queue declared and 1,000 sent: bytes of RSS a message, beside its 64 B of payload; the
 // aim is at most 200 B of overhead a message, i.e. at most (64 + 200) / 64 = 4.125 times the
-// payload. Each broker is measured in a process of its own, forked before this one starts a
+// payload. Beside it, the heap in use a message (glibc's mallinfo2: bytes malloc has handed out
+// and not had back, mmapped blocks included): what the messages keep alive, without the holes
+// between them, so that the two together say whether a change moved the live bytes or only
+// the heap's layout. Each broker is measured in a process of its own, forked before this one starts a
 // thread, so that neither sees the heap the other (or the flow above) left behind.
 //
 //   build/bench/rss_bench [--quick]   (or ACEMQ_BENCH_QUICK=1)
+#include <malloc.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -80,6 +84,12 @@ void wait_until(const std::atomic<std::uint64_t>& handled, std::uint64_t count) 
 constexpr std::size_t held_payload = 64;
 constexpr double overhead_aim = 200;  // bytes a message beyond its payload
 
+// The bytes malloc has handed out and not had back, mmapped blocks included.
+double heap_in_use() {
+    const struct mallinfo2 info = mallinfo2();
+    return static_cast<double>(info.uordblks + info.hblkhd);
+}
+
 // Queues `count` 64 B messages in an embedded broker at `url` that nobody consumes; prints
 // and records the RSS a message.
 void measure_held(const std::string& kind, const std::string& url, bool durable, std::uint64_t count,
@@ -90,14 +100,16 @@ void measure_held(const std::string& kind, const std::string& url, bool durable,
     const std::vector<acemq::Bytes> batch(chunk, acemq::Bytes(held_payload, std::byte{'x'}));
     bench::keep(publisher.send_all(batch));  // the paths' first allocations, before the first figure
     const double before = vm_rss_kib();
+    const double heap_before = heap_in_use();
     for (std::uint64_t sent = 0; sent < count; sent += chunk) bench::keep(publisher.send_all(batch));
     const double after = vm_rss_kib();
     const double per_message = (after - before) * 1024 / static_cast<double>(count);
+    const double heap_per_message = (heap_in_use() - heap_before) / static_cast<double>(count);
     std::printf(
         "  %s broker, %s messages of %zu B held: VmRSS %.0f -> %.0f KiB, %.0f B a message, %.0f B over the "
-        "payload (aim <= %.0f B)\n",
+        "payload (aim <= %.0f B); heap in use %.0f B a message\n",
         kind.c_str(), count_text.c_str(), held_payload, before, after, per_message,
-        per_message - static_cast<double>(held_payload), overhead_aim);
+        per_message - static_cast<double>(held_payload), overhead_aim, heap_per_message);
     bench::record(
         {.name = "RSS per queued 64 B message, " + kind + " embedded broker, " + count_text + " held, none consumed",
          .ours = per_message,
