@@ -117,7 +117,11 @@ public:
     void swap(InboundMessage& other) noexcept { std::swap(block_, other.block_); }
 
     std::span<const std::byte> body() const noexcept;
-    std::string_view content_type() const noexcept { return text(Text::content_type); }
+    std::string_view content_type() const noexcept {
+        if (block_ != nullptr && block_->content_type_code != 0)
+            return detail::known_content_types[block_->content_type_code - 1];
+        return text(Text::content_type);
+    }
     std::string_view exchange() const noexcept { return text(Text::exchange); }
     std::string_view routing_key() const noexcept { return text(Text::routing_key); }
     std::string_view message_id() const noexcept { return text(Text::message_id); }

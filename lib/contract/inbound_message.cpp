@@ -15,6 +15,7 @@ using detail::MessageBlock;
 
 // What a queued message costs beyond its texts and body (docs/design.md decision 12).
 static_assert(sizeof(MessageBlock) == 32, "a message block's header grew: count it in rss_bench first");
+static_assert(detail::known_content_types.size() < 256, "a known content type's code is a byte");
 
 // Where a body kept apart lies: the Bytes object after the texts, aligned for it.
 std::size_t apart_body_offset(std::size_t texts_size) noexcept {
@@ -41,6 +42,7 @@ MessageBlock* copy_block(const MessageBlock& block) {
     copy->short_text_ends = block.short_text_ends;
     copy->inline_body_size = block.inline_body_size;
     copy->redelivered = block.redelivered;
+    copy->content_type_code = block.content_type_code;
     if (block.body_apart) {
         try {
             new (apart_body_of(*copy)) Bytes(body.begin(), body.end());
@@ -76,9 +78,17 @@ std::size_t message_block_bytes(const MessageBlock& block) noexcept {
 }  // namespace detail
 
 MessageBlock* InboundMessage::make_block(InboundParts&& parts) {
+    // A known content type is a byte in the block's header, its text not in the block.
+    const auto known = std::ranges::find(detail::known_content_types, parts.content_type);
+    const bool content_type_known = known != detail::known_content_types.end();
+    const std::string no_text;
     const std::array<const std::string*, MessageBlock::short_text_count> texts{
-        &parts.content_type, &parts.exchange, &parts.routing_key,
-        &parts.message_id,   &parts.reply_to, &parts.decode_failure};
+        content_type_known ? &no_text : &parts.content_type,
+        &parts.exchange,
+        &parts.routing_key,
+        &parts.message_id,
+        &parts.reply_to,
+        &parts.decode_failure};
     std::size_t short_texts = 0;
     for (const std::string* text : texts) short_texts += text->size();
     if (short_texts > MessageBlock::most_short_text_bytes)
@@ -102,6 +112,8 @@ MessageBlock* InboundMessage::make_block(InboundParts&& parts) {
     auto* block = new (memory) MessageBlock;
     block->texts_size = static_cast<std::uint32_t>(texts_size);
     block->redelivered = parts.redelivered;
+    if (content_type_known)
+        block->content_type_code = static_cast<std::uint8_t>(known - detail::known_content_types.begin() + 1);
     char* at = block->texts();
     for (std::size_t index = 0; index < texts.size(); ++index) {
         at = std::copy(texts[index]->begin(), texts[index]->end(), at);

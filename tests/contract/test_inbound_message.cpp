@@ -126,6 +126,36 @@ TEST_CASE("copies share one block; marking one redelivered copies it first and l
     }
 }
 
+TEST_CASE("a codec's content type is a byte of the block, and reads back as its text") {
+    InboundParts without = parts_with_body(Bytes(64));
+    without.content_type.clear();
+    const std::size_t base = InboundMessage(without).heap_bytes();
+    for (const std::string_view known : detail::known_content_types) {
+        INFO(known);
+        InboundParts parts = parts_with_body(Bytes(64));
+        parts.content_type = known;
+        InboundMessage message(std::move(parts));
+        CHECK(message.content_type() == known);
+        CHECK(message.heap_bytes() == base);
+        CHECK(message.parts().content_type == known);
+        const InboundMessage shared = message;
+        message.set_redelivered(false);  // a copy of the block, made because it is shared
+        CHECK(message.content_type() == known);
+        CHECK(message.routing_key() == "orders");
+    }
+    for (const std::string_view other : {"application/json; charset=utf-8", "Application/json", "application/jso",
+                                         "application/jsonx", "text/html", "x"}) {
+        INFO(other);
+        InboundParts parts = parts_with_body(Bytes(64));
+        parts.content_type = other;
+        const InboundMessage message(std::move(parts));
+        CHECK(message.content_type() == other);
+        CHECK(message.heap_bytes() == base + other.size());
+        CHECK(message.exchange() == "orders.x");
+    }
+    CHECK(InboundMessage(without).content_type().empty());
+}
+
 TEST_CASE("short texts past 64 KiB in all are refused, naming them; headers are not bounded so") {
     InboundParts most = parts_with_body({});
     most.content_type.clear();

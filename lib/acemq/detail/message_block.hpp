@@ -15,6 +15,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <span>
+#include <string_view>
 
 namespace acemq::detail {
 
@@ -44,8 +45,11 @@ struct MessageBlock {
     std::uint32_t texts_size = 0;  // the short texts and the packed headers
     std::array<std::uint16_t, short_text_count> short_text_ends{};
     std::uint16_t inline_body_size = 0;  // 0 when the body is apart
-    bool redelivered = false;
-    bool body_apart = false;  // the body is a Bytes after the texts, not bytes in place
+    bool redelivered : 1 = false;
+    bool body_apart : 1 = false;  // the body is a Bytes after the texts, not bytes in place
+    // 1 + the index of the content type in known_content_types, whose text is then not in
+    // the block; 0 when the content type is the first short text.
+    std::uint8_t content_type_code = 0;
     // While the block is referenced, who takes it back (nullptr: its last release frees it);
     // once released to it, the releaser's link to the next block it holds.
     union {
@@ -63,6 +67,26 @@ struct MessageBlock {
         return texts() + (index == short_text_count ? texts_size : short_text_ends[index]);
     }
 };
+
+// The content types of the family's codecs, held as a byte (content_type_code) instead of
+// their text: a 64-byte message's block is a fifth text.
+inline constexpr std::array<std::string_view, 17> known_content_types{"application/json",
+                                                                      "application/msgpack",
+                                                                      "application/x-msgpack",
+                                                                      "application/x-protobuf",
+                                                                      "application/protobuf",
+                                                                      "application/vnd.google.protobuf",
+                                                                      "application/avro",
+                                                                      "application/vnd.acemq.avro",
+                                                                      "application/vnd.acemq.encrypted",
+                                                                      "application/xml",
+                                                                      "text/xml",
+                                                                      "application/yaml",
+                                                                      "application/x-yaml",
+                                                                      "text/yaml",
+                                                                      "application/toml",
+                                                                      "application/octet-stream",
+                                                                      "text/plain"};
 
 // A body kept apart from its block (body_apart).
 std::span<const std::byte> apart_body(const MessageBlock& block) noexcept;
