@@ -3,6 +3,9 @@
 #include <bit>
 #include <limits>
 #include <string>
+#include <string_view>
+
+#include <acemq/error.hpp>
 
 #include "msgpack/bounds.hpp"
 
@@ -303,7 +306,18 @@ InboundMessage read_message(const msgpack::object* fields) {
     parts.headers = read_table(fields[5], "headers");
     parts.reply_to = read_text(fields[6], "reply_to");
     parts.redelivered = read_bool(fields[7], "redelivered");
-    return InboundMessage(std::move(parts));
+    return message_of(std::move(parts));
+}
+
+InboundMessage message_of(InboundParts&& parts) {
+    try {
+        return InboundMessage(std::move(parts));
+    } catch (const InvalidArgument& error) {
+        // Malformed's texts go without the library's prefix: its users put their own first.
+        std::string_view why = error.what();
+        if (why.starts_with("acemq: ")) why.remove_prefix(std::string_view("acemq: ").size());
+        malformed(std::string(why));
+    }
 }
 
 std::size_t message_size_hint(std::size_t body, std::size_t headers) { return body + 256 + 64 * headers; }

@@ -211,6 +211,40 @@ TEST_CASE("publish_batch answers for each message in order", "[inproc][routing]"
     CHECK_FALSE(results[1].routed);
 }
 
+TEST_CASE("a message whose short texts a delivery cannot hold is refused, and a batch goes on", "[inproc][routing]") {
+    auto transport = connect(unique_name("too-long"));
+    transport->declare(Topology{}.exchange("f", ExchangeKind::fanout).queue("q", classic()).bind("q", "f", ""));
+    // 65,536 bytes of short texts in all: one past what a message holds.
+    OutboundMessage to_queue = message("", "q", "a");
+    to_queue.reply_to.assign(65536 - to_queue.routing_key.size() - to_queue.message_id.size(), 'r');
+    OutboundMessage through_exchange = message("f", "any", "b");
+    through_exchange.content_type.assign(65536 - through_exchange.exchange.size() -
+                                             through_exchange.routing_key.size() - through_exchange.message_id.size(),
+                                         'c');
+    for (OutboundMessage* refused_one : {&to_queue, &through_exchange}) {
+        const PublishResult refused = transport->publish(*refused_one);
+        CHECK_FALSE(refused.confirmed);
+        CHECK(refused.why == PublishResult::Unconfirmed::refused);
+        CHECK_THAT(refused.return_reason, Catch::Contains("come to 65536 bytes; at most 65535 in all"));
+    }
+    std::vector<OutboundMessage> batch;
+    batch.push_back(message("", "q", "before"));
+    batch.push_back(std::move(to_queue));
+    batch.push_back(message("f", "", "after"));
+    const auto results = transport->publish_batch(std::move(batch));
+    REQUIRE(results.size() == 3);
+    CHECK(results[0].confirmed);
+    CHECK_FALSE(results[1].confirmed);
+    CHECK(results[2].confirmed);
+    const std::optional<Delivery> first = transport->pull("q");
+    const std::optional<Delivery> second = transport->pull("q");
+    REQUIRE(first);
+    REQUIRE(second);
+    CHECK(text(first->message().body()) == "before");
+    CHECK(text(second->message().body()) == "after");
+    CHECK_FALSE(transport->pull("q"));
+}
+
 TEST_CASE("a batch longer than one hold of the lock keeps its order and each answer, a consumer settling meanwhile",
           "[inproc][routing][threads]") {
     auto transport = connect(unique_name("long-batch"));

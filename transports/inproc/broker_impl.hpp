@@ -139,6 +139,7 @@ private:
     // The broker's copy of a published message, freed on a publishing thread (released_).
     InboundMessage inbound(OutboundMessage&& message);
     Published publish_locked(OutboundMessage&& message);
+    Published route_locked(OutboundMessage&& message);  // publish_locked's routing and queueing
     void route(const detail::Exchange& exchange, std::string_view key, std::vector<detail::Queue*>& into);
     void enqueue(detail::Queue& queue, detail::StoredMessage&& stored);
     void dead_letter(detail::Queue& from, detail::StoredMessage&& stored, std::string_view reason);

@@ -887,7 +887,7 @@ InboundMessage unpack_message(std::span<const std::byte> properties, std::span<c
     parts.headers = message_pack::read_table(fields.ptr[5], "headers");
     parts.body.assign(body.begin(), body.end());
     parts.redelivered = redelivered;
-    return InboundMessage(std::move(parts));
+    return message_pack::message_of(std::move(parts));
 }
 
 }  // namespace acemq::inproc::detail

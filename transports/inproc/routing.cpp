@@ -115,6 +115,17 @@ void Broker::Impl::publish_batch(std::vector<OutboundMessage> messages, BatchCon
 
 Broker::Impl::Published Broker::Impl::publish_locked(OutboundMessage&& message) {
     published_.fetch_add(1, std::memory_order_relaxed);
+    try {
+        return route_locked(std::move(message));
+    } catch (const InvalidArgument& error) {
+        // Thrown by inbound() alone, before anything of the message is queued: a message
+        // cannot hold short texts past 64 KiB in all. Refused, as RabbitMQ refuses a message
+        // past its limits, and a batch goes on with the next.
+        return {PublishResult{.return_reason = error.what(), .why = PublishResult::Unconfirmed::refused}};
+    }
+}
+
+Broker::Impl::Published Broker::Impl::route_locked(OutboundMessage&& message) {
     const bool persistent = message.persistent;
     if (message.exchange.empty()) {  // the default exchange: the hot path, one lookup
         const auto found = queues_.find(message.routing_key);

@@ -80,10 +80,11 @@ struct Values {
         if (loop.below(3) == 0) return loop.rng()();
         return edges[loop.below(std::size(edges))];
     }
-    std::string text() {
+    // Now and then a long one, up to `longest` bytes.
+    std::string text(std::size_t longest = 70200) {
         static constexpr std::string_view letters = "abcxyz-_ 09\"\\/\x01\xc3\xa9";
         std::string out;
-        const std::size_t length = loop.below(16) == 0 ? 200 + loop.below(70000) : loop.below(12);
+        const std::size_t length = loop.below(16) == 0 ? 200 + loop.below(longest - 200) : loop.below(12);
         for (std::size_t n = length; n > 0; --n) out.push_back(letters[loop.below(letters.size())]);
         return out;
     }
@@ -150,14 +151,17 @@ struct Values {
                 .auto_delete = loop.below(2) == 1,
                 .arguments = table(2)};
     }
+    // A delivery's five texts come to at most 64 KiB in all (what a message holds), so each
+    // at most a fifth of it.
     acemq::InboundMessage inbound() {
+        constexpr std::size_t longest = acemq::detail::MessageBlock::most_short_text_bytes / 5;
         acemq::InboundParts message;
         message.body = body();
-        message.content_type = text();
-        message.exchange = text();
-        message.routing_key = text();
-        message.message_id = text();
-        message.reply_to = text();
+        message.content_type = text(longest);
+        message.exchange = text(longest);
+        message.routing_key = text(longest);
+        message.message_id = text(longest);
+        message.reply_to = text(longest);
         message.headers = table(3);
         message.redelivered = loop.below(2) == 1;
         return acemq::InboundMessage(std::move(message));
@@ -631,6 +635,31 @@ TEST_CASE("zmq frames: a large body reads back byte for byte") {
     for (std::size_t i = 0; i < message.body.size(); ++i) message.body[i] = static_cast<std::byte>(i * 7 + i / 256);
     const Parsed p = parsed(wire::encode_publish(9, message));
     CHECK(wire::read_publish(p.frame).message.body == message.body);
+}
+
+TEST_CASE("zmq frames: a delivery whose texts a message cannot hold is refused as malformed, saying so") {
+    // A deliver frame as a peer could write it, its routing key 65,536 bytes long.
+    msgpack::sbuffer buffer;
+    msgpack::packer<msgpack::sbuffer> out(buffer);
+    out.pack_array(4 + acemq::message_pack::message_fields);
+    out.pack(wire::version);
+    out.pack(static_cast<std::uint8_t>(wire::Command::deliver));
+    out.pack(std::uint64_t{1});
+    out.pack(std::uint64_t{2});
+    acemq::message_pack::pack_text(out, "");
+    acemq::message_pack::pack_text(out, std::string(65536, 'k'));
+    acemq::message_pack::pack_bytes(out, {});
+    acemq::message_pack::pack_text(out, "application/json");
+    acemq::message_pack::pack_text(out, "id-1");
+    out.pack_map(0);
+    acemq::message_pack::pack_text(out, "");
+    out.pack(false);
+    const Bytes frame = bytes_of(buffer);
+    const std::string text =
+        testing_support::what_of<wire::ProtocolError>([&] { (void)wire::read_deliver(wire::Frame::parse(frame)); });
+    CHECK(text ==
+          "acemq: malformed zmq protocol frame: a delivery's content type, exchange, routing key, id, reply-to and "
+          "decode failure come to 65540 bytes; at most 65535 in all (AMQP allows 255 for each)");
 }
 
 TEST_CASE("zmq frames: a valid frame cut short anywhere is refused as malformed") {
