@@ -98,6 +98,8 @@ struct InboundParts {
 class InboundMessage {
 public:
     InboundMessage() = default;
+    // Throws InvalidArgument, naming them, when the six short texts come to more than 64 KiB
+    // in all (AMQP allows 255 bytes for each of the first five).
     explicit InboundMessage(InboundParts parts);
     // A message whose last release hands its block to `releaser` (the embedded broker's).
     InboundMessage(InboundParts parts, detail::MessageReleaser& releaser);
@@ -138,8 +140,7 @@ public:
     // Copies the block first when another copy shares it (which may throw std::bad_alloc).
     void set_redelivered(bool redelivered);
 
-    // Whether another copy shares this one's block (for the broker, which changes a message
-    // it holds alone in place).
+    // Whether another copy shares this one's block, i.e. whether set_redelivered() would copy it.
     bool shared() const noexcept {
         return block_ != nullptr && block_->references.load(std::memory_order_acquire) != 1;
     }
