@@ -1,9 +1,9 @@
 // Where the embedded broker's messages are freed: on the thread that publishes, not on the
 // consumer's worker that drops the last reference. A message is a heap block (two with a
-// body past 2 KiB: detail/message_block.hpp), and glibc's malloc takes the lock of the arena a block came from when another thread frees
-// it; with a publisher and a consumer each at a message every microsecond or two, that lock
-// was the busiest in the process (perf, engine_bench's consumer row: 77 % of all futex
-// calls, on the publisher's arena). Freed where they were made, the blocks go back to that
+// body past 2 KiB: detail/message_block.hpp), and glibc's malloc takes the lock of the arena
+// a block came from when another thread frees it; with a publisher and a consumer each at a
+// message every microsecond or two, that lock was the busiest in the process (perf,
+// engine_bench's consumer row: 77 % of all futex calls, on the publisher's arena). Freed where they were made, the blocks go back to that
 // thread's cache, and its next message takes them from there without a lock.
 //
 // make() gives a message whose last release hands its block to this list (a lock-free push);
@@ -55,6 +55,7 @@ public:
     // last message).
     static std::size_t lists() noexcept { return lists_.load(std::memory_order_relaxed); }
 
+    // MessageReleaser: the last release of a block made here (any thread).
     void release(acemq::detail::MessageBlock* block) noexcept override;
 
 private:
