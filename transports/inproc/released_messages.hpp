@@ -3,8 +3,9 @@
 // body past 2 KiB: detail/message_block.hpp), and glibc's malloc takes the lock of the arena
 // a block came from when another thread frees it; with a publisher and a consumer each at a
 // message every microsecond or two, that lock was the busiest in the process (perf,
-// engine_bench's consumer row: 77 % of all futex calls, on the publisher's arena). Freed where they were made, the blocks go back to that
-// thread's cache, and its next message takes them from there without a lock.
+// engine_bench's consumer row: 77 % of all futex calls, on the publisher's arena). Freed
+// where they were made, the blocks go back to that thread's cache, and its next message takes
+// them from there without a lock.
 //
 // make() gives a message whose last release hands its block to this list (a lock-free push);
 // free_released(), called by the broker before each publish, frees what is there. Messages
