@@ -105,7 +105,7 @@ public:
             const auto* body = static_cast<const std::byte*>(sqlite3_column_blob(oldest_, 3));
             message.body.assign(body, body + sqlite3_column_bytes(oldest_, 3));
             message.content_type = text(oldest_, 4);
-            message.headers.insert_or_assign("x-acemq-id", message.message_id);  // stands in for parsing headers
+            message.headers = {{"x-acemq-id", FieldValue(message.message_id)}};  // stands in for parsing headers
             message.mandatory = true;
             batch.push_back(std::move(message));
         }

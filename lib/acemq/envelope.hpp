@@ -14,6 +14,7 @@
 #include <vector>
 
 #include <acemq/field.hpp>
+#include <acemq/packed_table.hpp>
 
 namespace acemq {
 
@@ -95,6 +96,9 @@ void set_header(Envelope& envelope, FieldName name, FieldValue value);
 // place and replacing an application header of its name; a reserved name among them is
 // refused as among the application headers.
 Headers render_headers(const Envelope& envelope, Headers added = {});
+// The same headers, packed (what an OutboundMessage carries), written without a table between:
+// what the Publisher sends. Throws as render_headers does.
+PackedTable pack_headers(const Envelope& envelope, Headers added = {});
 
 // Throws what render_headers(envelope) would throw, and nothing else: for a caller that starts
 // something it would have to undo (a span) before it renders.

@@ -117,10 +117,16 @@ public:
 
 private:
     friend class InboundMessage;
+    friend class PackedTable;
     // Writes `headers` at `out` in the packed form this view reads (a text value equal to
     // `message_id` as a reference to it) when they fit in `capacity` bytes, and returns how
     // many bytes they take, whether they fitted or not.
     static std::size_t pack(const Headers& headers, std::string_view message_id, char* out, std::size_t capacity);
+    // As pack(), from headers packed already with no message's id (a PackedTable's bytes):
+    // copied, an entry whose value is a text equal to `message_id` written as a reference to
+    // it (entries nested in arrays and tables are copied as they are).
+    static std::size_t pack_referencing(std::string_view packed, std::string_view message_id, char* out,
+                                        std::size_t capacity);
     // A view of what pack wrote, for the message whose id is `message_id`.
     PackedHeaders(std::string_view packed, std::string_view message_id) noexcept;
 

@@ -32,6 +32,7 @@
 #include <acemq/field.hpp>
 #include <acemq/health.hpp>
 #include <acemq/packed_headers.hpp>
+#include <acemq/packed_table.hpp>
 #include <acemq/topology.hpp>
 
 namespace acemq {
@@ -46,7 +47,7 @@ struct OutboundMessage {
     Bytes body{};
     std::string content_type{};
     std::string message_id{};
-    Headers headers{};
+    PackedTable headers{};  // `.headers = table` packs a FieldTable
     std::string reply_to{};
     bool persistent = true;
     bool mandatory = false;  // report a message that reached no queue instead of dropping it
@@ -103,6 +104,11 @@ public:
     explicit InboundMessage(InboundParts parts);
     // A message whose last release hands its block to `releaser` (the embedded broker's).
     InboundMessage(InboundParts parts, detail::MessageReleaser& releaser);
+    // The delivery of `message` as it was published (its exchange and routing key, not
+    // redelivered), for a broker in this process: its packed headers copied, not unpacked.
+    // Throws as the constructor from parts does.
+    explicit InboundMessage(OutboundMessage message);
+    InboundMessage(OutboundMessage message, detail::MessageReleaser& releaser);
     InboundMessage(const InboundMessage& other) noexcept : block_(other.block_) {
         if (block_ != nullptr) block_->references.fetch_add(1, std::memory_order_relaxed);
     }
@@ -160,6 +166,7 @@ private:
     };
 
     static detail::MessageBlock* make_block(InboundParts&& parts);
+    static detail::MessageBlock* make_block(OutboundMessage&& message);
     InboundParts parts_with(Bytes body) const;
     void release() noexcept;
 

@@ -10,6 +10,7 @@
 #include <acemq/uuid.hpp>
 
 #include "contract_names.hpp"
+#include "packed_writer.hpp"
 
 namespace acemq {
 
@@ -142,22 +143,43 @@ void check_sendable(const Envelope& envelope) {
     refuse_reserved(envelope.headers);
 }
 
-Headers render_headers(const Envelope& envelope, Headers added) {
-    check_sendable(envelope);
-    refuse_reserved(added);
+namespace {
 
-    // The reserved headers in name order, merged on the way with the (sorted) application and
-    // added headers: the table is built front to back, with no search and one allocation of
-    // just the size needed (a message waiting in a queue keeps its headers, so room for every
-    // reserved header would be most of what it weighs).
+// What write_headers writes into: a FieldTable (render_headers) or packed bytes (pack_headers).
+struct TableSink {
+    Headers& out;
+
+    void put(std::string_view name, const FieldValue& value) { out.emplace_back(name, value); }
+    void put(std::string_view name, FieldValue&& value) { out.emplace_back(name, std::move(value)); }
+    void put_text(std::string_view name, const std::string& text) { out.emplace_back(name, text); }
+    void put_int32(std::string_view name, std::int32_t value) { out.emplace_back(name, value); }
+    void put_int64(std::string_view name, std::int64_t value) { out.emplace_back(name, value); }
+};
+
+struct PackedSink {
+    detail::PackedWriter& out;
+
+    void put(std::string_view name, const FieldValue& value) { out.put(name, value); }
+    void put_text(std::string_view name, const std::string& text) { out.put_text(name, text); }
+    void put_int32(std::string_view name, std::int32_t value) { out.put_int32(name, value); }
+    void put_int64(std::string_view name, std::int64_t value) { out.put_int64(name, value); }
+};
+
+// How many reserved headers write_headers writes for `envelope`.
+std::size_t reserved_count(const Envelope& envelope) {
     const auto present = [](const std::string& text) -> std::size_t { return text.empty() ? 0 : 1; };
     constexpr std::size_t always_written = 5;  // attempt, correlation, id, type, version
-    const std::size_t reserved_count = always_written + present(envelope.causation) + present(envelope.claim) +
-                                       present(envelope.error) + present(envelope.origin) +
-                                       (envelope.first_seen ? 1 : 0) +
-                                       (envelope.route.empty() ? 0 : 2 + present(envelope.route_id));
-    Headers out;
-    out.reserve(envelope.headers.size() + added.size() + reserved_count);
+    return always_written + present(envelope.causation) + present(envelope.claim) + present(envelope.error) +
+           present(envelope.origin) + (envelope.first_seen ? 1 : 0) +
+           (envelope.route.empty() ? 0 : 2 + present(envelope.route_id));
+}
+
+// Checks `envelope` and `added`, and writes the reserved headers in name order, merged on the
+// way with the (sorted) application and added headers: front to back, with no search.
+template <class Sink>
+void write_headers(const Envelope& envelope, Headers& added, Sink& out) {
+    check_sendable(envelope);
+    refuse_reserved(added);
     auto application = envelope.headers.begin();
     auto extra = added.begin();
     // Puts the application and added headers that sort before `name` (all of them when it is
@@ -171,43 +193,72 @@ Headers render_headers(const Envelope& envelope, Headers added) {
             const bool added_left = extra != added.end() && (name == nullptr || extra->first.compare(*name) < 0);
             if (added_left && (!application_left || extra->first.compare(application->first) <= 0)) {
                 if (application_left && extra->first == application->first) ++application;
-                out.emplace_back(extra->first, std::move(extra->second));
+                out.put(extra->first, std::move(extra->second));
                 ++extra;
             } else if (application_left) {
-                out.emplace_back(application->first, application->second);
+                out.put(application->first, application->second);
                 ++application;
             } else {
                 return;
             }
         }
     };
-    auto put = [&](std::string_view name, auto&& value) {
+    const auto put_always = [&](std::string_view name, const std::string& text) {
         put_others_before(&name);
-        out.emplace_back(name, std::forward<decltype(value)>(value));
+        out.put_text(name, text);
     };
-    auto put_text = [&](std::string_view name, const std::string& text) {
-        if (!text.empty()) put(name, text);
+    const auto put_text = [&](std::string_view name, const std::string& text) {
+        if (!text.empty()) put_always(name, text);
     };
-    put(header::attempt, envelope.attempt);
+    const auto put_int32 = [&](std::string_view name, std::int32_t value) {
+        put_others_before(&name);
+        out.put_int32(name, value);
+    };
+    put_int32(header::attempt, envelope.attempt);
     put_text(header::causation, envelope.causation);
     put_text(header::claim, envelope.claim);
-    put(header::correlation, envelope.correlation.empty() ? envelope.id : envelope.correlation);
+    put_always(header::correlation, envelope.correlation.empty() ? envelope.id : envelope.correlation);
     put_text(header::error, envelope.error);
-    if (envelope.first_seen)
-        put(header::first_seen, static_cast<std::int64_t>(envelope.first_seen->time_since_epoch().count()));
-    put(header::id, envelope.id);
+    if (envelope.first_seen) {
+        const std::string_view name = header::first_seen;
+        put_others_before(&name);
+        out.put_int64(name, static_cast<std::int64_t>(envelope.first_seen->time_since_epoch().count()));
+    }
+    put_always(header::id, envelope.id);
     put_text(header::origin, envelope.origin);
     if (!envelope.route.empty()) {
         std::string joined;
         for (const std::string& step : envelope.route) joined += (joined.empty() ? "" : ",") + step;
-        put(header::route, std::move(joined));
+        put_always(header::route, joined);
         put_text(header::route_id, envelope.route_id);
-        put(header::route_position, envelope.route_position);
+        put_int32(header::route_position, envelope.route_position);
     }
-    put(header::type, envelope.type);
-    put(header::version, envelope.version);
+    put_always(header::type, envelope.type);
+    put_int32(header::version, envelope.version);
     put_others_before(nullptr);
+}
+
+}  // namespace
+
+Headers render_headers(const Envelope& envelope, Headers added) {
+    // One allocation of just the size needed (a message waiting in a queue keeps its headers,
+    // so room for every reserved header would be most of what it weighs).
+    Headers out;
+    out.reserve(envelope.headers.size() + added.size() + reserved_count(envelope));
+    TableSink sink{out};
+    write_headers(envelope, added, sink);
     return out;
+}
+
+PackedTable pack_headers(const Envelope& envelope, Headers added) {
+    // A reserved header packed is a byte of name and mostly a short value; the id-sized texts
+    // (id, correlation, causation) are the long ones.
+    constexpr std::size_t bytes_a_reserved_header = 24;
+    detail::PackedWriter writer(bytes_a_reserved_header * reserved_count(envelope) +
+                                64 * (envelope.headers.size() + added.size()));
+    PackedSink sink{writer};
+    write_headers(envelope, added, sink);
+    return std::move(writer).finish();
 }
 
 namespace {

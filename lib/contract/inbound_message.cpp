@@ -77,20 +77,31 @@ std::size_t message_block_bytes(const MessageBlock& block) noexcept {
 
 }  // namespace detail
 
-MessageBlock* InboundMessage::make_block(InboundParts&& parts) {
+namespace {
+
+// What a block is made of, whatever the message came as; the headers are written by the
+// maker's pack function, which returns what they take and writes them only when that fits
+// in the room it is given (PackedHeaders::pack's contract).
+struct BlockParts {
+    std::string_view content_type, exchange, routing_key, message_id, reply_to, decode_failure;
+    Bytes& body;  // moved from when it is kept apart
+    bool redelivered;
+};
+
+template <class PackHeaders>
+MessageBlock* build_block(const BlockParts& parts, const PackHeaders& pack_headers) {
     // A known content type is a byte in the block's header, its text not in the block.
     const auto known = std::ranges::find(detail::known_content_types, parts.content_type);
     const bool content_type_known = known != detail::known_content_types.end();
-    const std::string no_text;
-    const std::array<const std::string*, MessageBlock::short_text_count> texts{
-        content_type_known ? &no_text : &parts.content_type,
-        &parts.exchange,
-        &parts.routing_key,
-        &parts.message_id,
-        &parts.reply_to,
-        &parts.decode_failure};
+    const std::array<std::string_view, MessageBlock::short_text_count> texts{
+        content_type_known ? std::string_view() : parts.content_type,
+        parts.exchange,
+        parts.routing_key,
+        parts.message_id,
+        parts.reply_to,
+        parts.decode_failure};
     std::size_t short_texts = 0;
-    for (const std::string* text : texts) short_texts += text->size();
+    for (const std::string_view text : texts) short_texts += text.size();
     if (short_texts > MessageBlock::most_short_text_bytes)
         throw InvalidArgument(
             "acemq: a delivery's content type, exchange, routing key, id, reply-to and decode "
@@ -99,8 +110,7 @@ MessageBlock* InboundMessage::make_block(InboundParts&& parts) {
             " in all (AMQP allows 255 for each)");
     // Most headers fit here: packed once, then copied, instead of counted and then packed.
     std::array<char, 512> scratch;
-    const std::size_t headers_size =
-        PackedHeaders::pack(parts.headers, parts.message_id, scratch.data(), scratch.size());
+    const std::size_t headers_size = pack_headers(scratch.data(), scratch.size());
     const std::size_t texts_size = short_texts + headers_size;
     if (texts_size > std::numeric_limits<std::uint32_t>::max())
         throw InvalidArgument("acemq: a delivery's headers come to " + std::to_string(headers_size) +
@@ -116,13 +126,13 @@ MessageBlock* InboundMessage::make_block(InboundParts&& parts) {
         block->content_type_code = static_cast<std::uint8_t>(known - detail::known_content_types.begin() + 1);
     char* at = block->texts();
     for (std::size_t index = 0; index < texts.size(); ++index) {
-        at = std::copy(texts[index]->begin(), texts[index]->end(), at);
+        at = std::copy(texts[index].begin(), texts[index].end(), at);
         block->short_text_ends[index] = static_cast<std::uint16_t>(at - block->texts());
     }
     if (headers_size <= scratch.size())
         std::memcpy(at, scratch.data(), headers_size);
     else
-        PackedHeaders::pack(parts.headers, parts.message_id, at, headers_size);
+        pack_headers(at, headers_size);
     if (body_apart) {
         new (apart_body_of(*block)) Bytes(std::move(parts.body));
         block->body_apart = true;
@@ -133,10 +143,42 @@ MessageBlock* InboundMessage::make_block(InboundParts&& parts) {
     return block;
 }
 
+}  // namespace
+
+MessageBlock* InboundMessage::make_block(InboundParts&& parts) {
+    return build_block({parts.content_type, parts.exchange, parts.routing_key, parts.message_id, parts.reply_to,
+                        parts.decode_failure, parts.body, parts.redelivered},
+                       [&](char* out, std::size_t capacity) {
+                           return PackedHeaders::pack(parts.headers, parts.message_id, out, capacity);
+                       });
+}
+
+MessageBlock* InboundMessage::make_block(OutboundMessage&& message) {
+    return build_block({message.content_type,
+                        message.exchange,
+                        message.routing_key,
+                        message.message_id,
+                        message.reply_to,
+                        {},
+                        message.body,
+                        false},
+                       [&](char* out, std::size_t capacity) {
+                           return PackedHeaders::pack_referencing(message.headers.bytes(), message.message_id, out,
+                                                                  capacity);
+                       });
+}
+
 InboundMessage::InboundMessage(InboundParts parts) : block_(make_block(std::move(parts))) {}
 
 InboundMessage::InboundMessage(InboundParts parts, detail::MessageReleaser& releaser)
     : block_(make_block(std::move(parts))) {
+    block_->releaser = &releaser;
+}
+
+InboundMessage::InboundMessage(OutboundMessage message) : block_(make_block(std::move(message))) {}
+
+InboundMessage::InboundMessage(OutboundMessage message, detail::MessageReleaser& releaser)
+    : block_(make_block(std::move(message))) {
     block_->releaser = &releaser;
 }
 

@@ -8,6 +8,7 @@
 #include <acemq/error.hpp>
 
 #include "contract_names.hpp"
+#include "packed_writer.hpp"
 
 namespace acemq {
 
@@ -84,7 +85,16 @@ struct Output {
     }
 };
 
-void put_varint(Output& out, std::uint64_t value) {
+// Where a PackedWriter writes: a string that grows.
+struct GrowingOutput {
+    std::string& bytes;
+
+    void put(char byte) { bytes.push_back(byte); }
+    void append(const void* data, std::size_t count) { bytes.append(static_cast<const char*>(data), count); }
+};
+
+template <class Out>
+void put_varint(Out& out, std::uint64_t value) {
     while (value >= 0x80) {
         out.put(static_cast<char>((value & 0x7f) | 0x80));
         value >>= 7;
@@ -92,19 +102,25 @@ void put_varint(Output& out, std::uint64_t value) {
     out.put(static_cast<char>(value));
 }
 
-void put_tag(Output& out, Tag tag) { out.put(static_cast<char>(tag)); }
+template <class Out>
+void put_tag(Out& out, Tag tag) {
+    out.put(static_cast<char>(tag));
+}
 
-void put_signed(Output& out, Tag tag, std::int64_t value) {
+template <class Out>
+void put_signed(Out& out, Tag tag, std::int64_t value) {
     put_tag(out, tag);
     put_varint(out, (static_cast<std::uint64_t>(value) << 1) ^ static_cast<std::uint64_t>(value >> 63));
 }
 
-void put_text(Output& out, std::string_view text) {
+template <class Out>
+void put_text(Out& out, std::string_view text) {
     put_varint(out, text.size());
     out.append(text.data(), text.size());
 }
 
-void put_name(Output& out, std::string_view name) {
+template <class Out>
+void put_name(Out& out, std::string_view name) {
     if (const int contract = contract_names::index_of(name); contract >= 0) {
         put_varint(out, static_cast<std::size_t>(contract) * 2 + 1);
         return;
@@ -121,16 +137,19 @@ std::string_view take_name(const char*& at) noexcept {
     return name;
 }
 
-void put_value(Output& out, const FieldValue& value, std::string_view message_id);
+template <class Out>
+void put_value(Out& out, const FieldValue& value, std::string_view message_id);
 
-void put_entries(Output& out, const FieldTable& table, std::string_view message_id) {
+template <class Out>
+void put_entries(Out& out, const FieldTable& table, std::string_view message_id) {
     for (const auto& [name, value] : table) {
         put_name(out, name);
         put_value(out, value, message_id);
     }
 }
 
-void put_value(Output& out, const FieldValue& value, std::string_view message_id) {
+template <class Out>
+void put_value(Out& out, const FieldValue& value, std::string_view message_id) {
     const FieldValue::Variant& held = value.get();
     if (const auto* text = std::get_if<std::string>(&held)) {
         if (!message_id.empty() && *text == message_id) {
@@ -169,7 +188,8 @@ void put_value(Output& out, const FieldValue& value, std::string_view message_id
     }
 }
 
-void put_headers(Output& out, const Headers& headers, std::string_view message_id) {
+template <class Out>
+void put_headers(Out& out, const Headers& headers, std::string_view message_id) {
     // The count, twice over, and one when a value nests.
     const bool nested = std::ranges::any_of(headers, [](const auto& entry) { return entry.second.nests(); });
     put_varint(out, headers.size() * 2 + (nested ? 1 : 0));
@@ -270,6 +290,27 @@ void skip_value(const char*& at) noexcept {
 std::size_t PackedHeaders::pack(const Headers& headers, std::string_view message_id, char* out, std::size_t capacity) {
     Output output{out, capacity};
     put_headers(output, headers, message_id);
+    return output.size;
+}
+
+std::size_t PackedHeaders::pack_referencing(std::string_view packed, std::string_view message_id, char* out,
+                                            std::size_t capacity) {
+    Output output{out, capacity};
+    if (packed.empty()) return 0;
+    const PackedHeaders view(packed, {});
+    output.append(packed.data(), static_cast<std::size_t>(view.entries_.data() - packed.data()));  // the count
+    for (auto entry = view.begin(), last = view.end(); entry != last; ++entry) {
+        const char* value = entry.value_at_;
+        if (!message_id.empty() && static_cast<Tag>(*value) == Tag::text) {
+            const char* read = value + 1;
+            if (take_text(read) == message_id) {
+                output.append(entry.at_, static_cast<std::size_t>(value - entry.at_));  // the name
+                put_tag(output, Tag::text_message_id);
+                continue;
+            }
+        }
+        output.append(entry.at_, static_cast<std::size_t>(entry.next_ - entry.at_));
+    }
     return output.size;
 }
 
@@ -374,5 +415,62 @@ bool same_entries(const PackedHeaders& packed, const Other& other) {
 bool operator==(const PackedHeaders& packed, const Headers& table) { return same_entries(packed, table); }
 
 bool operator==(const PackedHeaders& a, const PackedHeaders& b) { return same_entries(a, b); }
+
+PackedTable::PackedTable(const Headers& table) {
+    bytes_.resize(PackedHeaders::pack(table, {}, nullptr, 0));
+    PackedHeaders::pack(table, {}, bytes_.data(), bytes_.size());
+}
+
+namespace detail {
+
+PackedWriter::PackedWriter(std::size_t bytes_hint) {
+    bytes_.reserve(1 + bytes_hint);
+    bytes_.push_back('\0');  // the count's place: one byte holds a count below 64
+}
+
+void PackedWriter::put(std::string_view name, const FieldValue& value) {
+    GrowingOutput out{bytes_};
+    put_name(out, name);
+    put_value(out, value, {});
+    nested_ = nested_ || value.nests();
+    ++count_;
+}
+
+void PackedWriter::put_text(std::string_view name, std::string_view text) {
+    GrowingOutput out{bytes_};
+    put_name(out, name);
+    put_tag(out, Tag::text);
+    acemq::put_text(out, text);
+    ++count_;
+}
+
+void PackedWriter::put_int32(std::string_view name, std::int32_t value) {
+    GrowingOutput out{bytes_};
+    put_name(out, name);
+    put_signed(out, Tag::int32, value);
+    ++count_;
+}
+
+void PackedWriter::put_int64(std::string_view name, std::int64_t value) {
+    GrowingOutput out{bytes_};
+    put_name(out, name);
+    put_signed(out, Tag::int64, value);
+    ++count_;
+}
+
+PackedTable PackedWriter::finish() && {
+    const std::uint64_t head = count_ * 2 + (nested_ ? 1 : 0);
+    if (head < 0x80) {
+        bytes_[0] = static_cast<char>(head);
+    } else {
+        std::string count;
+        GrowingOutput out{count};
+        put_varint(out, head);
+        bytes_.replace(0, 1, count);
+    }
+    return PackedTable(std::move(bytes_));
+}
+
+}  // namespace detail
 
 }  // namespace acemq

@@ -366,7 +366,7 @@ PublishResult ConsumerCore::republish(const InboundMessage& original, const Enve
                          Bytes(original.body().begin(), original.body().end()),
                          std::string(original.content_type()),
                          with_message_id ? envelope.id : "",
-                         render_headers(envelope),
+                         pack_headers(envelope),
                          std::string(original.reply_to()),
                          true,
                          true};

@@ -185,7 +185,7 @@ Prepared prepare(detail::BusCore& bus, PublishContext context, const Codec& code
             check_sendable(ready.envelope);
             prepared.span = bus.telemetry().start_publish(published_of(ready), ready.envelope.headers, trace);
         }
-        message.headers = render_headers(ready.envelope, std::move(trace));
+        message.headers = pack_headers(ready.envelope, std::move(trace));
         message.reply_to = ready.reply_to;
         message.persistent = ready.persistent;
         message.mandatory = ready.mandatory;

@@ -183,11 +183,12 @@ void OutboxRelay::publish(OutboxRecord& record) {
     message.body = std::move(record.body);
     message.content_type = record.content_type;
     message.message_id = record.id;
-    message.headers = std::move(record.headers);
     message.persistent = true;
     message.mandatory = true;  // always: a relayed message that reaches no queue must not vanish
+    // Before the headers are packed: the span's traceparent goes among them.
     const std::unique_ptr<Span> span = state_->bus.core_->telemetry().start_publish(
-        {record.exchange, record.routing_key, record.id, {}, {}}, message.headers);
+        {record.exchange, record.routing_key, record.id, {}, {}}, record.headers);
+    message.headers = record.headers;
     if (!span) {
         const PublishResult result = state_->bus.transport().publish(std::move(message));
         if (auto failure = detail::publish_failure(result, {record.id, record.exchange, record.routing_key, true}))

@@ -169,7 +169,7 @@ ReplayResult replay(Bus& bus, std::string_view queue, ReplayOptions options) {
                                                           .body = Bytes(original.body().begin(), original.body().end()),
                                                           .content_type = std::string(original.content_type()),
                                                           .message_id = envelope.id,
-                                                          .headers = render_headers(envelope),
+                                                          .headers = pack_headers(envelope),
                                                           .reply_to = std::string(original.reply_to()),
                                                           .mandatory = true});
         } catch (const std::exception& error) {

@@ -153,7 +153,7 @@ private:
                                                                            .body = body,
                                                                            .content_type = content_type,
                                                                            .message_id = envelope.id,
-                                                                           .headers = render_headers(envelope),
+                                                                           .headers = pack_headers(envelope),
                                                                            .reply_to = reply_to,
                                                                            .persistent = true,
                                                                            .mandatory = true});

@@ -674,3 +674,90 @@ TEST_CASE("a message's envelope read off its packed headers is the one read off 
     CHECK(read.route == sent.route);
     CHECK(read.headers == sent.headers);
 }
+
+TEST_CASE("a packed table reads like the table it was made from, and holds the id's texts itself") {
+    const std::string id = "0b7d9a52-5a3c-4d55-9f4e-6a1c2b3d4e5f";
+    const Headers headers = every_kind_of_header(id);
+    const PackedTable packed(headers);
+    CHECK(packed.size() == headers.size());
+    CHECK(packed == headers);
+    CHECK(packed.table() == headers);
+    CHECK(packed.view().has_nested_values());
+    CHECK(PackedTable(packed) == packed);
+    for (const auto& [name, value] : headers) {
+        INFO(name);
+        REQUIRE(packed.contains(name));
+        CHECK(packed.find(name)->second == value);
+        CHECK(packed.at(name) == value);
+    }
+    CHECK_FALSE(packed.contains("x-acemq-type"));
+    CHECK_THROWS_WITH(packed.at("x-acemq-type"), Catch::Contains("no header named \"x-acemq-type\""));
+    // Packed for no message in particular: the id's texts are there as texts, read back whatever
+    // the message's id turns out to be.
+    CHECK(packed.bytes().find(id) != std::string_view::npos);
+
+    CHECK(PackedTable().empty());
+    CHECK(PackedTable() == Headers{});
+    CHECK(PackedTable(Headers{}) == PackedTable());
+    const PackedTable listed{{"n", FieldValue(std::int32_t{1})}, {"t", FieldValue("x")}};
+    CHECK(listed == Headers{{"n", FieldValue(std::int32_t{1})}, {"t", FieldValue("x")}});
+    CHECK_FALSE(listed.view().has_nested_values());
+    CHECK_FALSE(listed == packed);
+}
+
+TEST_CASE("headers packed straight from an envelope are the rendered table's, byte for byte") {
+    Envelope full = Envelope::for_new_message("orders", "svc@host");
+    full.causation = "cause-1";
+    full.claim = "claim-1";
+    full.error = "it broke";
+    full.route = {"a", "b"};
+    full.route_id = "route-1";
+    full.route_position = 1;
+    full.attempt = 3;
+    full.version = 2;
+    for (const char* name : {"zz-last", "x-b-after-reserved", "traceparent", "aa-first", "x-acemq"})
+        set_header(full, name, std::string(name) + "-value");
+    Envelope untyped = Envelope::for_new_message("k");
+    untyped.type.clear();  // written as "", as render_headers writes it
+    untyped.first_seen.reset();
+    Envelope nested = Envelope::for_new_message("k");
+    set_header(nested, "list", FieldValue(FieldArray{FieldValue(nested.id), FieldValue(std::int32_t{1})}));
+    set_header(nested, "table", FieldValue(FieldTable{{"inner", FieldValue("x")}}));
+    Envelope many = Envelope::for_new_message("k");  // past 63 entries the count takes two bytes
+    for (int index = 0; index < 70; ++index)
+        set_header(many, "h" + std::to_string(100 + index), FieldValue(std::int64_t{index} << 33));
+    const Headers trace{{"a-added", FieldValue("added")},
+                        {"traceparent", FieldValue("00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01")},
+                        {"tracestate", FieldValue("k=v")},
+                        {"zzz-added", FieldValue(std::string(300, 'z'))}};
+
+    for (const auto& [what, envelope] :
+         std::vector<std::pair<std::string, Envelope>>{{"new", Envelope::for_new_message("k")},
+                                                       {"every reserved header and application ones among them", full},
+                                                       {"no type, no first-seen", untyped},
+                                                       {"nested values", nested},
+                                                       {"70 application headers", many}}) {
+        for (const Headers& added : {Headers{}, trace}) {
+            INFO(what << ", " << added.size() << " added");
+            const Headers rendered = render_headers(envelope, added);
+            const PackedTable packed = pack_headers(envelope, added);
+            CHECK(packed == rendered);
+            CHECK(packed.table() == rendered);
+            CHECK(packed.bytes() == PackedTable(rendered).bytes());
+            CHECK(packed.view().has_nested_values() == (what == "nested values"));
+            CHECK(read_envelope(packed.table(), "k").id == envelope.id);
+        }
+    }
+    // And attempt, correlation, first-seen, id, type and version; no origin.
+    CHECK(pack_headers(many).size() == 70 + 6);
+
+    // What render_headers refuses, pack_headers refuses alike.
+    Envelope refused = Envelope::for_new_message("k");
+    refused.version = 0;
+    CHECK_THROWS_WITH(pack_headers(refused), Catch::Contains("version 0 is below 1"));
+    refused = Envelope::for_new_message("k");
+    refused.headers.emplace("x-acemq-sneaked-in", FieldValue("x"));
+    CHECK_THROWS_AS(pack_headers(refused), ReservedHeaderError);
+    CHECK_THROWS_AS(pack_headers(Envelope::for_new_message("k"), Headers{{"x-acemq-id", FieldValue("mine")}}),
+                    ReservedHeaderError);
+}

@@ -209,3 +209,76 @@ TEST_CASE("copies read and dropped on several threads at once leave the block wh
         CHECK(reads_ok == std::vector<int>(4, 2000));
     }
 }
+
+namespace {
+
+OutboundMessage published_with_body(Bytes body) {
+    return {.exchange = "orders.x",
+            .routing_key = "orders",
+            .body = std::move(body),
+            .content_type = "application/json",
+            .message_id = "0b7d9a52-5a3c-4d55-9f4e-6a1c2b3d4e5f",
+            .headers = {{"x-acemq-correlation", FieldValue("0b7d9a52-5a3c-4d55-9f4e-6a1c2b3d4e5f")},
+                        {"x-acemq-id", FieldValue("0b7d9a52-5a3c-4d55-9f4e-6a1c2b3d4e5f")},
+                        {"x-acemq-type", FieldValue("OrderPlaced")},
+                        {"z-nested", FieldValue(FieldArray{FieldValue("nested text")})}},
+            .reply_to = "replies"};
+}
+
+}  // namespace
+
+TEST_CASE("a published message is delivered as it was sent, its packed headers copied, not unpacked") {
+    for (const std::size_t size : {std::size_t{0}, std::size_t{64}, inline_bound, inline_bound + 1}) {
+        INFO("body of " << size << " bytes");
+        const Bytes body = bytes_counting(size);
+        const OutboundMessage sent = published_with_body(body);
+        const InboundMessage message{OutboundMessage(sent)};
+        CHECK(Bytes(message.body().begin(), message.body().end()) == body);
+        CHECK(message.content_type() == "application/json");
+        CHECK(message.exchange() == "orders.x");
+        CHECK(message.routing_key() == "orders");
+        CHECK(message.message_id() == sent.message_id);
+        CHECK(message.reply_to() == "replies");
+        CHECK_FALSE(message.redelivered());
+        CHECK(message.decode_failure().empty());
+        CHECK(message.headers() == sent.headers.table());
+        // The same block as the delivery made of its parts: the id's texts are a reference to the
+        // id there as well.
+        const InboundMessage from_parts(InboundParts{.body = body,
+                                                     .content_type = sent.content_type,
+                                                     .exchange = sent.exchange,
+                                                     .routing_key = sent.routing_key,
+                                                     .message_id = sent.message_id,
+                                                     .reply_to = sent.reply_to,
+                                                     .headers = sent.headers.table()});
+        CHECK(message.heap_bytes() == from_parts.heap_bytes());
+        // Each of the two is its tag alone: its size byte and its 36 bytes are not there.
+        CHECK(message.headers().packed_size() == sent.headers.bytes().size() - 1 - 2 * (1 + sent.message_id.size()));
+    }
+    // A body past the bound is moved in, as from parts.
+    Bytes large = bytes_counting(inline_bound * 4);
+    const std::byte* const bytes = large.data();
+    InboundMessage message(published_with_body(std::move(large)));
+    CHECK(message.body().data() == bytes);
+    CHECK(std::move(message).parts().body.data() == bytes);
+
+    // An empty message, and one whose texts the block cannot hold.
+    const InboundMessage empty{OutboundMessage{}};
+    CHECK(empty.headers().empty());
+    CHECK(empty.body().empty());
+    CHECK(empty.message_id().empty());
+    CHECK_THROWS_AS(InboundMessage(OutboundMessage{.routing_key = std::string(65'536, 'k')}), InvalidArgument);
+}
+
+TEST_CASE("a published message's nested texts equal to its id are copied as texts and read back") {
+    OutboundMessage sent = published_with_body({});
+    const Headers nested{{"list", FieldValue(FieldArray{FieldValue(sent.message_id)})},
+                         {"table", FieldValue(FieldTable{{"id", FieldValue(sent.message_id)}})},
+                         {"x-acemq-id", FieldValue(sent.message_id)}};
+    sent.headers = nested;
+    const InboundMessage message{OutboundMessage(sent)};
+    CHECK(message.headers() == nested);
+    CHECK(message.headers().has_nested_values());
+    // Only the top one is a reference: the nested ones keep their size byte and 36 bytes.
+    CHECK(message.headers().packed_size() == sent.headers.bytes().size() - 1 - (1 + sent.message_id.size()));
+}

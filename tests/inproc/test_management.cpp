@@ -133,7 +133,7 @@ TEST_CASE("browse shows ready messages in order with their properties, and leave
         OutboundMessage out = message("", "jobs", "job " + std::to_string(i));
         out.content_type = "text/plain";
         out.reply_to = "replies";
-        out.headers["attempt"] = FieldValue(std::int64_t{i});
+        out.headers = {{"attempt", FieldValue(std::int64_t{i})}};
         out.persistent = i % 2 == 0;
         REQUIRE(broker->publish(std::move(out)).confirmed);
     }

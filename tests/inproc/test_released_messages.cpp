@@ -16,13 +16,12 @@ using acemq::inproc::detail::ReleasedMessages;
 
 namespace {
 
-acemq::InboundParts parts_of(std::size_t body_size) {
-    return {.body = Bytes(body_size, std::byte{7}),
-            .content_type = "application/msgpack",
-            .exchange = "",
+acemq::OutboundMessage published(std::size_t body_size) {
+    return {.exchange = "",
             .routing_key = "orders",
+            .body = Bytes(body_size, std::byte{7}),
+            .content_type = "application/msgpack",
             .message_id = "4f1d2c3b-0000-4000-8000-1234567890ab",
-            .reply_to = "",
             .headers = {{"x-acemq-correlation", "4f1d2c3b-0000-4000-8000-1234567890ab"},
                         {"x-acemq-attempt", std::int32_t{1}}}};
 }
@@ -31,7 +30,7 @@ acemq::InboundParts parts_of(std::size_t body_size) {
 
 TEST_CASE("a message released on another thread waits until the publishing side frees it", "[inproc]") {
     ReleasedMessages::Owned list = ReleasedMessages::create();
-    InboundMessage message = list->make(parts_of(100));
+    InboundMessage message = list->make(published(100));
     const std::size_t weight = message.heap_bytes();
     CHECK(weight > 100);
     CHECK(message.body().size() == 100);
@@ -48,7 +47,7 @@ TEST_CASE("a message released on another thread waits until the publishing side 
 
 TEST_CASE("a message still shared is not released", "[inproc]") {
     ReleasedMessages::Owned list = ReleasedMessages::create();
-    std::optional<InboundMessage> message = list->make(parts_of(10));
+    std::optional<InboundMessage> message = list->make(published(10));
     std::optional<InboundMessage> delivery = message;
     message.reset();
     CHECK(list->held_bytes() == 0);
@@ -59,7 +58,7 @@ TEST_CASE("a message still shared is not released", "[inproc]") {
 
 TEST_CASE("a copy made to change a shared message is not the list's to free", "[inproc]") {
     ReleasedMessages::Owned list = ReleasedMessages::create();
-    std::optional<InboundMessage> message = list->make(parts_of(10));
+    std::optional<InboundMessage> message = list->make(published(10));
     std::optional<InboundMessage> redelivery = message;
     redelivery->set_redelivered(true);
     CHECK(redelivery->redelivered());
@@ -73,14 +72,14 @@ TEST_CASE("a copy made to change a shared message is not the list's to free", "[
 TEST_CASE("released messages never weigh more than the bound: past it, the releasing thread frees", "[inproc]") {
     ReleasedMessages::Owned list = ReleasedMessages::create();
     SECTION("one message heavier than the bound is freed at once") {
-        list->make(parts_of(ReleasedMessages::most_held_bytes + 1));
+        list->make(published(ReleasedMessages::most_held_bytes + 1));
         CHECK(list->held_bytes() == 0);
     }
     SECTION("many light ones fill it up to the bound and no further") {
-        const std::size_t weight = list->make(parts_of(1000)).heap_bytes();
+        const std::size_t weight = list->make(published(1000)).heap_bytes();
         list->free_released();
         const std::size_t fit = ReleasedMessages::most_held_bytes / weight;
-        for (std::size_t i = 0; i < fit + 10; ++i) list->make(parts_of(1000));
+        for (std::size_t i = 0; i < fit + 10; ++i) list->make(published(1000));
         CHECK(list->held_bytes() == fit * weight);
         list->free_released();
         CHECK(list->held_bytes() == 0);
@@ -91,7 +90,7 @@ TEST_CASE("a message outliving the broker's list is still freed (the list lives 
     const std::size_t lists_before = ReleasedMessages::lists();
     ReleasedMessages::Owned list = ReleasedMessages::create();
     CHECK(ReleasedMessages::lists() == lists_before + 1);
-    std::optional<InboundMessage> message = list->make(parts_of(64));
+    std::optional<InboundMessage> message = list->make(published(64));
     list.reset();
     CHECK(ReleasedMessages::lists() == lists_before + 1);
     CHECK(message->body().size() == 64);
@@ -105,7 +104,7 @@ TEST_CASE("consumers releasing while a publisher frees: every message is freed o
     constexpr int per_releaser = 20000;
     std::vector<std::vector<InboundMessage>> made(releasers);
     for (auto& batch : made)
-        for (int i = 0; i < per_releaser; ++i) batch.push_back(list->make(parts_of(16)));
+        for (int i = 0; i < per_releaser; ++i) batch.push_back(list->make(published(16)));
     std::atomic<int> done{0};
     std::vector<std::thread> threads;
     for (auto& batch : made)

@@ -82,16 +82,17 @@ std::map<std::string, Expected> make_file(const std::string& path) {
                                 .body = bytes(payload(n)),
                                 .content_type = "text/plain",
                                 .message_id = "m-" + std::to_string(n),
+                                .headers = {{"x-n", FieldValue(std::int64_t{n})}},
                                 .persistent = true};
-        message.headers.emplace_back("x-n", FieldValue(std::int64_t{n}));
         REQUIRE(broker->publish(message).confirmed);
-        expected.emplace(message.message_id, Expected{queue, InboundMessage({.body = message.body,
-                                                                             .content_type = message.content_type,
-                                                                             .exchange = message.exchange,
-                                                                             .routing_key = message.routing_key,
-                                                                             .message_id = message.message_id,
-                                                                             .reply_to = {},
-                                                                             .headers = message.headers})});
+        expected.emplace(message.message_id,
+                         Expected{queue, InboundMessage(InboundParts{.body = message.body,
+                                                                     .content_type = message.content_type,
+                                                                     .exchange = message.exchange,
+                                                                     .routing_key = message.routing_key,
+                                                                     .message_id = message.message_id,
+                                                                     .reply_to = {},
+                                                                     .headers = message.headers.table()})});
     }
     broker->close_connection(connection);
     return expected;

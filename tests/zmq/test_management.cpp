@@ -44,8 +44,8 @@ acemq::OutboundMessage numbered_message(const std::string& queue, int number, st
                                    .body = body_bytes > 0 ? acemq::Bytes(body_bytes, std::byte{'x'})
                                                           : text_bytes("message " + std::to_string(number)),
                                    .content_type = "text/plain",
-                                   .message_id = std::to_string(number)};
-    message.headers.insert_or_assign("number", acemq::FieldValue(static_cast<std::int64_t>(number)));
+                                   .message_id = std::to_string(number),
+                                   .headers = {{"number", acemq::FieldValue(static_cast<std::int64_t>(number))}}};
     return message;
 }
 

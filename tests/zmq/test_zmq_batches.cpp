@@ -115,7 +115,7 @@ msgpack::sbuffer batch_of(std::vector<msgpack::sbuffer> entries) {
 // A publish frame whose body is a str where a bin belongs.
 msgpack::sbuffer publish_with_text_body(std::uint64_t sequence) {
     wire::Writer out(Command::publish, 10);
-    out.value(sequence).text("").text("q").text("not a bin").text("").text("").table({}).text("");
+    out.value(sequence).text("").text("q").text("not a bin").text("").text("").table(acemq::FieldTable{}).text("");
     out.value(false).value(false);
     return std::move(out.buffer());
 }

@@ -223,7 +223,9 @@ void Connection::select_confirms(amqp_channel_t channel) {
 }
 
 void Connection::publish(amqp_channel_t channel, const OutboundMessage& message) {
-    TableView headers(message.headers);
+    // The table the entries point into, unpacked for rabbitmq-c, lives until the frame is sent.
+    const Headers table = message.headers.table();
+    TableView headers(table);
     amqp_basic_properties_t properties{};
     properties._flags = AMQP_BASIC_CONTENT_TYPE_FLAG | AMQP_BASIC_DELIVERY_MODE_FLAG | AMQP_BASIC_HEADERS_FLAG;
     properties.content_type = bytes_of(message.content_type);

@@ -223,7 +223,7 @@ std::string encoding_refusal(const OutboundMessage& message, std::size_t frame_m
         if (text->size() > shortstr_max)
             return std::string("the ") + what + " is " + std::to_string(text->size()) +
                    " bytes long; AMQP 0-9-1 carries at most 255 there (a short string)";
-    const TableSize headers = encoded_size(message.headers);
+    const TableSize headers = encoded_size(message.headers.table());
     if (!headers.refusal.empty()) return headers.refusal;
     // As write_publishes lays them out: property flags, content type, headers, delivery
     // mode, then the message id and reply-to when present.

@@ -20,8 +20,8 @@ void ReleasedMessages::drop() noexcept {
     if (holds_.fetch_sub(1, std::memory_order_acq_rel) == 1) delete this;
 }
 
-InboundMessage ReleasedMessages::make(InboundParts&& parts) {
-    InboundMessage message(std::move(parts), *this);
+InboundMessage ReleasedMessages::make(OutboundMessage&& published) {
+    InboundMessage message(std::move(published), *this);
     holds_.fetch_add(1, std::memory_order_relaxed);
     return message;
 }

@@ -44,8 +44,9 @@ public:
     ReleasedMessages(const ReleasedMessages&) = delete;
     ReleasedMessages& operator=(const ReleasedMessages&) = delete;
 
-    // A message made of `parts`: when its last copy goes, its block waits here to be freed.
-    InboundMessage make(InboundParts&& parts);
+    // The delivery of `message` as published: when its last copy goes, its block waits here
+    // to be freed.
+    InboundMessage make(OutboundMessage&& message);
 
     // Frees every message released so far, on the calling thread. One atomic load when none is.
     void free_released() noexcept;

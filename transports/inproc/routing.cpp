@@ -25,15 +25,7 @@ PublishResult not_routed(bool mandatory) {
 
 }  // namespace
 
-InboundMessage Broker::Impl::inbound(OutboundMessage&& message) {
-    return released_->make({.body = std::move(message.body),
-                            .content_type = std::move(message.content_type),
-                            .exchange = std::move(message.exchange),
-                            .routing_key = std::move(message.routing_key),
-                            .message_id = std::move(message.message_id),
-                            .reply_to = std::move(message.reply_to),
-                            .headers = std::move(message.headers)});
-}
+InboundMessage Broker::Impl::inbound(OutboundMessage&& message) { return released_->make(std::move(message)); }
 
 PublishResult Broker::Impl::publish(OutboundMessage message) {
     released_->free_released();

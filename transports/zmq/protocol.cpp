@@ -286,6 +286,10 @@ Writer& Writer::table(const FieldTable& value) {
     message_pack::pack_table(packer_, value);
     return *this;
 }
+Writer& Writer::table(const PackedHeaders& value) {
+    message_pack::pack_table(packer_, value);
+    return *this;
+}
 Writer& Writer::nil() {
     packer_.pack_nil();
     return *this;
@@ -337,7 +341,7 @@ void pack_binding(Writer& out, const BindingDeclaration& binding) {
 msgpack::sbuffer encode_publish(std::uint64_t sequence, const OutboundMessage& message) {
     Writer out(Command::publish, 10, message_size_hint(message.body.size(), message.headers.size()));
     out.value(sequence).text(message.exchange).text(message.routing_key).bytes(message.body);
-    out.text(message.content_type).text(message.message_id).table(message.headers).text(message.reply_to);
+    out.text(message.content_type).text(message.message_id).table(message.headers.view()).text(message.reply_to);
     out.value(message.persistent).value(message.mandatory);
     return std::move(out.buffer());
 }

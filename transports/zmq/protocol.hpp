@@ -180,6 +180,7 @@ public:
     Writer& text(std::string_view value);
     Writer& bytes(std::span<const std::byte> value);
     Writer& table(const FieldTable& value);
+    Writer& table(const PackedHeaders& value);
     template <class T>
     Writer& value(const T& value) {
         packer_.pack(value);

@@ -30,7 +30,7 @@ PublishResult ZmqTransport::start_publish(OutboundMessage& message, std::shared_
             .number = sequence,
             .frame = std::move(frame),
             .confirm = confirm,
-            .batchable = wire::batchable(message.headers)});
+            .batchable = wire::batchable(message.headers.view())});
     return {};
 }
 

@@ -585,7 +585,7 @@ std::vector<Bytes> round_trips(Values& values) {
 // A publish whose headers hold `value`, as the broker reads it.
 FieldValue through_headers(const FieldValue& value) {
     acemq::OutboundMessage message;
-    message.headers.insert_or_assign("v", value);
+    message.headers = {{"v", value}};
     const Parsed p = parsed(wire::encode_publish(1, message));
     return wire::read_publish(p.frame).message.headers.at("v");
 }
@@ -719,7 +719,7 @@ TEST_CASE("zmq frames: huge length headers are refused before anything is reserv
                Catch::Contains("declares more elements than the frame has bytes"));
     // In a publish's headers, where a peer would put it.
     acemq::OutboundMessage message;
-    message.headers.insert_or_assign("h", FieldArray{FieldValue(true)});
+    message.headers = {{"h", FieldValue(FieldArray{FieldValue(true)})}};
     Bytes publish = bytes_of(wire::encode_publish(1, message));
     const auto array = std::find(publish.begin(), publish.end(), std::byte{0x91});  // the one-element array
     REQUIRE(array != publish.end());
@@ -788,7 +788,7 @@ TEST_CASE("zmq frames: unknown commands, missing fields, wrong types and trailin
     CHECK_NOTHROW(fuzz::read_zmq_frame(bytes_of({0x94, 0x01, 0x0d, 0x07, 0xa1, 0x78})));
     // Field values outside what the family writes.
     acemq::OutboundMessage message;
-    message.headers.insert_or_assign("h", FieldValue(std::int32_t{0}));
+    message.headers = {{"h", FieldValue(std::int32_t{0})}};
     const Bytes publish = bytes_of(wire::encode_publish(1, message));
     const auto with_value = [&](const Bytes& value) {
         Bytes frame = publish;
