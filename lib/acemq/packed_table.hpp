@@ -32,8 +32,15 @@ public:
     PackedTable(const Headers& table);  // NOLINT(google-explicit-constructor)
     // Packs the table of these entries: `.headers = {{"x-n", FieldValue(1)}}`.
     PackedTable(std::initializer_list<Headers::value_type> entries) : PackedTable(Headers(entries)) {}
+    // Packs `table` for the message whose id is `message_id`: a text equal to it is held as a
+    // reference to it and the id once, as a message's block holds them, so that the block of
+    // a message with this id copies them as they are.
+    PackedTable(const Headers& table, std::string_view message_id);
 
-    PackedHeaders view() const noexcept { return PackedHeaders(bytes_, {}); }
+    PackedHeaders view() const noexcept {
+        const auto [id, packed] = split();
+        return PackedHeaders(packed, id);
+    }
     std::size_t size() const noexcept { return view().size(); }
     bool empty() const noexcept { return view().empty(); }
     PackedHeaders::iterator begin() const { return view().begin(); }
@@ -43,8 +50,10 @@ public:
     // Throws InvalidArgument naming the missing header.
     FieldValue at(std::string_view name) const { return view().at(name); }
     Headers table() const { return view().table(); }
-    // The packed bytes, as InboundMessage copies them into a message's block.
-    std::string_view bytes() const noexcept { return bytes_; }
+    // The id the packed texts may refer to ("" when none does), and the packed headers (their
+    // count, then the entries): what InboundMessage copies into a message's block.
+    std::string_view message_id() const noexcept { return split().first; }
+    std::string_view packed() const noexcept { return split().second; }
 
     friend bool operator==(const PackedTable& packed, const Headers& table) { return packed.view() == table; }
     friend bool operator==(const PackedTable& a, const PackedTable& b) { return a.view() == b.view(); }
@@ -53,7 +62,21 @@ private:
     friend class detail::PackedWriter;
     explicit PackedTable(std::string bytes) noexcept : bytes_(std::move(bytes)) {}
 
-    std::string bytes_;  // the count, then the entries; none refers to a message's id
+    // The id and the packed headers, off bytes_.
+    std::pair<std::string_view, std::string_view> split() const noexcept {
+        if (bytes_.empty()) return {};
+        std::size_t id_size = 0;
+        std::size_t at = 0;
+        for (unsigned shift = 0;; shift += 7) {
+            const auto byte = static_cast<unsigned char>(bytes_[at++]);
+            id_size |= static_cast<std::size_t>(byte & 0x7f) << shift;
+            if ((byte & 0x80) == 0) break;
+        }
+        const std::string_view all(bytes_);
+        return {all.substr(at, id_size), all.substr(at + id_size)};
+    }
+
+    std::string bytes_;  // the id's size (a varint) and its bytes, then the packed headers; "" when empty
 };
 
 }  // namespace acemq

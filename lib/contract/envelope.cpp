@@ -145,24 +145,28 @@ void check_sendable(const Envelope& envelope) {
 
 namespace {
 
+using detail::PackedName;
+
 // What write_headers writes into: a FieldTable (render_headers) or packed bytes (pack_headers).
+// A reserved header's name comes with its number among the contract's names, found when
+// compiled; an application header's is looked up if packed.
 struct TableSink {
     Headers& out;
 
     void put(std::string_view name, const FieldValue& value) { out.emplace_back(name, value); }
     void put(std::string_view name, FieldValue&& value) { out.emplace_back(name, std::move(value)); }
-    void put_text(std::string_view name, const std::string& text) { out.emplace_back(name, text); }
-    void put_int32(std::string_view name, std::int32_t value) { out.emplace_back(name, value); }
-    void put_int64(std::string_view name, std::int64_t value) { out.emplace_back(name, value); }
+    void put_text(PackedName name, const std::string& text) { out.emplace_back(name.text, text); }
+    void put_int32(PackedName name, std::int32_t value) { out.emplace_back(name.text, value); }
+    void put_int64(PackedName name, std::int64_t value) { out.emplace_back(name.text, value); }
 };
 
 struct PackedSink {
     detail::PackedWriter& out;
 
     void put(std::string_view name, const FieldValue& value) { out.put(name, value); }
-    void put_text(std::string_view name, const std::string& text) { out.put_text(name, text); }
-    void put_int32(std::string_view name, std::int32_t value) { out.put_int32(name, value); }
-    void put_int64(std::string_view name, std::int64_t value) { out.put_int64(name, value); }
+    void put_text(PackedName name, const std::string& text) { out.put_text(name, text); }
+    void put_int32(PackedName name, std::int32_t value) { out.put_int32(name, value); }
+    void put_int64(PackedName name, std::int64_t value) { out.put_int64(name, value); }
 };
 
 // How many reserved headers write_headers writes for `envelope`.
@@ -203,38 +207,39 @@ void write_headers(const Envelope& envelope, Headers& added, Sink& out) {
             }
         }
     };
-    const auto put_always = [&](std::string_view name, const std::string& text) {
-        put_others_before(&name);
+    const auto put_always = [&](PackedName name, const std::string& text) {
+        put_others_before(&name.text);
         out.put_text(name, text);
     };
-    const auto put_text = [&](std::string_view name, const std::string& text) {
+    const auto put_text = [&](PackedName name, const std::string& text) {
         if (!text.empty()) put_always(name, text);
     };
-    const auto put_int32 = [&](std::string_view name, std::int32_t value) {
-        put_others_before(&name);
+    const auto put_int32 = [&](PackedName name, std::int32_t value) {
+        put_others_before(&name.text);
         out.put_int32(name, value);
     };
-    put_int32(header::attempt, envelope.attempt);
-    put_text(header::causation, envelope.causation);
-    put_text(header::claim, envelope.claim);
-    put_always(header::correlation, envelope.correlation.empty() ? envelope.id : envelope.correlation);
-    put_text(header::error, envelope.error);
+    put_int32(PackedName::known(header::attempt), envelope.attempt);
+    put_text(PackedName::known(header::causation), envelope.causation);
+    put_text(PackedName::known(header::claim), envelope.claim);
+    put_always(PackedName::known(header::correlation),
+               envelope.correlation.empty() ? envelope.id : envelope.correlation);
+    put_text(PackedName::known(header::error), envelope.error);
     if (envelope.first_seen) {
-        const std::string_view name = header::first_seen;
-        put_others_before(&name);
+        constexpr PackedName name = PackedName::known(header::first_seen);
+        put_others_before(&name.text);
         out.put_int64(name, static_cast<std::int64_t>(envelope.first_seen->time_since_epoch().count()));
     }
-    put_always(header::id, envelope.id);
-    put_text(header::origin, envelope.origin);
+    put_always(PackedName::known(header::id), envelope.id);
+    put_text(PackedName::known(header::origin), envelope.origin);
     if (!envelope.route.empty()) {
         std::string joined;
         for (const std::string& step : envelope.route) joined += (joined.empty() ? "" : ",") + step;
-        put_always(header::route, joined);
-        put_text(header::route_id, envelope.route_id);
-        put_int32(header::route_position, envelope.route_position);
+        put_always(PackedName::known(header::route), joined);
+        put_text(PackedName::known(header::route_id), envelope.route_id);
+        put_int32(PackedName::known(header::route_position), envelope.route_position);
     }
-    put_always(header::type, envelope.type);
-    put_int32(header::version, envelope.version);
+    put_always(PackedName::known(header::type), envelope.type);
+    put_int32(PackedName::known(header::version), envelope.version);
     put_others_before(nullptr);
 }
 
@@ -254,8 +259,9 @@ PackedTable pack_headers(const Envelope& envelope, Headers added) {
     // A reserved header packed is a byte of name and mostly a short value; the id-sized texts
     // (id, correlation, causation) are the long ones.
     constexpr std::size_t bytes_a_reserved_header = 24;
-    detail::PackedWriter writer(bytes_a_reserved_header * reserved_count(envelope) +
-                                64 * (envelope.headers.size() + added.size()));
+    detail::PackedWriter writer(
+        bytes_a_reserved_header * reserved_count(envelope) + 64 * (envelope.headers.size() + added.size()),
+        envelope.id);
     PackedSink sink{writer};
     write_headers(envelope, added, sink);
     return std::move(writer).finish();

@@ -162,9 +162,20 @@ MessageBlock* InboundMessage::make_block(OutboundMessage&& message) {
                         {},
                         message.body,
                         false},
-                       [&](char* out, std::size_t capacity) {
-                           return PackedHeaders::pack_referencing(message.headers.bytes(), message.message_id, out,
-                                                                  capacity);
+                       [&](char* out, std::size_t capacity) -> std::size_t {
+                           const PackedTable& headers = message.headers;
+                           if (headers.message_id() == message.message_id) {
+                               const std::string_view packed = headers.packed();
+                               if (!packed.empty() && packed.size() <= capacity)
+                                   std::memcpy(out, packed.data(), packed.size());
+                               return packed.size();
+                           }
+                           if (headers.message_id().empty())
+                               return PackedHeaders::pack_referencing(headers.packed(), message.message_id, out,
+                                                                      capacity);
+                           // Packed for another id (the message's was changed since): its
+                           // references undone, the message's own made.
+                           return PackedHeaders::pack(headers.table(), message.message_id, out, capacity);
                        });
 }
 

@@ -85,7 +85,7 @@ struct Output {
     }
 };
 
-// Where a PackedWriter writes: a string that grows.
+// A string that grows a byte at a time: for the few bytes around a packed table's entries.
 struct GrowingOutput {
     std::string& bytes;
 
@@ -119,14 +119,20 @@ void put_text(Out& out, std::string_view text) {
     out.append(text.data(), text.size());
 }
 
+// `contract` is contract_names::index_of(name).
 template <class Out>
-void put_name(Out& out, std::string_view name) {
-    if (const int contract = contract_names::index_of(name); contract >= 0) {
+void put_name(Out& out, std::string_view name, int contract) {
+    if (contract >= 0) {
         put_varint(out, static_cast<std::size_t>(contract) * 2 + 1);
         return;
     }
     put_varint(out, name.size() * 2);
     out.append(name.data(), name.size());
+}
+
+template <class Out>
+void put_name(Out& out, std::string_view name) {
+    put_name(out, name, contract_names::index_of(name));
 }
 
 std::string_view take_name(const char*& at) noexcept {
@@ -416,57 +422,104 @@ bool operator==(const PackedHeaders& packed, const Headers& table) { return same
 
 bool operator==(const PackedHeaders& a, const PackedHeaders& b) { return same_entries(a, b); }
 
-PackedTable::PackedTable(const Headers& table) {
-    bytes_.resize(PackedHeaders::pack(table, {}, nullptr, 0));
-    PackedHeaders::pack(table, {}, bytes_.data(), bytes_.size());
+namespace {
+
+// A packed table's bytes up to its packed headers: the id's size and the id.
+void put_id(std::string& bytes, std::string_view message_id) {
+    GrowingOutput out{bytes};
+    put_text(out, message_id);
+}
+
+}  // namespace
+
+PackedTable::PackedTable(const Headers& table) : PackedTable(table, {}) {}
+
+PackedTable::PackedTable(const Headers& table, std::string_view message_id) {
+    put_id(bytes_, message_id);
+    const std::size_t headers_at = bytes_.size();
+    bytes_.resize(headers_at + PackedHeaders::pack(table, message_id, nullptr, 0));
+    PackedHeaders::pack(table, message_id, bytes_.data() + headers_at, bytes_.size() - headers_at);
 }
 
 namespace detail {
 
-PackedWriter::PackedWriter(std::size_t bytes_hint) {
-    bytes_.reserve(1 + bytes_hint);
-    bytes_.push_back('\0');  // the count's place: one byte holds a count below 64
+namespace {
+
+// Writes an entry at `bytes`' `size` by `write(Output&)`, into room the string has already
+// (made a little larger than the entries are expected to take, so that most entries are
+// written once, by pointer, with no check a byte), or counted first and written again when it
+// did not fit.
+template <class Write>
+void append_entry(std::string& bytes, std::size_t& size, const Write& write) {
+    Output out{bytes.data() + size, bytes.size() - size};
+    write(out);
+    if (out.size > out.capacity) {
+        bytes.resize(std::max(bytes.size() * 2, size + out.size));
+        Output again{bytes.data() + size, bytes.size() - size};
+        write(again);
+    }
+    size += out.size;
 }
 
-void PackedWriter::put(std::string_view name, const FieldValue& value) {
-    GrowingOutput out{bytes_};
-    put_name(out, name);
-    put_value(out, value, {});
+}  // namespace
+
+PackedWriter::PackedWriter(std::size_t bytes_hint, std::string_view message_id) : message_id_(message_id) {
+    bytes_.reserve(1 + message_id.size() + 1 + bytes_hint);
+    put_id(bytes_, message_id);
+    count_at_ = bytes_.size();
+    size_ = count_at_ + 1;  // the count's place: one byte holds a count below 64
+    bytes_.resize(bytes_.capacity());
+}
+
+void PackedWriter::put(PackedName name, const FieldValue& value) {
+    append_entry(bytes_, size_, [&](Output& out) {
+        put_name(out, name.text, name.contract);
+        put_value(out, value, message_id_);
+    });
     nested_ = nested_ || value.nests();
     ++count_;
 }
 
-void PackedWriter::put_text(std::string_view name, std::string_view text) {
-    GrowingOutput out{bytes_};
-    put_name(out, name);
-    put_tag(out, Tag::text);
-    acemq::put_text(out, text);
+void PackedWriter::put_text(PackedName name, std::string_view text) {
+    const bool is_the_id = !message_id_.empty() && text == message_id_;
+    append_entry(bytes_, size_, [&](Output& out) {
+        put_name(out, name.text, name.contract);
+        if (is_the_id) {
+            put_tag(out, Tag::text_message_id);
+        } else {
+            put_tag(out, Tag::text);
+            acemq::put_text(out, text);
+        }
+    });
     ++count_;
 }
 
-void PackedWriter::put_int32(std::string_view name, std::int32_t value) {
-    GrowingOutput out{bytes_};
-    put_name(out, name);
-    put_signed(out, Tag::int32, value);
+void PackedWriter::put_int32(PackedName name, std::int32_t value) {
+    append_entry(bytes_, size_, [&](Output& out) {
+        put_name(out, name.text, name.contract);
+        put_signed(out, Tag::int32, value);
+    });
     ++count_;
 }
 
-void PackedWriter::put_int64(std::string_view name, std::int64_t value) {
-    GrowingOutput out{bytes_};
-    put_name(out, name);
-    put_signed(out, Tag::int64, value);
+void PackedWriter::put_int64(PackedName name, std::int64_t value) {
+    append_entry(bytes_, size_, [&](Output& out) {
+        put_name(out, name.text, name.contract);
+        put_signed(out, Tag::int64, value);
+    });
     ++count_;
 }
 
 PackedTable PackedWriter::finish() && {
+    bytes_.resize(size_);
     const std::uint64_t head = count_ * 2 + (nested_ ? 1 : 0);
     if (head < 0x80) {
-        bytes_[0] = static_cast<char>(head);
+        bytes_[count_at_] = static_cast<char>(head);
     } else {
         std::string count;
         GrowingOutput out{count};
         put_varint(out, head);
-        bytes_.replace(0, 1, count);
+        bytes_.replace(count_at_, 1, count);
     }
     return PackedTable(std::move(bytes_));
 }

@@ -253,7 +253,7 @@ TEST_CASE("a published message is delivered as it was sent, its packed headers c
                                                      .headers = sent.headers.table()});
         CHECK(message.heap_bytes() == from_parts.heap_bytes());
         // Each of the two is its tag alone: its size byte and its 36 bytes are not there.
-        CHECK(message.headers().packed_size() == sent.headers.bytes().size() - 1 - 2 * (1 + sent.message_id.size()));
+        CHECK(message.headers().packed_size() == sent.headers.packed().size() - 1 - 2 * (1 + sent.message_id.size()));
     }
     // A body past the bound is moved in, as from parts.
     Bytes large = bytes_counting(inline_bound * 4);
@@ -280,5 +280,32 @@ TEST_CASE("a published message's nested texts equal to its id are copied as text
     CHECK(message.headers() == nested);
     CHECK(message.headers().has_nested_values());
     // Only the top one is a reference: the nested ones keep their size byte and 36 bytes.
-    CHECK(message.headers().packed_size() == sent.headers.bytes().size() - 1 - (1 + sent.message_id.size()));
+    CHECK(message.headers().packed_size() == sent.headers.packed().size() - 1 - (1 + sent.message_id.size()));
+}
+
+TEST_CASE(
+    "a message's headers packed for its id, for none or for another read back the same, the id's texts referred to") {
+    const std::string id = "0b7d9a52-5a3c-4d55-9f4e-6a1c2b3d4e5f";
+    const std::string other = "1c8e0b63-6b4d-4e66-8a5f-7b2d3c4e5f60";
+    const Headers table{{"x-acemq-causation", FieldValue(other)},
+                        {"x-acemq-correlation", FieldValue(id)},
+                        {"x-acemq-id", FieldValue(id)}};
+    OutboundMessage sent = published_with_body(Bytes(64));
+    sent.message_id = id;
+    const InboundMessage from_parts(InboundParts{.body = Bytes(64),
+                                                 .content_type = sent.content_type,
+                                                 .exchange = sent.exchange,
+                                                 .routing_key = sent.routing_key,
+                                                 .message_id = id,
+                                                 .reply_to = sent.reply_to,
+                                                 .headers = table});
+    for (const std::string& packed_for : {id, std::string(), other}) {
+        INFO("packed for \"" << packed_for << "\"");
+        sent.headers = PackedTable(table, packed_for);
+        const InboundMessage message{OutboundMessage(sent)};
+        CHECK(message.headers() == table);
+        CHECK(message.headers().at("x-acemq-causation") == FieldValue(other));
+        // Whatever it was packed for, the block refers to its own id, and only to it.
+        CHECK(message.heap_bytes() == from_parts.heap_bytes());
+    }
 }
