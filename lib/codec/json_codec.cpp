@@ -3,6 +3,7 @@
 // Boost.JSON, header-only: this is the one translation unit that compiles it.
 #include <algorithm>
 #include <bit>
+#include <boost/container/small_vector.hpp>
 #include <boost/json/src.hpp>
 #include <charconv>
 #include <cmath>
@@ -145,8 +146,6 @@ private:
         Open& top = open_.back();
         if (top.members++ > 0) put(',');
         top.at_key = false;
-        // Room for a typical struct's keys at once, rather than growing one key at a time.
-        if (keys_.capacity() == 0) keys_.reserve(8);
         const std::size_t from = body_.size() + 1;  // after the opening quote
         quoted(text);
         keys_.emplace_back(from, body_.size() - 1 - from);
@@ -202,10 +201,12 @@ private:
 
     std::vector<std::byte>& body_;
     FieldNames names_;
-    std::vector<Open> open_;
+    // Both held in the writer for a typical struct's depth and keys: a message's encoding
+    // allocates for its body alone.
+    boost::container::small_vector<Open, 8> open_;
     // The keys of the open objects, innermost last, as (offset, size) of their escaped text
     // in the body.
-    std::vector<std::pair<std::size_t, std::size_t>> keys_;
+    boost::container::small_vector<std::pair<std::size_t, std::size_t>, 16> keys_;
 };
 
 // A parsed body, flat: each value one token in document order, an array or object first
