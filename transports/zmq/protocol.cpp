@@ -187,10 +187,6 @@ bool batchable(Command command) noexcept {
     }
 }
 
-bool batchable(const FieldTable& headers) noexcept {
-    return std::ranges::none_of(headers, [](const auto& entry) { return entry.second.nests(); });
-}
-
 bool batchable(const PackedHeaders& headers) noexcept { return !headers.has_nested_values(); }
 
 namespace {

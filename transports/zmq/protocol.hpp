@@ -146,7 +146,6 @@ bool batchable(Command command) noexcept;
 // True when a message with these headers may travel in a batch: none of its values is a
 // table or an array, so a batch (two levels deeper than a frame alone) stays far below the
 // nesting limit. A message whose headers nest travels alone.
-bool batchable(const FieldTable& headers) noexcept;
 bool batchable(const PackedHeaders& headers) noexcept;
 
 // Frames for one peer, waiting to be sent as few frames as they fit in (docs/zmq-protocol.md
