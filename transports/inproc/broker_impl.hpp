@@ -27,6 +27,7 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <variant>
 #include <vector>
 
 #include <acemq/inproc.hpp>
@@ -136,10 +137,10 @@ private:
     const std::shared_ptr<detail::Queue>& managed_queue(std::string_view name, std::string_view action);
 
     // routing.cpp
-    // The broker's copy of a published message, freed on a publishing thread (released_).
-    InboundMessage inbound(OutboundMessage&& message);
+    // The broker's copy of a published message, freed on a publishing thread (released_); or,
+    // when a message cannot hold its short texts (past 64 KiB in all), the refusal that says so.
+    std::variant<InboundMessage, PublishResult> inbound(OutboundMessage&& message);
     Published publish_locked(OutboundMessage&& message);
-    Published route_locked(OutboundMessage&& message);  // publish_locked's routing and queueing
     void route(const detail::Exchange& exchange, std::string_view key, std::vector<detail::Queue*>& into);
     void enqueue(detail::Queue& queue, detail::StoredMessage&& stored);
     void dead_letter(detail::Queue& from, detail::StoredMessage&& stored, std::string_view reason);

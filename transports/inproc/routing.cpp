@@ -25,7 +25,14 @@ PublishResult not_routed(bool mandatory) {
 
 }  // namespace
 
-InboundMessage Broker::Impl::inbound(OutboundMessage&& message) { return released_->make(std::move(message)); }
+std::variant<InboundMessage, PublishResult> Broker::Impl::inbound(OutboundMessage&& message) {
+    try {
+        return released_->make(std::move(message));
+    } catch (const InvalidArgument& error) {
+        // Refused, as RabbitMQ refuses a message past its limits; a batch goes on with the next.
+        return PublishResult{.return_reason = error.what(), .why = PublishResult::Unconfirmed::refused};
+    }
+}
 
 PublishResult Broker::Impl::publish(OutboundMessage message) {
     released_->free_released();
@@ -107,22 +114,13 @@ void Broker::Impl::publish_batch(std::vector<OutboundMessage> messages, BatchCon
 
 Broker::Impl::Published Broker::Impl::publish_locked(OutboundMessage&& message) {
     published_.fetch_add(1, std::memory_order_relaxed);
-    try {
-        return route_locked(std::move(message));
-    } catch (const InvalidArgument& error) {
-        // Thrown by inbound() alone, before anything of the message is queued: a message
-        // cannot hold short texts past 64 KiB in all. Refused, as RabbitMQ refuses a message
-        // past its limits, and a batch goes on with the next.
-        return {PublishResult{.return_reason = error.what(), .why = PublishResult::Unconfirmed::refused}};
-    }
-}
-
-Broker::Impl::Published Broker::Impl::route_locked(OutboundMessage&& message) {
     const bool persistent = message.persistent;
     if (message.exchange.empty()) {  // the default exchange: the hot path, one lookup
         const auto found = queues_.find(message.routing_key);
         if (found == queues_.end()) return {not_routed(message.mandatory)};
-        StoredMessage stored{.message = inbound(std::move(message)), .persistent = persistent};
+        auto made = inbound(std::move(message));
+        if (auto* refused = std::get_if<PublishResult>(&made)) return {std::move(*refused)};
+        StoredMessage stored{.message = std::move(std::get<InboundMessage>(made)), .persistent = persistent};
         if (writes(*found->second, stored))
             return {confirmed(), hold(*found->second, std::move(stored), Queue::Awaits::published)};
         enqueue(*found->second, std::move(stored));
@@ -139,7 +137,9 @@ Broker::Impl::Published Broker::Impl::route_locked(OutboundMessage&& message) {
     routed_.clear();
     route(*exchange->second, message.routing_key, routed_);
     if (routed_.empty()) return {not_routed(message.mandatory)};
-    StoredMessage stored{.message = inbound(std::move(message)), .persistent = persistent};
+    auto made = inbound(std::move(message));
+    if (auto* refused = std::get_if<PublishResult>(&made)) return {std::move(*refused)};
+    StoredMessage stored{.message = std::move(std::get<InboundMessage>(made)), .persistent = persistent};
     std::uint64_t commit = 0;
     for (Queue* queue : routed_)
         if (writes(*queue, stored)) commit = hold(*queue, StoredMessage(stored), Queue::Awaits::published);
