@@ -24,6 +24,13 @@
 
 namespace acemq {
 
+class PackedHeaders;
+
+namespace detail {
+class FieldVisitor;
+void visit(const PackedHeaders& headers, FieldVisitor& visitor);
+}  // namespace detail
+
 class PackedHeaders {
 public:
     using value_type = std::pair<FieldName, FieldValue>;
@@ -118,6 +125,7 @@ public:
 private:
     friend class InboundMessage;
     friend class PackedTable;
+    friend void detail::visit(const PackedHeaders& headers, detail::FieldVisitor& visitor);
     // Writes `headers` at `out` in the packed form this view reads (a text value equal to
     // `message_id` as a reference to it) when they fit in `capacity` bytes, and returns how
     // many bytes they take, whether they fitted or not.

@@ -8,6 +8,7 @@
 #include <acemq/error.hpp>
 
 #include "contract_names.hpp"
+#include "field_visitor.hpp"
 #include "packed_writer.hpp"
 
 namespace acemq {
@@ -202,6 +203,11 @@ void put_headers(Out& out, const Headers& headers, std::string_view message_id) 
     put_entries(out, headers, message_id);
 }
 
+// Only pack() writes these bytes, and it writes no other tag.
+[[noreturn]] void unknown_tag() {
+    throw UsageError("acemq: a message's packed headers hold an unknown value tag: a bug in acemq, please report it");
+}
+
 FieldValue take_value(const char*& at, std::string_view message_id);
 
 FieldTable take_entries(const char*& at, std::size_t count, std::string_view message_id) {
@@ -243,8 +249,7 @@ FieldValue take_value(const char*& at, std::string_view message_id) {
     }
     case Tag::timestamp: return FieldValue(FieldTimestamp(std::chrono::seconds(take_signed(at))));
     }
-    // Only pack() writes these bytes, and it writes no other tag.
-    throw UsageError("acemq: a message's packed headers hold an unknown value tag: a bug in acemq, please report it");
+    unknown_tag();
 }
 
 // As take_value, into `into`: a text reuses the room of a text `into` holds, so a walk that
@@ -258,6 +263,44 @@ void take_value_into(const char*& at, std::string_view message_id, FieldValue& i
     }
     ++at;
     held->assign(tag == Tag::text ? take_text(at) : message_id);
+}
+
+void visit_value(const char*& at, std::string_view message_id, detail::FieldVisitor& visitor);
+
+void visit_entries(const char*& at, std::size_t count, std::string_view message_id, detail::FieldVisitor& visitor) {
+    visitor.table(count);
+    for (std::size_t index = 0; index < count; ++index) {
+        visitor.name(take_name(at));
+        visit_value(at, message_id, visitor);
+    }
+}
+
+void visit_value(const char*& at, std::string_view message_id, detail::FieldVisitor& visitor) {
+    switch (static_cast<Tag>(*at++)) {
+    case Tag::void_value: visitor.nil(); return;
+    case Tag::false_value: visitor.boolean(false); return;
+    case Tag::true_value: visitor.boolean(true); return;
+    case Tag::int32: visitor.int32(static_cast<std::int32_t>(take_signed(at))); return;
+    case Tag::int64: visitor.int64(take_signed(at)); return;
+    case Tag::uint64: visitor.uint64(take_varint(at)); return;
+    case Tag::float64: visitor.float64(take_raw<double>(at)); return;
+    case Tag::text: visitor.text(take_text(at)); return;
+    case Tag::text_message_id: visitor.text(message_id); return;
+    case Tag::bytes: {
+        const std::string_view raw = take_text(at);
+        visitor.bytes(std::span(reinterpret_cast<const std::byte*>(raw.data()), raw.size()));
+        return;
+    }
+    case Tag::array: {
+        const std::size_t count = take_varint(at);
+        visitor.array(count);
+        for (std::size_t index = 0; index < count; ++index) visit_value(at, message_id, visitor);
+        return;
+    }
+    case Tag::table: visit_entries(at, take_varint(at), message_id, visitor); return;
+    case Tag::timestamp: visitor.timestamp(FieldTimestamp(std::chrono::seconds(take_signed(at)))); return;
+    }
+    unknown_tag();
 }
 
 void skip_value(const char*& at) noexcept;
@@ -398,6 +441,11 @@ FieldValue PackedHeaders::at(std::string_view name) const {
         throw InvalidArgument("acemq: the message has no header named \"" + std::string(name) +
                               "\"; use find or contains when a header may be absent");
     return std::move(found->second);
+}
+
+void detail::visit(const PackedHeaders& headers, FieldVisitor& visitor) {
+    const char* at = headers.entries_.data();
+    visit_entries(at, headers.count_, headers.message_id_, visitor);
 }
 
 Headers PackedHeaders::table() const {

@@ -7,7 +7,9 @@
 
 #include <acemq/error.hpp>
 
+#include "field_visitor.hpp"
 #include "msgpack/bounds.hpp"
+#include "packed_writer.hpp"
 
 namespace acemq::message_pack {
 
@@ -142,55 +144,50 @@ void pack_bytes(Packer& out, std::span<const std::byte> bytes) {
 
 namespace {
 
-template <class Table>
-void pack_entries(Packer& out, const Table& table) {
-    out.pack_map(static_cast<std::uint32_t>(table.size()));
-    for (const auto& [name, value] : table) {
-        pack_text(out, name);
-        pack_value(out, value);
+// Field values as the header comment of message_pack.hpp says they go.
+class ValueWriter final : public detail::FieldVisitor {
+public:
+    explicit ValueWriter(Packer& out) noexcept : out_(out) {}
+
+    void table(std::size_t entries) override { out_.pack_map(static_cast<std::uint32_t>(entries)); }
+    void name(std::string_view name) override { pack_text(out_, name); }
+    void array(std::size_t elements) override { out_.pack_array(static_cast<std::uint32_t>(elements)); }
+    void nil() override { out_.pack_nil(); }
+    void boolean(bool value) override {
+        if (value)
+            out_.pack_true();
+        else
+            out_.pack_false();
     }
-}
+    void int32(std::int32_t value) override { out_.pack_int32(value); }
+    void int64(std::int64_t value) override { pack_eight(out_, ext_int64, static_cast<std::uint64_t>(value)); }
+    void uint64(std::uint64_t value) override { pack_eight(out_, ext_uint64, value); }
+    void float64(double value) override { pack_float64(out_, value); }
+    void text(std::string_view value) override { pack_text(out_, value); }
+    void bytes(std::span<const std::byte> value) override { pack_bytes(out_, value); }
+    void timestamp(FieldTimestamp value) override {
+        pack_eight(out_, ext_timestamp, static_cast<std::uint64_t>(value.time_since_epoch().count()));
+    }
+
+private:
+    Packer& out_;
+};
 
 }  // namespace
 
-void pack_table(Packer& out, const FieldTable& table) { pack_entries(out, table); }
+void pack_table(Packer& out, const FieldTable& table) {
+    ValueWriter writer(out);
+    detail::visit(table, writer);
+}
 
-void pack_table(Packer& out, const PackedHeaders& table) { pack_entries(out, table); }
+void pack_table(Packer& out, const PackedHeaders& table) {
+    ValueWriter writer(out);
+    detail::visit(table, writer);
+}
 
 void pack_value(Packer& out, const FieldValue& value) {
-    std::visit(
-        [&](const auto& v) {
-            using V = std::decay_t<decltype(v)>;
-            if constexpr (std::is_same_v<V, std::monostate>) {
-                out.pack_nil();
-            } else if constexpr (std::is_same_v<V, bool>) {
-                if (v)
-                    out.pack_true();
-                else
-                    out.pack_false();
-            } else if constexpr (std::is_same_v<V, std::int32_t>) {
-                out.pack_int32(v);
-            } else if constexpr (std::is_same_v<V, std::int64_t>) {
-                pack_eight(out, ext_int64, static_cast<std::uint64_t>(v));
-            } else if constexpr (std::is_same_v<V, std::uint64_t>) {
-                pack_eight(out, ext_uint64, v);
-            } else if constexpr (std::is_same_v<V, double>) {
-                pack_float64(out, v);
-            } else if constexpr (std::is_same_v<V, std::string>) {
-                pack_text(out, v);
-            } else if constexpr (std::is_same_v<V, Bytes>) {
-                pack_bytes(out, v);
-            } else if constexpr (std::is_same_v<V, FieldArray>) {
-                out.pack_array(static_cast<std::uint32_t>(v.size()));
-                for (const FieldValue& element : v) pack_value(out, element);
-            } else if constexpr (std::is_same_v<V, FieldTable>) {
-                pack_table(out, v);
-            } else {
-                static_assert(std::is_same_v<V, FieldTimestamp>);
-                pack_eight(out, ext_timestamp, static_cast<std::uint64_t>(v.time_since_epoch().count()));
-            }
-        },
-        value.get());
+    ValueWriter writer(out);
+    detail::visit(value, writer);
 }
 
 std::uint64_t read_unsigned(const msgpack::object& object, std::string_view name) {
@@ -283,6 +280,25 @@ FieldTable read_table(const msgpack::object& object, std::string_view name) {
     return table;
 }
 
+PackedTable read_packed_table(const msgpack::object& object, std::string_view name, std::string_view message_id) {
+    if (object.type != msgpack::type::MAP) wrong_type(name, "a map", object);
+    const msgpack::object_map& map = object.via.map;
+    detail::PackedWriter writer(map.size * 24, message_id);
+    std::string_view previous;
+    for (std::uint32_t i = 0; i < map.size; ++i) {
+        const msgpack::object_kv& entry = map.ptr[i];
+        if (entry.key.type != msgpack::type::STR) read_text(entry.key, std::string(name) + " name");
+        const std::string_view key(entry.key.via.str.ptr, entry.key.via.str.size);
+        if (i != 0 && key <= previous) return PackedTable(read_table(object, name), message_id);
+        previous = key;
+        if (entry.val.type == msgpack::type::STR)
+            writer.put_text(key, std::string_view(entry.val.via.str.ptr, entry.val.via.str.size));
+        else
+            writer.put(key, read_value(entry.val, name));
+    }
+    return std::move(writer).finish();
+}
+
 void pack_message(Packer& out, const InboundMessage& message) {
     pack_text(out, message.exchange());
     pack_text(out, message.routing_key());
@@ -295,23 +311,31 @@ void pack_message(Packer& out, const InboundMessage& message) {
 }
 
 InboundMessage read_message(const msgpack::object* fields) {
-    // Field by field in their order, so that the first bad one is the one named.
-    InboundParts parts;
-    parts.exchange = read_text(fields[0], "exchange");
-    parts.routing_key = read_text(fields[1], "routing_key");
+    // Field by field in their order, so that the first bad one is the one named. Made as the
+    // delivery of the message published with these parts, its headers read straight into the
+    // packed form the message keeps (no table between).
+    OutboundMessage message;
+    message.exchange = read_text(fields[0], "exchange");
+    message.routing_key = read_text(fields[1], "routing_key");
     const std::span<const std::byte> body = read_bytes(fields[2], "body");
-    parts.body.assign(body.begin(), body.end());
-    parts.content_type = read_text(fields[3], "content_type");
-    parts.message_id = read_text(fields[4], "message_id");
-    parts.headers = read_table(fields[5], "headers");
-    parts.reply_to = read_text(fields[6], "reply_to");
-    parts.redelivered = read_bool(fields[7], "redelivered");
-    return message_of(std::move(parts));
+    message.body.assign(body.begin(), body.end());
+    message.content_type = read_text(fields[3], "content_type");
+    message.message_id = read_text(fields[4], "message_id");
+    message.headers = read_packed_table(fields[5], "headers", message.message_id);
+    message.reply_to = read_text(fields[6], "reply_to");
+    const bool redelivered = read_bool(fields[7], "redelivered");
+    InboundMessage made = message_of(std::move(message));
+    made.set_redelivered(redelivered);
+    return made;
 }
 
-InboundMessage message_of(InboundParts&& parts) {
+namespace {
+
+// A message made of what another process wrote: Malformed when it cannot hold it.
+template <class Source>
+InboundMessage checked_message_of(Source&& source) {
     try {
-        return InboundMessage(std::move(parts));
+        return InboundMessage(std::forward<Source>(source));
     } catch (const InvalidArgument& error) {
         // Malformed's texts go without the library's prefix: its users put their own first.
         std::string_view why = error.what();
@@ -319,6 +343,12 @@ InboundMessage message_of(InboundParts&& parts) {
         malformed(std::string(why));
     }
 }
+
+}  // namespace
+
+InboundMessage message_of(InboundParts&& parts) { return checked_message_of(std::move(parts)); }
+
+InboundMessage message_of(OutboundMessage&& message) { return checked_message_of(std::move(message)); }
 
 std::size_t message_size_hint(std::size_t body, std::size_t headers) { return body + 256 + 64 * headers; }
 

@@ -18,6 +18,7 @@
 
 #include <acemq/error.hpp>
 #include <acemq/field.hpp>
+#include <acemq/packed_table.hpp>
 #include <acemq/transport.hpp>
 
 namespace acemq::message_pack {
@@ -63,6 +64,11 @@ bool read_bool(const msgpack::object& object, std::string_view name);
 const msgpack::object_array& read_array(const msgpack::object& object, std::string_view name, std::size_t at_least);
 FieldValue read_value(const msgpack::object& object, std::string_view name);
 FieldTable read_table(const msgpack::object& object, std::string_view name);
+// A map read straight into the packed form, for the message whose id is `message_id` (a text
+// equal to it held as a reference, as PackedTable's constructor with an id does). A map whose
+// names are in order, each once (as this module writes them), goes in as it is read; any
+// other is read as a table first, which orders it and refuses a name given twice.
+PackedTable read_packed_table(const msgpack::object& object, std::string_view name, std::string_view message_id);
 
 // A delivered message as `message_fields` consecutive values: exchange, routing_key, body,
 // content_type, message_id, headers, reply_to, redelivered.
@@ -73,6 +79,7 @@ InboundMessage read_message(const msgpack::object* fields);
 // The message of parts read from bytes another process wrote: Malformed, naming what, when a
 // message cannot hold them (short texts past 64 KiB in all), rather than InvalidArgument.
 InboundMessage message_of(InboundParts&& parts);
+InboundMessage message_of(OutboundMessage&& message);
 
 // Room for a buffer carrying a message: its body, and a guess for the names, ids and headers.
 std::size_t message_size_hint(std::size_t body, std::size_t headers);

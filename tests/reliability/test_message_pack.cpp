@@ -194,6 +194,101 @@ TEST_CASE("a refused field value names the field and what it should have been") 
                Catch::Equals("headers names \"twice\" twice"));
 }
 
+// A table's map as message_pack writes it, read back as one msgpack value.
+struct MapOf {
+    Bytes bytes;
+    msgpack::object_handle handle;
+
+    explicit MapOf(const std::function<void(message_pack::Packer&)>& write) {
+        msgpack::sbuffer buffer;
+        message_pack::Packer out(buffer);
+        write(out);
+        bytes = bytes_of(buffer);
+        handle = message_pack::unpack_checked(bytes, "record");
+    }
+    const msgpack::object& map() const { return handle.get(); }
+};
+
+Bytes map_bytes(const std::function<void(message_pack::Packer&)>& write) { return MapOf(write).bytes; }
+
+// Headers with a value of every kind, and texts equal to a message's id at the top and nested.
+FieldTable headers_with_id(const std::string& id) {
+    FieldTable table = every_kind().headers().table();
+    table.emplace("x-acemq-id", id);
+    table.emplace("x-acemq-correlation", id);
+    table.emplace("in an array", FieldArray{id, FieldTable{{"id", id}}});
+    return table;
+}
+
+TEST_CASE("packed headers go out as the map their table makes, byte for byte") {
+    const std::string id = "3f2b8c1e-9d4a-4b7e-8f6a-0c5d2e1b7a90";
+    for (const FieldTable& table : {headers_with_id(id), FieldTable{}, FieldTable{{"only", FieldValue()}}}) {
+        const acemq::PackedTable packed(table, id);
+        const Bytes from_table = map_bytes([&](auto& out) { message_pack::pack_table(out, table); });
+        CHECK(map_bytes([&](auto& out) { message_pack::pack_table(out, packed.view()); }) == from_table);
+    }
+    // A value alone, by the same writer: an array of a str 8 and a float64, big-endian.
+    Bytes expected = bytes_of({0x92, 0xd9, 0x24});
+    for (const char c : id) expected.push_back(static_cast<std::byte>(c));
+    for (const int b : {0xcb, 0x3f, 0xe0, 0, 0, 0, 0, 0, 0}) expected.push_back(static_cast<std::byte>(b));
+    CHECK(map_bytes([&](auto& out) { message_pack::pack_value(out, FieldValue(FieldArray{id, 0.5})); }) == expected);
+}
+
+TEST_CASE("a map read straight into the packed form is what its table packs, byte for byte") {
+    const std::string id = "3f2b8c1e-9d4a-4b7e-8f6a-0c5d2e1b7a90";
+    const FieldTable table = headers_with_id(id);
+    const MapOf written([&](auto& out) { message_pack::pack_table(out, table); });
+    const acemq::PackedTable read = message_pack::read_packed_table(written.map(), "headers", id);
+    CHECK(read.packed() == acemq::PackedTable(table, id).packed());
+    CHECK(read.message_id() == id);
+    CHECK(read == table);
+    // Packed for no id, the id's texts stay texts: more bytes, the same entries.
+    const acemq::PackedTable for_none = message_pack::read_packed_table(written.map(), "headers", "");
+    CHECK(for_none.packed() == acemq::PackedTable(table).packed());
+    CHECK(for_none.packed().size() > read.packed().size() + 2 * id.size());
+    CHECK(for_none == table);
+}
+
+TEST_CASE("a map whose names are out of order is read in order; a name twice or not a str is refused") {
+    const MapOf backwards([](auto& out) {
+        out.pack_map(3);
+        for (const char* name : {"c", "b", "a"}) {
+            message_pack::pack_text(out, name);
+            message_pack::pack_text(out, std::string("value of ") + name);
+        }
+    });
+    const acemq::PackedTable read = message_pack::read_packed_table(backwards.map(), "headers", "");
+    const FieldTable expected{{"a", "value of a"}, {"b", "value of b"}, {"c", "value of c"}};
+    CHECK(read == expected);
+    CHECK(read.packed() == acemq::PackedTable(expected).packed());
+
+    const MapOf twice_apart([](auto& out) {
+        out.pack_map(3);
+        for (const char* name : {"b", "c", "b"}) {
+            message_pack::pack_text(out, name);
+            out.pack_true();
+        }
+    });
+    CHECK_THAT(what_of<message_pack::Malformed>(
+                   [&] { (void)message_pack::read_packed_table(twice_apart.map(), "headers", ""); }),
+               Catch::Equals("headers names \"b\" twice"));
+
+    const MapOf number_key([](auto& out) {
+        out.pack_map(2);
+        message_pack::pack_text(out, "a");
+        out.pack_true();
+        out.pack_int32(7);
+        out.pack_true();
+    });
+    CHECK_THAT(what_of<message_pack::Malformed>(
+                   [&] { (void)message_pack::read_packed_table(number_key.map(), "headers", ""); }),
+               Catch::Equals("field headers name should be a str, is integer"));
+    const MapOf not_a_map([](auto& out) { out.pack_array(0); });
+    CHECK_THAT(what_of<message_pack::Malformed>(
+                   [&] { (void)message_pack::read_packed_table(not_a_map.map(), "headers", ""); }),
+               Catch::Equals("field headers should be a map, is array"));
+}
+
 TEST_CASE("read_signed takes either msgpack integer that fits 64 signed bits") {
     msgpack::sbuffer buffer;
     message_pack::Packer out(buffer);

@@ -16,6 +16,7 @@ using message_pack::read_array;
 using message_pack::read_bool;
 using message_pack::read_bytes;
 using message_pack::read_message;
+using message_pack::read_packed_table;
 using message_pack::read_table;
 using message_pack::read_text;
 using message_pack::read_unsigned;
@@ -503,15 +504,19 @@ Declare read_declare(const Frame& frame) {
 }
 
 Publish read_publish(const Frame& frame) {
-    return {frame.unsigned_at(0, "sequence"), OutboundMessage{.exchange = frame.string_at(1, "exchange"),
-                                                              .routing_key = frame.string_at(2, "routing_key"),
-                                                              .body = frame.bytes_at(3, "body"),
-                                                              .content_type = frame.string_at(4, "content_type"),
-                                                              .message_id = frame.string_at(5, "message_id"),
-                                                              .headers = frame.table_at(6, "headers"),
-                                                              .reply_to = frame.string_at(7, "reply_to"),
-                                                              .persistent = frame.bool_at(8, "persistent"),
-                                                              .mandatory = frame.bool_at(9, "mandatory")}};
+    Publish publish{frame.unsigned_at(0, "sequence"),
+                    OutboundMessage{.exchange = frame.string_at(1, "exchange"),
+                                    .routing_key = frame.string_at(2, "routing_key"),
+                                    .body = frame.bytes_at(3, "body"),
+                                    .content_type = frame.string_at(4, "content_type"),
+                                    .message_id = frame.string_at(5, "message_id")}};
+    OutboundMessage& message = publish.message;
+    // Packed for the message's id, as the broker's message block keeps them: copied, not packed again.
+    message.headers = protocol_read([&] { return read_packed_table(frame.field(6), "headers", message.message_id); });
+    message.reply_to = frame.string_at(7, "reply_to");
+    message.persistent = frame.bool_at(8, "persistent");
+    message.mandatory = frame.bool_at(9, "mandatory");
+    return publish;
 }
 
 Consume read_consume(const Frame& frame) {
