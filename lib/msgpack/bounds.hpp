@@ -5,7 +5,7 @@
 // at least one byte, so all the elements a buffer's arrays and maps declare, together, are
 // no more than its bytes. A reader asks Bounds at each header its msgpack-c visitor is
 // handed, before anything is allocated for it, and words the refusal in its own terms:
-// message_pack::check_shape (zmq frames, the durable broker's records) and MsgpackCodec
+// message_pack::unpack_checked (zmq frames, the durable broker's records) and MsgpackCodec
 // (message bodies). One per parse; not thread-safe.
 #pragma once
 

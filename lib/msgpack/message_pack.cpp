@@ -22,8 +22,9 @@ constexpr std::int8_t ext_timestamp = 3;  // whole seconds since the Unix epoch,
 
 [[noreturn]] void malformed(std::string what) { throw Malformed(std::move(what)); }
 
-// Refuses, in the words of a frame or record, what Bounds refuses; allocates nothing.
-class ShapeCheck : public msgpack::null_visitor {
+// Refuses, in the words of a frame or record, what Bounds refuses (and a buffer that is not
+// msgpack); allocates nothing.
+class ShapeCheck {
 public:
     ShapeCheck(std::size_t size, std::string_view whole) : bounds_(size, max_depth), whole_(whole) {}
 
@@ -110,26 +111,52 @@ std::string_view type_name(msgpack::type::object_type type) {
     return "unknown";
 }
 
-void check_shape(std::span<const std::byte> bytes, std::string_view whole) {
-    if (bytes.empty()) malformed("it is empty");
-    ShapeCheck shape(bytes.size(), whole);
-    std::size_t checked = 0;
-    if (!msgpack::parse(reinterpret_cast<const char*>(bytes.data()), bytes.size(), checked, shape))
-        malformed("it is not one msgpack value");
-    if (checked != bytes.size())
-        malformed(std::to_string(bytes.size() - checked) + " bytes follow the " + std::string(whole) +
-                  "'s msgpack value");
-}
+namespace {
+
+// msgpack-c's own visitor that builds the object tree (the one msgpack::unpack runs), asking
+// Bounds (through ShapeCheck) at each array and map header before it reserves room for the
+// elements: one pass both checks a buffer's shape and unpacks it.
+class CheckedObjects : public msgpack::detail::create_object_visitor {
+public:
+    CheckedObjects(std::size_t size, std::string_view whole)
+        : create_object_visitor(refer_to_buffer, nullptr, msgpack::unpack_limit()), shape_(size, whole) {}
+
+    bool start_array(std::uint32_t elements) {
+        return shape_.start_array(elements) && create_object_visitor::start_array(elements);
+    }
+    bool start_map(std::uint32_t entries) {
+        return shape_.start_map(entries) && create_object_visitor::start_map(entries);
+    }
+    bool end_array() { return shape_.end_array() && create_object_visitor::end_array(); }
+    bool end_map() { return shape_.end_map() && create_object_visitor::end_map(); }
+    void parse_error(std::size_t parsed, std::size_t at) { shape_.parse_error(parsed, at); }
+    void insufficient_bytes(std::size_t parsed, std::size_t at) { shape_.insufficient_bytes(parsed, at); }
+
+private:
+    ShapeCheck shape_;
+};
+
+}  // namespace
 
 msgpack::object_handle unpack_checked(std::span<const std::byte> bytes, std::string_view whole) {
-    check_shape(bytes, whole);
-    std::size_t offset = 0;
+    if (bytes.empty()) malformed("it is empty");
+    msgpack::unique_ptr<msgpack::zone> zone(new msgpack::zone);
+    CheckedObjects visitor(bytes.size(), whole);
+    visitor.set_zone(*zone);
+    std::size_t parsed = 0;
     try {
-        return msgpack::unpack(reinterpret_cast<const char*>(bytes.data()), bytes.size(), offset, refer_to_buffer);
+        if (!msgpack::parse(reinterpret_cast<const char*>(bytes.data()), bytes.size(), parsed, visitor))
+            malformed("it is not one msgpack value");
+    } catch (const Malformed&) {
+        throw;
     } catch (const std::exception& error) {
         // What msgpack-c refuses after the shape passed (its own limits) is malformed too.
         malformed(error.what());
     }
+    if (parsed != bytes.size())
+        malformed(std::to_string(bytes.size() - parsed) + " bytes follow the " + std::string(whole) +
+                  "'s msgpack value");
+    return msgpack::object_handle(visitor.data(), std::move(zone));
 }
 
 void pack_text(Packer& out, std::string_view text) {

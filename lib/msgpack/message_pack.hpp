@@ -3,7 +3,7 @@
 // even for whole doubles), str, bin, array, map and int32 as msgpack's own types; int64,
 // uint64 and timestamps (whole seconds) as ext types 1, 2 and 3, eight bytes big-endian.
 //
-// Readers check a buffer's shape before msgpack-c unpacks it (check_shape, with the module's
+// Readers check a buffer's shape as msgpack-c unpacks it (unpack_checked, with the module's
 // one defence against a hostile length, bounds.hpp).
 //
 // Internal to libacemq. Free functions of their arguments only, so thread-safe.
@@ -34,13 +34,11 @@ public:
 // header tables (RabbitMQ's limit, which the AMQP transport keeps too).
 inline constexpr std::size_t max_depth = 72;
 
-// Throws Malformed unless `bytes` holds one msgpack value whose arrays and maps declare no
-// more elements than the buffer has bytes and nest at most max_depth deep. Allocates nothing
-// in proportion to what the bytes declare (only msgpack-c's small parse stack).
-// `whole` is what the user calls the buffer ("frame"), for the texts that speak of it.
-void check_shape(std::span<const std::byte> bytes, std::string_view whole);
-
-// Unpacks `bytes`, after check_shape, referring into them (they must outlive the handle).
+// Unpacks `bytes`, referring into them (they must outlive the handle). Throws Malformed
+// unless they hold one msgpack value whose arrays and maps declare no more elements than the
+// buffer has bytes and nest at most max_depth deep, checked at each header before msgpack-c
+// reserves room for its elements, so nothing is allocated in proportion to what the bytes
+// declare. `whole` is what the user calls the buffer ("frame"), for the texts that speak of it.
 msgpack::object_handle unpack_checked(std::span<const std::byte> bytes, std::string_view whole);
 
 // A msgpack type as the texts of Malformed name it: "str", "bin", "integer", ...
