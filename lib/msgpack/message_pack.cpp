@@ -1,7 +1,9 @@
 #include "msgpack/message_pack.hpp"
 
+#include <algorithm>
 #include <bit>
 #include <limits>
+#include <memory>
 #include <string>
 #include <string_view>
 
@@ -113,9 +115,11 @@ std::string_view type_name(msgpack::type::object_type type) {
 
 namespace {
 
-// msgpack-c's own visitor that builds the object tree (the one msgpack::unpack runs), asking
-// Bounds (through ShapeCheck) at each array and map header before it reserves room for the
-// elements: one pass both checks a buffer's shape and unpacks it.
+// msgpack-c's own visitor that builds the object tree (the one msgpack::unpack runs, from
+// msgpack-c's detail namespace), asking Bounds (through ShapeCheck) at each array and map
+// header before it reserves room for the elements: one pass both checks a buffer's shape and
+// unpacks it. msgpack::parse calls the visitor's members by its own type, so these hide the
+// base's.
 class CheckedObjects : public msgpack::detail::create_object_visitor {
 public:
     CheckedObjects(std::size_t size, std::string_view whole)
@@ -140,7 +144,7 @@ private:
 
 msgpack::object_handle unpack_checked(std::span<const std::byte> bytes, std::string_view whole) {
     if (bytes.empty()) malformed("it is empty");
-    msgpack::unique_ptr<msgpack::zone> zone(new msgpack::zone);
+    auto zone = std::make_unique<msgpack::zone>();
     CheckedObjects visitor(bytes.size(), whole);
     visitor.set_zone(*zone);
     std::size_t parsed = 0;
@@ -150,7 +154,7 @@ msgpack::object_handle unpack_checked(std::span<const std::byte> bytes, std::str
     } catch (const Malformed&) {
         throw;
     } catch (const std::exception& error) {
-        // What msgpack-c refuses after the shape passed (its own limits) is malformed too.
+        // What msgpack-c refuses itself (its own limits, a zone it cannot grow) is malformed too.
         malformed(error.what());
     }
     if (parsed != bytes.size())
@@ -310,11 +314,13 @@ FieldTable read_table(const msgpack::object& object, std::string_view name) {
 PackedTable read_packed_table(const msgpack::object& object, std::string_view name, std::string_view message_id) {
     if (object.type != msgpack::type::MAP) wrong_type(name, "a map", object);
     const msgpack::object_map& map = object.via.map;
-    detail::PackedWriter writer(map.size * 24, message_id);
+    // Room for the first few dozen entries; a map of more grows it (never reserved from the
+    // count a peer declares).
+    detail::PackedWriter writer(std::min<std::size_t>(map.size, 32) * 24, message_id);
     std::string_view previous;
     for (std::uint32_t i = 0; i < map.size; ++i) {
         const msgpack::object_kv& entry = map.ptr[i];
-        if (entry.key.type != msgpack::type::STR) read_text(entry.key, std::string(name) + " name");
+        if (entry.key.type != msgpack::type::STR) wrong_type(std::string(name) + " name", "a str", entry.key);
         const std::string_view key(entry.key.via.str.ptr, entry.key.via.str.size);
         if (i != 0 && key <= previous) return PackedTable(read_table(object, name), message_id);
         previous = key;
