@@ -344,9 +344,8 @@ void pack_message(Packer& out, const InboundMessage& message) {
 }
 
 InboundMessage read_message(const msgpack::object* fields) {
-    // Field by field in their order, so that the first bad one is the one named. Made as the
-    // delivery of the message published with these parts, its headers read straight into the
-    // packed form the message keeps (no table between).
+    // Field by field in their order, so that the first bad one is the one named; the headers
+    // read straight into the packed form the message keeps (no table between).
     OutboundMessage message;
     message.exchange = read_text(fields[0], "exchange");
     message.routing_key = read_text(fields[1], "routing_key");
@@ -356,19 +355,14 @@ InboundMessage read_message(const msgpack::object* fields) {
     message.message_id = read_text(fields[4], "message_id");
     message.headers = read_packed_table(fields[5], "headers", message.message_id);
     message.reply_to = read_text(fields[6], "reply_to");
-    const bool redelivered = read_bool(fields[7], "redelivered");
-    InboundMessage made = message_of(std::move(message));
-    made.set_redelivered(redelivered);
-    return made;
+    return message_of(std::move(message), read_bool(fields[7], "redelivered"));
 }
 
-namespace {
-
-// A message made of what another process wrote: Malformed when it cannot hold it.
-template <class Source>
-InboundMessage checked_message_of(Source&& source) {
+InboundMessage message_of(OutboundMessage&& message, bool redelivered) {
     try {
-        return InboundMessage(std::forward<Source>(source));
+        InboundMessage made(std::move(message));
+        made.set_redelivered(redelivered);
+        return made;
     } catch (const InvalidArgument& error) {
         // Malformed's texts go without the library's prefix: its users put their own first.
         std::string_view why = error.what();
@@ -376,12 +370,6 @@ InboundMessage checked_message_of(Source&& source) {
         malformed(std::string(why));
     }
 }
-
-}  // namespace
-
-InboundMessage message_of(InboundParts&& parts) { return checked_message_of(std::move(parts)); }
-
-InboundMessage message_of(OutboundMessage&& message) { return checked_message_of(std::move(message)); }
 
 std::size_t message_size_hint(std::size_t body, std::size_t headers) { return body + 256 + 64 * headers; }
 

@@ -74,10 +74,11 @@ inline constexpr std::uint32_t message_fields = 8;
 void pack_message(Packer& out, const InboundMessage& message);
 // Reads the `message_fields` values starting at `fields`.
 InboundMessage read_message(const msgpack::object* fields);
-// The message of parts read from bytes another process wrote: Malformed, naming what, when a
-// message cannot hold them (short texts past 64 KiB in all), rather than InvalidArgument.
-InboundMessage message_of(InboundParts&& parts);
-InboundMessage message_of(OutboundMessage&& message);
+// The delivery of `message`, as read from bytes another process wrote (a zmq deliver frame, a
+// durable row): made as InboundMessage(OutboundMessage) makes it, its packed headers copied,
+// and marked `redelivered`. Malformed, naming what, when a message cannot hold its parts
+// (short texts past 64 KiB in all), rather than InvalidArgument.
+InboundMessage message_of(OutboundMessage&& message, bool redelivered);
 
 // Room for a buffer carrying a message: its body, and a guess for the names, ids and headers.
 std::size_t message_size_hint(std::size_t body, std::size_t headers);

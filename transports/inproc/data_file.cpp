@@ -878,8 +878,7 @@ InboundMessage unpack_message(std::span<const std::byte> properties, std::span<c
                               bool redelivered) {
     const msgpack::object_handle handle = message_pack::unpack_checked(properties, "row");
     const msgpack::object_array& fields = message_pack::read_array(handle.get(), "properties", 6);
-    // The delivery of the message published with these parts, its headers read straight into
-    // the packed form the message keeps.
+    // The headers read straight into the packed form the message keeps.
     OutboundMessage message;
     message.content_type = message_pack::read_text(fields.ptr[0], "content_type");
     message.exchange = message_pack::read_text(fields.ptr[1], "exchange");
@@ -888,9 +887,7 @@ InboundMessage unpack_message(std::span<const std::byte> properties, std::span<c
     message.reply_to = message_pack::read_text(fields.ptr[4], "reply_to");
     message.headers = message_pack::read_packed_table(fields.ptr[5], "headers", message.message_id);
     message.body.assign(body.begin(), body.end());
-    InboundMessage made = message_pack::message_of(std::move(message));
-    made.set_redelivered(redelivered);
-    return made;
+    return message_pack::message_of(std::move(message), redelivered);
 }
 
 }  // namespace acemq::inproc::detail
