@@ -137,9 +137,10 @@ private:
     const std::shared_ptr<detail::Queue>& managed_queue(std::string_view name, std::string_view action);
 
     // routing.cpp
-    // The broker's copy of a published message, freed on a publishing thread (released_); or,
-    // when a message cannot hold its short texts (past 64 KiB in all), the refusal that says so.
-    std::variant<InboundMessage, PublishResult> inbound(OutboundMessage&& message);
+    // The broker's copy of a published message as its queues keep it (its block freed on a
+    // publishing thread, released_); or, when a message cannot hold its short texts (past 64 KiB
+    // in all), the refusal that says so.
+    std::variant<detail::StoredMessage, PublishResult> stored_of(OutboundMessage&& message);
     Published publish_locked(OutboundMessage&& message);
     void route(const detail::Exchange& exchange, std::string_view key, std::vector<detail::Queue*>& into);
     void enqueue(detail::Queue& queue, detail::StoredMessage&& stored);

@@ -25,9 +25,10 @@ PublishResult not_routed(bool mandatory) {
 
 }  // namespace
 
-std::variant<InboundMessage, PublishResult> Broker::Impl::inbound(OutboundMessage&& message) {
+std::variant<StoredMessage, PublishResult> Broker::Impl::stored_of(OutboundMessage&& message) {
+    const bool persistent = message.persistent;
     try {
-        return released_->make(std::move(message));
+        return StoredMessage{.message = released_->make(std::move(message)), .persistent = persistent};
     } catch (const InvalidArgument& error) {
         // Refused, as RabbitMQ refuses a message past its limits; a batch goes on with the next.
         return PublishResult{.return_reason = error.what(), .why = PublishResult::Unconfirmed::refused};
@@ -114,13 +115,12 @@ void Broker::Impl::publish_batch(std::vector<OutboundMessage> messages, BatchCon
 
 Broker::Impl::Published Broker::Impl::publish_locked(OutboundMessage&& message) {
     published_.fetch_add(1, std::memory_order_relaxed);
-    const bool persistent = message.persistent;
     if (message.exchange.empty()) {  // the default exchange: the hot path, one lookup
         const auto found = queues_.find(message.routing_key);
         if (found == queues_.end()) return {not_routed(message.mandatory)};
-        auto made = inbound(std::move(message));
+        auto made = stored_of(std::move(message));
         if (auto* refused = std::get_if<PublishResult>(&made)) return {std::move(*refused)};
-        StoredMessage stored{.message = std::move(std::get<InboundMessage>(made)), .persistent = persistent};
+        StoredMessage& stored = std::get<StoredMessage>(made);
         if (writes(*found->second, stored))
             return {confirmed(), hold(*found->second, std::move(stored), Queue::Awaits::published)};
         enqueue(*found->second, std::move(stored));
@@ -137,9 +137,9 @@ Broker::Impl::Published Broker::Impl::publish_locked(OutboundMessage&& message) 
     routed_.clear();
     route(*exchange->second, message.routing_key, routed_);
     if (routed_.empty()) return {not_routed(message.mandatory)};
-    auto made = inbound(std::move(message));
+    auto made = stored_of(std::move(message));
     if (auto* refused = std::get_if<PublishResult>(&made)) return {std::move(*refused)};
-    StoredMessage stored{.message = std::move(std::get<InboundMessage>(made)), .persistent = persistent};
+    StoredMessage& stored = std::get<StoredMessage>(made);
     std::uint64_t commit = 0;
     for (Queue* queue : routed_)
         if (writes(*queue, stored)) commit = hold(*queue, StoredMessage(stored), Queue::Awaits::published);
