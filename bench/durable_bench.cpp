@@ -22,8 +22,9 @@
 // from one run.
 //
 //   build/bench/durable_bench [--quick]   (or ACEMQ_BENCH_QUICK=1)
-//   build/bench/durable_bench --window-only   (only the broker's (a), to profile it, with its
-//                                             commits a 256 messages beside raw's 2)
+//   build/bench/durable_bench --window-only [--acks ride|wait]   (only the broker's (a), to
+//                                             profile it, with its commits a 256 messages beside
+//                                             raw's 2; --acks keeps one of its two connections)
 //   build/bench/durable_bench --publish-only  (only (b), the broker's and raw's, to profile it)
 #include <sqlite3.h>
 #include <sys/vfs.h>
@@ -535,6 +536,7 @@ int main(int argc, char** argv) {
     bool quick = bench::quick_from_environment();
     bool window_only = false;
     bool publish_only = false;
+    std::vector<bool> acks_waits{true, false};
     for (int i = 1; i < argc; ++i) {
         const std::string argument = argv[i];
         if (argument == "--quick") {
@@ -543,8 +545,13 @@ int main(int argc, char** argv) {
             window_only = true;
         } else if (argument == "--publish-only") {
             publish_only = true;
+        } else if (argument == "--acks" && i + 1 < argc &&
+                   (argv[i + 1] == std::string("ride") || argv[i + 1] == std::string("wait"))) {
+            acks_waits = {argv[++i] == std::string("wait")};
         } else {
-            std::fprintf(stderr, "usage: %s [--quick] [--window-only | --publish-only]   (or ACEMQ_BENCH_QUICK=1)\n",
+            std::fprintf(stderr,
+                         "usage: %s [--quick] [--window-only [--acks ride|wait] | --publish-only]   (or "
+                         "ACEMQ_BENCH_QUICK=1)\n",
                          argv[0]);
             return 2;
         }
@@ -561,7 +568,7 @@ int main(int argc, char** argv) {
         for (const std::size_t size : {std::size_t{64}, std::size_t{1024}}) {
             const acemq::Bytes payload(size, std::byte{'x'});
             if (window_only) {
-                for (const bool acks_wait : {true, false}) {
+                for (const bool acks_wait : acks_waits) {
                     BrokerUnderTest broker(scratch.fresh("broker"), acks_wait);
                     const std::uint64_t commits_before = broker.broker().info().commits;
                     const Figures figures = median_figures(sizes.runs, sizes.window_messages, size,

@@ -3,13 +3,16 @@
 // pulls it and acks it on a connection opened with the default options, then prints "acked"
 // and waits to be killed. MODE says what surrounds the ack:
 //   before-commit  first the writer is held: a publish to the durable queue "held" whose
-//                  ConfirmFn, run on the writer's thread, never returns, so no commit follows
-//                  the ack before the process dies;
+//                  ConfirmFn, run on the announcer's thread, never returns, and two more
+//                  publishes there, each committed in a transaction of its own, which then
+//                  wait to be announced behind it: the writer runs no further ahead (journal.hpp),
+//                  so no commit follows the ack before the process dies;
 //   after-commit   after the ack, one more confirmed publish to "held", whose commit is the
 //                  next one, so it carries the ack's deletion.
 //   ack_worker FILE MODE
 #include <unistd.h>
 
+#include <cstdint>
 #include <cstdio>
 #include <future>
 #include <optional>
@@ -41,13 +44,19 @@ int main(int argc, char** argv) {
     broker->declare_queue(connection, testing_support::durable_queue("held"));
     if (!broker->publish(persistent_to("acked")).confirmed) return 3;
 
-    std::promise<void> writer_held;
+    std::promise<void> announcer_held;
     if (mode == "before-commit") {
+        const std::uint64_t commits = broker->info().commits;
         broker->publish(persistent_to("held"), [&](acemq::PublishResult) {
-            writer_held.set_value();
+            announcer_held.set_value();
             for (;;) ::pause();
         });
-        writer_held.get_future().wait();
+        announcer_held.get_future().wait();
+        // Bounded by the test, which kills this process when it has not said "acked" in time.
+        for (std::uint64_t behind = 2; behind <= 3; ++behind) {
+            broker->publish(persistent_to("held"), [](acemq::PublishResult) {});
+            while (broker->info().commits < commits + behind) ::usleep(1000);
+        }
     }
     std::optional<acemq::Delivery> delivery = broker->pull(connection, "acked");
     if (!delivery) return 4;

@@ -1,6 +1,6 @@
 // The embedded broker: RabbitMQ's routing and queue semantics, where the AceMQ contract
-// depends on them, inside one process; the one thread of its own is a durable broker's
-// writer ("Threads" below). It exists so the engine's whole behaviour (retry rungs that
+// depends on them, inside one process; the threads of its own are a durable broker's writer
+// and its announcer ("Threads" below). It exists so the engine's whole behaviour (retry rungs that
 // really come back, dead-letter queues, redelivery, prefetch) runs in a unit test or an
 // edge box without RabbitMQ; a test that passes here and fails on RabbitMQ is a bug here
 // ("not kinder than RabbitMQ").
@@ -60,8 +60,9 @@
 //
 // Threads: every member is safe to call from any thread; one mutex guards the broker.
 // Deliveries are pushed by calling the consumer's DeliverFn on the thread whose publish,
-// settlement, subscription or timer made them possible, or on a durable broker's writer
-// thread when a commit made them visible, with that lock held: a DeliverFn
+// settlement, subscription or timer made them possible, or on a durable broker's announcer
+// thread (which tells the broker of each commit while the writer makes the next) when a
+// commit made them visible, with that lock held: a DeliverFn
 // must queue the delivery and return, and must not block (a buffer as large as the
 // prefetch never fills). A DeliverFn that calls back into any inproc broker gets an
 // acemq::Error instead of a deadlock; a DeliverFn that throws is stopped (no further
@@ -220,9 +221,9 @@ public:
     // this thread (docs/durability.md §2.2), running the ConfirmFns it settles here.
     PublishResult publish(OutboundMessage message);
     // Does not wait: `confirmed` is called once, on this thread before publish returns when
-    // the broker decided at once, else after the commit on the writer thread (or on that of
-    // a publish waiting as above, counted as the writer's). It must hand the result on and
-    // return: it runs with the writer's work waiting behind it.
+    // the broker decided at once, else after the commit on the announcer thread (or on that of
+    // a publish waiting as above), both counted as the writer's. It must hand the result on
+    // and return: it runs with the confirms and deliveries of later commits waiting behind it.
     void publish(OutboundMessage message, ConfirmFn confirmed);
     // publish(messages[i], ...) for each i in order, `confirmed(i, result)` standing for its
     // ConfirmFn, but taking the lock once for a run of messages rather than once for each: a
@@ -291,7 +292,7 @@ public:
     // copy holds every change committed when it finished, and opens as a data file
     // (broker(..., {.data = path})). ManagementError unsupported for a broker in memory
     // only, failed when `path` exists or cannot be written (a copy begun is removed);
-    // UsageError from a ConfirmFn, which runs on the writer's thread.
+    // UsageError from a ConfirmFn, which runs on the writer's side.
     BackupResult backup(const std::string& path);
 
 private:

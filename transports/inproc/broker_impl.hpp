@@ -220,7 +220,7 @@ private:
 // Holds the broker lock for one operation; on the way out, after unlocking, cancels the
 // expiry timers the operation retired, and waits for the journal's commit the operation
 // asked for. Cancelling under the lock could deadlock: a clock's cancel waits for a firing
-// timer, whose action waits for this lock; and the writer takes the lock after a commit.
+// timer, whose action waits for this lock; and the announcer takes the lock after a commit.
 class Broker::Impl::Guard {
 public:
     Guard(Impl& impl, std::string_view action);
@@ -228,8 +228,8 @@ public:
     Guard& operator=(const Guard&) = delete;
     ~Guard();
 
-    // Waits, once unlocked, until change `sequence` is committed (not on the writer's
-    // thread, which makes the commit: there the change is committed later).
+    // Waits, once unlocked, until change `sequence` is committed (not on the writer's side,
+    // the writer's and the announcer's threads: there the change is committed later).
     void wait_for_commit(std::uint64_t sequence) noexcept { commit_ = std::max(commit_, sequence); }
 
 private:

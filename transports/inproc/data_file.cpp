@@ -755,19 +755,15 @@ void DataFile::put_binding(const StoredBinding& binding) {
 }
 
 void DataFile::insert_message(std::uint64_t id, std::uint64_t queue, std::optional<std::int64_t> enqueued_ms,
-                              bool redelivered, std::span<const std::byte> properties,
-                              std::span<const std::byte> body) {
+                              bool redelivered, std::span<const std::byte> properties, std::span<const std::byte> body,
+                              std::int64_t checksum) {
     Run run(statement(insert_message_sql).get());
     run.integer(1, static_cast<std::int64_t>(id)).integer(2, static_cast<std::int64_t>(queue));
     if (enqueued_ms)
         run.integer(3, *enqueued_ms);
     else
         run.null(3);
-    run.integer(4, redelivered)
-        .blob(5, properties)
-        .blob(6, body)
-        .integer(7, message_checksum(static_cast<std::int64_t>(id), static_cast<std::int64_t>(queue), enqueued_ms,
-                                     properties, body));
+    run.integer(4, redelivered).blob(5, properties).blob(6, body).integer(7, checksum);
     if (!run.step()) fail("write a message");
 }
 

@@ -134,8 +134,11 @@ public:
     void put_queue(std::uint64_t id, const QueueDeclaration& queue);
     void delete_queue(std::uint64_t id);  // with its bindings and messages
     void put_binding(const StoredBinding& binding);
+    // `checksum`: message_checksum() of the row (row_checksum.hpp), made by the caller, so that
+    // the writer's thread need not.
     void insert_message(std::uint64_t id, std::uint64_t queue, std::optional<std::int64_t> enqueued_ms,
-                        bool redelivered, std::span<const std::byte> properties, std::span<const std::byte> body);
+                        bool redelivered, std::span<const std::byte> properties, std::span<const std::byte> body,
+                        std::int64_t checksum);
     void delete_message(std::uint64_t id);
     void mark_redelivered(std::uint64_t id);
     // Where stream `queue`'s stored log now starts.

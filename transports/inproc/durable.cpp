@@ -134,13 +134,9 @@ bool Broker::Impl::writes(const Queue& queue, const StoredMessage& stored) const
 std::uint64_t Broker::Impl::hold(Queue& queue, StoredMessage&& stored, Queue::Awaits awaits) {
     stored.enqueued = clock_->now();
     stored.row = next_row_++;
-    const std::uint64_t commit =
-        record(journal::InsertMessage{.id = stored.row,
-                                      .queue = queue.stored_id(),
-                                      .enqueued_ms = wall_ms(stored.enqueued),
-                                      .properties = detail::pack_properties(stored.message),
-                                      .body = Bytes(stored.message.body().begin(), stored.message.body().end()),
-                                      .published = awaits == Queue::Awaits::published});
+    const std::uint64_t commit = record(journal::insert_message(
+        stored.row, queue.stored_id(), wall_ms(stored.enqueued), detail::pack_properties(stored.message),
+        Bytes(stored.message.body().begin(), stored.message.body().end()), awaits == Queue::Awaits::published));
     await_commit(queue, std::move(stored), commit, awaits);
     return commit;
 }

@@ -5,8 +5,23 @@
 
 #include <acemq/log.hpp>
 #include "inproc/quoted.hpp"
+#include "inproc/row_checksum.hpp"
 
 namespace acemq::inproc::detail {
+
+journal::InsertMessage journal::insert_message(std::uint64_t id, std::uint64_t queue,
+                                               std::optional<std::int64_t> enqueued_ms,
+                                               std::vector<std::byte> properties, Bytes body, bool published) {
+    const std::int64_t checksum = message_checksum(static_cast<std::int64_t>(id), static_cast<std::int64_t>(queue),
+                                                   enqueued_ms, properties, body);
+    return {.id = id,
+            .queue = queue,
+            .enqueued_ms = enqueued_ms,
+            .properties = std::move(properties),
+            .body = std::move(body),
+            .checksum = checksum,
+            .published = published};
+}
 
 namespace {
 
@@ -22,7 +37,8 @@ struct Apply {
     void operator()(const journal::DeleteQueue& change) const { file.delete_queue(change.id); }
     void operator()(const journal::PutBinding& change) const { file.put_binding(change.binding); }
     void operator()(const journal::InsertMessage& change) const {
-        file.insert_message(change.id, change.queue, change.enqueued_ms, false, change.properties, change.body);
+        file.insert_message(change.id, change.queue, change.enqueued_ms, false, change.properties, change.body,
+                            change.checksum);
     }
     void operator()(const journal::DeleteMessage& change) const { file.delete_message(change.id); }
     void operator()(const journal::TrimStream& change) const {
@@ -45,7 +61,8 @@ constexpr auto give_space_back_after = std::chrono::seconds(1);
 }  // namespace
 
 Journal::Journal(std::unique_ptr<DataFile> file, Committed committed)
-    : file_(std::move(file)), committed_(std::move(committed)), writer_([this] { run(); }) {}
+    : file_(std::move(file)), committed_(std::move(committed)), announcer_([this] { run_announcer(); }),
+      writer_([this] { run(); }) {}
 
 Journal::~Journal() { close({}); }
 
@@ -142,9 +159,10 @@ void Journal::wait(std::uint64_t sequence) {
             "commit; a ConfirmFn must hand its result on and return, not publish and wait");
     std::unique_lock lock(mutex_);
     while (finished_through_ < sequence && !closed_) {
-        // Nothing uses the file: this thread writes what is waiting itself, its change among
-        // it, sparing the wake-up of the writer and the one back.
-        if (file_busy_ || stopping_ || !backups_.empty() || pending_.empty()) {
+        // Nothing uses the file and nothing waits to be announced before it: this thread
+        // writes what is waiting itself, its change among it, and announces it, sparing the
+        // wake-ups of the writer and the announcer and the one back.
+        if (file_busy_ || unannounced_ != 0 || stopping_ || !backups_.empty() || pending_.empty()) {
             finished_.wait(lock);
             continue;
         }
@@ -160,7 +178,7 @@ void Journal::wait(std::uint64_t sequence) {
             finished_.notify_all();  // other callers, to commit what came meanwhile
         };
         try {
-            commit_waiting(lock);
+            commit_waiting(lock, false);
         } catch (...) {
             // Only a Committed or ConfirmFn callback that throws (its own bug) gets here; the
             // file must still go back, or every later commit would wait for it forever.
@@ -217,7 +235,7 @@ void Journal::run() {
             if (file_busy_ || (pending_.empty() && (kept_.empty() || (!backups_.empty() && !stopping_)))) continue;
         }
         file_busy_ = true;
-        const bool failed = commit_waiting(lock).has_value();
+        const bool failed = commit_waiting(lock, true).has_value();
         file_busy_ = false;
         if (failed && stopping_ && pending_.empty()) {
             log(LogLevel::error, "durable-broker",
@@ -238,7 +256,7 @@ void Journal::run() {
     finished_.notify_all();
 }
 
-std::optional<std::string> Journal::commit_waiting(std::unique_lock<std::mutex>& lock) {
+std::optional<std::string> Journal::commit_waiting(std::unique_lock<std::mutex>& lock, bool hand_off) {
     std::vector<Entry> batch = std::move(kept_);
     kept_.clear();
     batch.reserve(batch.size() + pending_.size());
@@ -265,19 +283,52 @@ std::optional<std::string> Journal::commit_waiting(std::unique_lock<std::mutex>&
             {{"event", "commits-resumed"}});
     failing_ = failure.has_value();
     written_since_tidy_ = written_since_tidy_ || !failure;
-    committed_(through, !failure);
 
-    std::vector<Confirm> due;
     lock.lock();
     failure_ = failure;
-    finished_through_ = through;
     if (!failure) {
         ++stats_.commits;
         stats_.total += took;
         stats_.longest = std::max<std::chrono::nanoseconds>(stats_.longest, took);
     }
+    Announcement announcement{.through = through, .failure = failure, .batch = std::move(batch)};
+    if (!hand_off) {
+        announce(std::move(announcement), lock);
+        return failure;
+    }
+    announced_.wait(lock, [&] { return unannounced_ <= max_waiting_announcements; });
+    announcements_.push_back(std::move(announcement));
+    ++unannounced_;
+    announce_.notify_one();
+    return failure;
+}
+
+void Journal::run_announcer() {
+    writing = true;
+    std::unique_lock lock(mutex_);
+    for (;;) {
+        announce_.wait(lock, [&] { return !announcements_.empty() || announcer_stopping_; });
+        if (announcements_.empty()) break;
+        Announcement next = std::move(announcements_.front());
+        announcements_.pop_front();
+        announce(std::move(next), lock);
+        --unannounced_;
+        announced_.notify_one();
+        // A caller in wait() may now commit its change itself.
+        finished_.notify_all();
+    }
+}
+
+void Journal::announce(Announcement announcement, std::unique_lock<std::mutex>& lock) {
+    const std::optional<std::string>& failure = announcement.failure;
+    lock.unlock();
+    committed_(announcement.through, !failure);
+
+    std::vector<Confirm> due;
+    lock.lock();
+    finished_through_ = announcement.through;
     std::erase_if(confirms_, [&](Confirm& confirm) {
-        if (confirm.sequence > through) return false;
+        if (confirm.sequence > announcement.through) return false;
         due.push_back(std::move(confirm));
         return true;
     });
@@ -288,8 +339,8 @@ std::optional<std::string> Journal::commit_waiting(std::unique_lock<std::mutex>&
             confirm.result = PublishResult{.return_reason = *failure, .why = PublishResult::Unconfirmed::refused};
         confirm.confirmed(std::move(confirm.result));
     }
+    announcement.batch.clear();
     lock.lock();
-    return failure;
 }
 
 std::optional<std::string> Journal::write(const std::vector<Entry>& batch) {
@@ -320,6 +371,13 @@ void Journal::close(const std::vector<std::uint64_t>& redelivered) {
     }
     wake_.notify_all();
     if (writer_.joinable()) writer_.join();
+    {
+        // What the writer committed last is announced before the announcer stops.
+        std::lock_guard guard(mutex_);
+        announcer_stopping_ = true;
+    }
+    announce_.notify_all();
+    if (announcer_.joinable()) announcer_.join();
     {
         std::lock_guard guard(mutex_);
         closed_ = true;

@@ -1,11 +1,16 @@
 // The durable broker's writer: the changes the broker makes to its durable state, in the
 // order it makes them, and the thread that commits them to the data file. Group commit:
-// the writer takes everything waiting, writes it in one transaction with one sync, tells the
-// broker how far it got, and runs the confirms waiting on it; what arrives meanwhile waits
-// for the next transaction. Nothing waits on a timer: a lone change is committed at once.
-// A caller that waits for its change (wait()) while the file is idle commits it itself, with
-// whatever else is waiting, so that a lone confirmed publish pays its commit and no hand-off
-// between threads; the writer and such callers use the file one at a time.
+// the writer takes everything waiting and writes it in one transaction with one sync; what
+// arrives meanwhile waits for the next transaction. Nothing waits on a timer: a lone change
+// is committed at once. Telling the broker how far a transaction got (which delivers what it
+// made visible) and running the confirms waiting on it is the announcer's, a second thread,
+// transactions in the order they were committed: the writer starts the next transaction
+// meanwhile, so the file is not idle while consumers and publishers are told, and at most
+// two transactions wait to be announced.
+// A caller that waits for its change (wait()) while the file is idle and nothing waits to be
+// announced commits it and announces it itself, with whatever else is waiting, so that a lone
+// confirmed publish pays its commit and no hand-off between threads; the writer and such
+// callers use the file one at a time.
 //
 // A transaction that fails (disk full, an I/O error) loses the publishes in it: their
 // confirms say refused, naming why, and the broker drops those messages. Every other change
@@ -16,15 +21,18 @@
 //
 // Threads: record() and confirm_after() are called with the broker's lock held, which is
 // what orders them; wait(), backup() and close() without it; commit_stats() either way.
-// Committed and the confirms run on the writer's thread, or on a caller's inside wait(),
+// Committed and the confirms run on the announcer's thread, or on a caller's inside wait(),
 // which counts as the writer's thread (on_writer_thread()) meanwhile, one transaction at a
-// time, without any lock of the journal's; Committed takes the broker's lock.
+// time, without any lock of the journal's; Committed takes the broker's lock, and that is
+// what lets a transaction's confirms be gathered after it: a publish records its change and
+// asks for its confirm inside one hold of that lock.
 // Internal to the inproc broker.
 #pragma once
 
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <deque>
 #include <exception>
 #include <functional>
 #include <memory>
@@ -60,15 +68,19 @@ struct PutBinding {
     StoredBinding binding;
 };
 // A message entering a stored queue. `published`: it comes from a publish, so a failed
-// commit refuses it; otherwise it was moved there (dead-lettered) and must be kept.
+// commit refuses it; otherwise it was moved there (dead-lettered) and must be kept. Made by
+// insert_message(), which computes the row's checksum on the recording thread.
 struct InsertMessage {
     std::uint64_t id;
     std::uint64_t queue;
     std::optional<std::int64_t> enqueued_ms;
     std::vector<std::byte> properties;
     Bytes body;
+    std::int64_t checksum;
     bool published;
 };
+InsertMessage insert_message(std::uint64_t id, std::uint64_t queue, std::optional<std::int64_t> enqueued_ms,
+                             std::vector<std::byte> properties, Bytes body, bool published);
 struct DeleteMessage {
     std::uint64_t id;
 };
@@ -158,7 +170,8 @@ public:
     // (a failure goes to the library's log: the broker is going away).
     void close(const std::vector<std::uint64_t>& redelivered);
 
-    // True on the writer's thread, where the broker must not wait for the writer.
+    // True on the writer's and the announcer's threads, where the broker must not wait for
+    // the writer.
     static bool on_writer_thread() noexcept;
 
 private:
@@ -181,13 +194,30 @@ private:
         bool done = false;
     };
 
+    // A transaction written, to be announced: how far it got, its failure's text, and its
+    // changes, freed where it is announced rather than on the writer's thread.
+    struct Announcement {
+        std::uint64_t through;
+        std::optional<std::string> failure;
+        std::vector<Entry> batch;
+    };
+    // Transactions waiting for the announcer beyond the one it announces: the writer waits
+    // rather than run further ahead of what consumers and publishers have been told.
+    static constexpr std::size_t max_waiting_announcements = 1;
+
     void run();
+    void run_announcer();
     // A burst ended: wakes the writer if what it held back still waits.
     void wake_for_waiting();
-    // Takes what waits (what a failed transaction kept first), writes it in one transaction,
-    // tells Committed and runs the confirms due; the failure's text. Called with `lock` held
-    // and file_busy_ set by the caller, returns with the lock held.
-    std::optional<std::string> commit_waiting(std::unique_lock<std::mutex>& lock);
+    // Takes what waits (what a failed transaction kept first) and writes it in one
+    // transaction; announces it on this thread (`hand_off` false) or hands it to the
+    // announcer; the failure's text. Called with `lock` held and file_busy_ set by the caller,
+    // returns with the lock held.
+    std::optional<std::string> commit_waiting(std::unique_lock<std::mutex>& lock, bool hand_off);
+    // Tells Committed, gathers the confirms due (after Committed, which took the broker's
+    // lock: every confirm of the transaction was asked for by then), marks the transaction
+    // finished and runs them. Called and returns with `lock` held.
+    void announce(Announcement announcement, std::unique_lock<std::mutex>& lock);
     // One step of `backup`; true when it is done (finished or failed).
     bool copy_step(Backup& backup);
     // Writes `batch` in one transaction; the error text when it failed.
@@ -200,6 +230,8 @@ private:
     std::condition_variable wake_;       // the writer: work arrived, or close
     std::condition_variable file_free_;  // the writer: a caller in wait() gave the file back
     std::condition_variable finished_;   // waiters: a transaction ended
+    std::condition_variable announce_;   // the announcer: a transaction to announce, or close
+    std::condition_variable announced_;  // the writer: the announcer took one
     std::vector<Entry> pending_;
     std::vector<Confirm> confirms_;
     std::uint64_t next_sequence_ = 1;
@@ -215,7 +247,11 @@ private:
     bool written_since_tidy_ = false;
     std::optional<std::string> failure_;
     CommitStats stats_;
-    std::vector<Backup*> backups_;  // oldest first; the writer copies the first
+    std::vector<Backup*> backups_;            // oldest first; the writer copies the first
+    std::deque<Announcement> announcements_;  // oldest first, waiting for the announcer
+    std::size_t unannounced_ = 0;             // those, and the one being announced
+    bool announcer_stopping_ = false;
+    std::thread announcer_;
     std::thread writer_;
 };
 

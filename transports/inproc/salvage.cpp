@@ -8,6 +8,7 @@
 #include <acemq/inproc.hpp>
 #include "inproc/data_file.hpp"
 #include "inproc/quoted.hpp"
+#include "inproc/row_checksum.hpp"
 
 namespace acemq::inproc {
 
@@ -79,8 +80,11 @@ SalvageReport salvage(const std::string& from, const std::string& to) {
                 report.lost.push_back("message " + std::to_string(row.id) + ": its queue's declaration was not saved");
                 continue;
             }
-            target.insert_message(row.id, row.queue, row.enqueued_ms, row.message.redelivered(),
-                                  detail::pack_properties(row.message), row.message.body());
+            const std::vector<std::byte> properties = detail::pack_properties(row.message);
+            target.insert_message(
+                row.id, row.queue, row.enqueued_ms, row.message.redelivered(), properties, row.message.body(),
+                detail::message_checksum(static_cast<std::int64_t>(row.id), static_cast<std::int64_t>(row.queue),
+                                         row.enqueued_ms, properties, row.message.body()));
             ++report.messages;
         }
         target.commit();

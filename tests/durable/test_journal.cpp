@@ -1,14 +1,18 @@
-// The durable broker's journal holds back its writer's wake-up while a JournalBurst lives on
-// the recording thread (the zmq server's received burst, a publish that commits itself): the
-// changes go to the file together, in the recorder's own commit or in one the writer starts
-// when the burst ends, and nothing is left waiting behind it.
+// The durable broker's journal. It holds back its writer's wake-up while a JournalBurst lives
+// on the recording thread (the zmq server's received burst, a publish that commits itself):
+// the changes go to the file together, in the recorder's own commit or in one the writer
+// starts when the burst ends, and nothing is left waiting behind it. And its writer goes on
+// committing while the announcer tells the broker (and through it consumers and publishers)
+// about the transactions before, in their order, at most two of them behind.
 #include <catch2/catch.hpp>
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <memory>
 #include <mutex>
 #include <thread>
+#include <vector>
 
 #include "../support/temp_dir.hpp"
 #include "../support/wait.hpp"
@@ -105,4 +109,76 @@ TEST_CASE("what a JournalBurst held is committed by the writer once the outermos
     REQUIRE(eventually([&] { return noted.through >= last; }));
     CHECK(noted.thread() != std::this_thread::get_id());
     CHECK(noted.journal->commit_stats().commits == 1);
+}
+
+namespace {
+
+// A journal whose Committed, told of a transaction, waits until the test lets it go on.
+struct HeldAnnouncer {
+    std::mutex mutex;
+    std::condition_variable released;
+    bool holding = true;
+    std::vector<std::uint64_t> told;  // each Committed's `through`, in the order told
+    bool told_on_writer_thread = true;
+    std::unique_ptr<Journal> journal;
+
+    explicit HeldAnnouncer(const testing_support::TempDir& directory) {
+        auto file = std::make_unique<DataFile>((directory.path() / "announcer.db").string(), "", 0);
+        file->read();
+        file->make_writable();
+        journal = std::make_unique<Journal>(std::move(file), [this](std::uint64_t through, bool ok) {
+            REQUIRE(ok);
+            std::unique_lock lock(mutex);
+            told.push_back(through);
+            told_on_writer_thread = told_on_writer_thread && Journal::on_writer_thread();
+            // Bounded: a writer that never comes back must fail the test, not hang it.
+            released.wait_for(lock, std::chrono::seconds(20), [&] { return !holding; });
+        });
+    }
+    ~HeldAnnouncer() {
+        release();
+        journal->close({});
+    }
+    void release() {
+        {
+            std::lock_guard guard(mutex);
+            holding = false;
+        }
+        released.notify_all();
+    }
+    std::vector<std::uint64_t> told_so_far() {
+        std::lock_guard guard(mutex);
+        return told;
+    }
+    std::uint64_t commits() { return journal->commit_stats().commits; }
+};
+
+}  // namespace
+
+TEST_CASE("the writer commits on while the transactions before are announced, at most two behind") {
+    testing_support::TempDir directory{"journal-announcer"};
+    HeldAnnouncer held(directory);
+    const std::uint64_t first = held.journal->record(exchange_named("first"));
+    // Its announcement holds the announcer.
+    REQUIRE(eventually([&] { return held.told_so_far().size() == 1; }));
+    CHECK(held.told_so_far().front() == first);
+
+    // The writer is free: the next change is committed though the first's announcement has
+    // not returned, and the one after it too, which waits to be announced second.
+    const std::uint64_t second = held.journal->record(exchange_named("second"));
+    REQUIRE(eventually([&] { return held.commits() == 2; }));
+    const std::uint64_t third = held.journal->record(exchange_named("third"));
+    REQUIRE(eventually([&] { return held.commits() == 3; }));
+    // The third's announcement waits for room behind the second's, the writer with it: the
+    // fourth change is not committed.
+    const std::uint64_t fourth = held.journal->record(exchange_named("fourth"));
+    CHECK_FALSE(eventually([&] { return held.commits() == 4; }, grace));
+    CHECK(held.told_so_far().size() == 1);
+
+    held.release();
+    held.journal->wait(fourth);
+    CHECK(held.commits() == 4);
+    CHECK(held.told_so_far() == std::vector<std::uint64_t>{first, second, third, fourth});
+    // Where the broker is told is the writer's side: it must not wait there for a commit.
+    CHECK(held.told_on_writer_thread);
 }
