@@ -42,7 +42,7 @@ class SlipFollower;
 struct BusOptions {
     std::string origin{};                  // "service@host"; default "acemq@<hostname>"
     RetryPolicy retry = no_retry();        // consumers' default: one delivery, then .dlq
-    std::shared_ptr<const Codec> codec{};  // default: default_codec() (msgpack writes)
+    std::shared_ptr<const Codec> codec{};  // default: default_codec() (JSON writes)
     std::uint16_t prefetch = 20;
     int concurrency = 1;  // consumers' default workers, 1..max_concurrency
     std::vector<PublishInterceptor> publish_interceptors{};
