@@ -22,9 +22,13 @@
 // from one run.
 //
 //   build/bench/durable_bench [--quick]   (or ACEMQ_BENCH_QUICK=1)
-//   build/bench/durable_bench --window-only [--acks ride|wait]   (only the broker's (a), to
-//                                             profile it, with its commits a 256 messages beside
-//                                             raw's 2; --acks keeps one of its two connections)
+//   build/bench/durable_bench --window-only [--acks ride|wait]   (only (a), to profile it: the
+//                                             broker's, with its commits a 256 messages beside
+//                                             raw's 2, and raw's, plain and with the broker's file
+//                                             shape; --acks keeps one of the broker's two connections.
+//                                             Raw's instructions alone: valgrind --tool=callgrind
+//                                             --toggle-collect='*raw_through*')
+//   --payload 64|1024 keeps one of the two payloads, for any of the above
 //   build/bench/durable_bench --publish-only  (only (b), the broker's and raw's, to profile it)
 #include <sqlite3.h>
 #include <sys/vfs.h>
@@ -565,6 +569,7 @@ int main(int argc, char** argv) {
     bool window_only = false;
     bool publish_only = false;
     std::vector<bool> acks_waits{true, false};
+    std::vector<std::size_t> payloads{64, 1024};
     for (int i = 1; i < argc; ++i) {
         const std::string argument = argv[i];
         if (argument == "--quick") {
@@ -576,11 +581,15 @@ int main(int argc, char** argv) {
         } else if (argument == "--acks" && i + 1 < argc &&
                    (argv[i + 1] == std::string("ride") || argv[i + 1] == std::string("wait"))) {
             acks_waits = {argv[++i] == std::string("wait")};
+        } else if (argument == "--payload" && i + 1 < argc &&
+                   (argv[i + 1] == std::string("64") || argv[i + 1] == std::string("1024"))) {
+            payloads = {static_cast<std::size_t>(std::stoul(argv[++i]))};
         } else {
-            std::fprintf(stderr,
-                         "usage: %s [--quick] [--window-only [--acks ride|wait] | --publish-only]   (or "
-                         "ACEMQ_BENCH_QUICK=1)\n",
-                         argv[0]);
+            std::fprintf(
+                stderr,
+                "usage: %s [--quick] [--window-only [--acks ride|wait] | --publish-only] [--payload 64|1024]   "
+                "(or ACEMQ_BENCH_QUICK=1)\n",
+                argv[0]);
             return 2;
         }
     }
@@ -593,7 +602,7 @@ int main(int argc, char** argv) {
             sqlite3_libversion(), scratch.directory().c_str(), filesystem_of(scratch.directory()).c_str(),
             quick ? "quick" : "full", sizes.runs, sizes.window_messages);
         std::fflush(stdout);
-        for (const std::size_t size : {std::size_t{64}, std::size_t{1024}}) {
+        for (const std::size_t size : payloads) {
             const acemq::Bytes payload(size, std::byte{'x'});
             if (window_only) {
                 for (const bool acks_wait : acks_waits) {
@@ -606,6 +615,14 @@ int main(int argc, char** argv) {
                     std::printf("payload %zu B: window 256, acks %s: %.0f msg/s, %.1f commits a 256 messages\n", size,
                                 acks_wait ? "wait (acks_wait = true)" : "ride the next commit (default)",
                                 figures.per_second, commits * 256 / (sizes.runs * sizes.window_messages));
+                }
+                for (const Shape shape : {Shape::plain, Shape::brokers}) {
+                    Raw raw(scratch.fresh("raw"), shape);
+                    const Figures figures = median_figures(sizes.runs, sizes.window_messages, size, [&] {
+                        raw_through(raw, payload, sizes.window_messages, window);
+                    });
+                    std::printf("payload %zu B: raw sqlite3%s: %.0f msg/s\n", size,
+                                shape == Shape::brokers ? " with the broker's file shape" : "", figures.per_second);
                 }
                 continue;
             }
