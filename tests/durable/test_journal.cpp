@@ -27,6 +27,14 @@ using testing_support::eventually;
 
 namespace {
 
+// A new data file `name` in `directory`, read and ready to be written, as a broker opens one.
+std::unique_ptr<DataFile> writable_file(const testing_support::TempDir& directory, const char* name) {
+    auto file = std::make_unique<DataFile>((directory.path() / name).string(), "", 0);
+    file->read();
+    file->make_writable();
+    return file;
+}
+
 // A journal on a fresh data file in `directory`, its writer waiting for work, that notes which
 // thread made each commit and how far commits got.
 struct Noted {
@@ -36,10 +44,7 @@ struct Noted {
     std::unique_ptr<Journal> journal;
 
     explicit Noted(const testing_support::TempDir& directory) {
-        auto file = std::make_unique<DataFile>((directory.path() / "burst.db").string(), "", 0);
-        file->read();
-        file->make_writable();
-        journal = std::make_unique<Journal>(std::move(file), [this](std::uint64_t last, bool ok) {
+        journal = std::make_unique<Journal>(writable_file(directory, "burst.db"), [this](std::uint64_t last, bool ok) {
             REQUIRE(ok);
             std::lock_guard guard(mutex);
             committed_on = std::this_thread::get_id();
@@ -123,17 +128,15 @@ struct HeldAnnouncer {
     std::unique_ptr<Journal> journal;
 
     explicit HeldAnnouncer(const testing_support::TempDir& directory) {
-        auto file = std::make_unique<DataFile>((directory.path() / "announcer.db").string(), "", 0);
-        file->read();
-        file->make_writable();
-        journal = std::make_unique<Journal>(std::move(file), [this](std::uint64_t through, bool ok) {
-            REQUIRE(ok);
-            std::unique_lock lock(mutex);
-            told.push_back(through);
-            told_on_writer_thread = told_on_writer_thread && Journal::on_writer_thread();
-            // Bounded: a writer that never comes back must fail the test, not hang it.
-            released.wait_for(lock, std::chrono::seconds(20), [&] { return !holding; });
-        });
+        journal =
+            std::make_unique<Journal>(writable_file(directory, "announcer.db"), [this](std::uint64_t through, bool ok) {
+                REQUIRE(ok);
+                std::unique_lock lock(mutex);
+                told.push_back(through);
+                told_on_writer_thread = told_on_writer_thread && Journal::on_writer_thread();
+                // Bounded: a writer that never comes back must fail the test, not hang it.
+                released.wait_for(lock, std::chrono::seconds(20), [&] { return !holding; });
+            });
     }
     ~HeldAnnouncer() {
         release();
