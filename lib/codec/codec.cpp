@@ -105,7 +105,10 @@ bool same_letter(char a, char b) noexcept { return ascii_lower(a) == ascii_lower
 }  // namespace
 
 bool starts_with_ci(std::string_view text, std::string_view prefix) noexcept {
-    return text.size() >= prefix.size() && std::equal(prefix.begin(), prefix.end(), text.begin(), same_letter);
+    // The bytes as they are first: the family writes its content types in lower case, and one
+    // memcmp of them costs a tenth of the compare letter by letter, on every delivery.
+    return text.starts_with(prefix) ||
+           (text.size() >= prefix.size() && std::equal(prefix.begin(), prefix.end(), text.begin(), same_letter));
 }
 
 bool contains_ci(std::string_view text, std::string_view part) noexcept {
