@@ -284,6 +284,13 @@ void raw_through(Raw& raw, const acemq::Bytes& payload, int count, int batch) {
     }
 }
 
+// (a) on raw's side: `count` messages through `raw` in transactions of a window, after one
+// untimed round that lays out the file's first pages; the median of `runs` rounds.
+Figures raw_window(Raw& raw, const acemq::Bytes& payload, int count, int runs) {
+    raw_through(raw, payload, count, window);
+    return median_figures(runs, count, payload.size(), [&] { raw_through(raw, payload, count, window); });
+}
+
 struct Latency {
     double p50_us, p99_us;
 };
@@ -439,16 +446,13 @@ Column measure(Scratch& scratch, const acemq::Bytes& payload, const Sizes& sizes
     const std::size_t size = payload.size();
     {
         Raw raw(scratch.fresh("raw"));
-        raw_through(raw, payload, count, window);  // warm-up: the file's first pages
-        column.raw_window = median_figures(sizes.runs, count, size, [&] { raw_through(raw, payload, count, window); });
+        column.raw_window = raw_window(raw, payload, count, sizes.runs);
         column.raw_one = median_figures(sizes.runs, sizes.one_at_a_time, size,
                                         [&] { raw_through(raw, payload, sizes.one_at_a_time, 1); });
     }
     {
         Raw shaped(scratch.fresh("raw-shaped"), Shape::brokers);
-        raw_through(shaped, payload, count, window);
-        column.raw_shaped =
-            median_figures(sizes.runs, count, size, [&] { raw_through(shaped, payload, count, window); });
+        column.raw_shaped = raw_window(shaped, payload, count, sizes.runs);
     }
     for (const bool acks_wait : {true, false}) {
         BrokerUnderTest broker(scratch.fresh("broker"), acks_wait);
@@ -618,9 +622,7 @@ int main(int argc, char** argv) {
                 }
                 for (const Shape shape : {Shape::plain, Shape::brokers}) {
                     Raw raw(scratch.fresh("raw"), shape);
-                    const Figures figures = median_figures(sizes.runs, sizes.window_messages, size, [&] {
-                        raw_through(raw, payload, sizes.window_messages, window);
-                    });
+                    const Figures figures = raw_window(raw, payload, sizes.window_messages, sizes.runs);
                     std::printf("payload %zu B: raw sqlite3%s: %.0f msg/s\n", size,
                                 shape == Shape::brokers ? " with the broker's file shape" : "", figures.per_second);
                 }
