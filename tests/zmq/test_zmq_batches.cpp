@@ -2,13 +2,16 @@
 // against an in-process broker: a batch of publishes confirmed entry by entry; a malformed
 // entry refused naming it, the entries around it handled; an over-limit or hostile batch
 // refused without taking anything; a version-2 peer never sent a batch; and this library's
-// client against a broker of version 2, which it serves without batches; and acks made just
-// before close, which go out ahead of the bye.
+// client against a broker of version 2, which it serves without batches; acks made just
+// before close, which go out ahead of the bye; and the sender's side without a socket
+// (wire::Batch): a frame alone as it would be alone, the byte and entry limits.
 #include <catch2/catch.hpp>
 
 #include <atomic>
+#include <limits>
 #include <map>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -105,11 +108,18 @@ BatchAnswers answers_until(BatchPeer& peer, Done done) {
     return received;
 }
 
-// A batch frame of `entries`, each a frame as it would travel alone.
-msgpack::sbuffer batch_of(std::vector<msgpack::sbuffer> entries) {
-    wire::Batch batch(std::numeric_limits<std::size_t>::max());
-    for (msgpack::sbuffer& entry : entries) batch.add(std::move(entry));
-    return batch.take();
+// A batch frame of `entries`, each a frame as it would travel alone, written here by hand (as
+// docs/zmq-protocol.md §12 lays it out) so that it may hold more entries than a Batch would put
+// in one frame.
+msgpack::sbuffer batch_of(const std::vector<msgpack::sbuffer>& entries) {
+    msgpack::sbuffer frame;
+    msgpack::packer<msgpack::sbuffer> out(frame);
+    out.pack_array(3);
+    out.pack(wire::version_of(Command::batch));
+    out.pack(static_cast<std::uint8_t>(Command::batch));
+    out.pack_array(static_cast<std::uint32_t>(entries.size()));
+    for (const msgpack::sbuffer& entry : entries) frame.write(entry.data(), entry.size());
+    return frame;
 }
 
 // A publish frame whose body is a str where a bin belongs.
@@ -130,7 +140,7 @@ TEST_CASE("a batch of publishes is confirmed entry by entry, and the confirms co
     std::vector<msgpack::sbuffer> publishes;
     for (int i = 1; i <= 20; ++i) publishes.push_back(wire::encode_publish(i, batch_message(queue, i)));
     publishes.push_back(wire::encode_publish(21, batch_message("batches.nowhere", 21)));
-    peer.send(batch_of(std::move(publishes)));
+    peer.send(batch_of(publishes));
     const BatchAnswers received = answers_until(peer, [](const BatchAnswers& r) { return r.confirms.size() == 21; });
     for (std::uint64_t i = 1; i <= 20; ++i) {
         INFO(i);
@@ -160,7 +170,7 @@ TEST_CASE("a malformed entry is refused naming it; the entries before and after 
     msgpack::packer<msgpack::sbuffer>(garbage).pack(std::string("garbage"));
     entries.push_back(std::move(garbage));  // entry 5: not a frame at all
     entries.push_back(wire::encode_publish(3, batch_message(queue, 3)));
-    peer.send(batch_of(std::move(entries)));
+    peer.send(batch_of(entries));
     const BatchAnswers received =
         answers_until(peer, [](const BatchAnswers& r) { return r.confirms.size() == 3 && r.errors.size() == 3; });
     CHECK(received.confirms.at(1).result.confirmed);
@@ -189,7 +199,7 @@ TEST_CASE("a batch past the entry limit or claiming what it does not hold is ref
     std::vector<msgpack::sbuffer> publishes;
     const std::size_t count = wire::max_batch_entries + 1;
     for (std::size_t i = 1; i <= count; ++i) publishes.push_back(wire::encode_publish(i, batch_message(queue, 0)));
-    peer.send(batch_of(std::move(publishes)));
+    peer.send(batch_of(publishes));
     const BatchAnswers over =
         answers_until(peer, [&](const BatchAnswers& r) { return r.confirms.size() == count && r.errors.size() == 1; });
     for (const auto& [sequence, confirm] : over.confirms) {
@@ -253,7 +263,7 @@ TEST_CASE("a batch past the broker's frame limit is refused whole, each publish 
         message.body.assign(8 * 1024, std::byte{'x'});
         publishes.push_back(wire::encode_publish(static_cast<std::uint64_t>(i), message));
     }
-    peer.send(batch_of(std::move(publishes)));
+    peer.send(batch_of(publishes));
     const BatchAnswers refused =
         answers_until(peer, [](const BatchAnswers& r) { return r.confirms.size() == 10 && r.errors.size() == 1; });
     for (const auto& [sequence, confirm] : refused.confirms) {
@@ -368,5 +378,161 @@ TEST_CASE("acks made just before close reach the broker ahead of the bye") {
         const acemq::QueueSummary queue = closing_queue();
         CHECK(queue.ready == 0);
         CHECK(queue.unacked == 0);
+    }
+}
+
+// The sender's side of a batch (wire::Batch), without a socket: what it hands over to send.
+namespace {
+
+Bytes frame_bytes(const msgpack::sbuffer& frame) {
+    const auto* first = reinterpret_cast<const std::byte*>(frame.data());
+    return Bytes(first, first + frame.size());
+}
+
+acemq::InboundMessage delivery_of(int number, std::size_t body_bytes) {
+    acemq::OutboundMessage message = batch_message("q", number);
+    message.body.resize(body_bytes, std::byte{'x'});
+    return acemq::InboundMessage(std::move(message));
+}
+
+// Adds the delivery the way the broker does: written where it waits, its body as the bound.
+std::optional<msgpack::sbuffer> add_delivery(wire::Batch& batch, std::uint64_t tag,
+                                             const acemq::InboundMessage& message, std::size_t at_least) {
+    return batch.add(at_least, [&](msgpack::sbuffer& onto) { wire::write_deliver(onto, 7, tag, message); });
+}
+
+// The delivery tags a frame carries, in order: one for a frame alone, one an entry for a batch.
+std::vector<std::uint64_t> tags_in(const msgpack::sbuffer& frame) {
+    const Bytes bytes = frame_bytes(frame);
+    const wire::Frame parsed = wire::Frame::parse(bytes);
+    if (parsed.command() == Command::deliver) return {wire::read_deliver(parsed).delivery_tag};
+    REQUIRE(parsed.command() == Command::batch);
+    const msgpack::object_array& entries = wire::batch_entries(parsed);
+    std::vector<std::uint64_t> tags;
+    for (std::uint32_t index = 0; index < entries.size; ++index)
+        tags.push_back(wire::read_deliver(wire::Frame::entry(entries, index)).delivery_tag);
+    return tags;
+}
+
+}  // namespace
+
+TEST_CASE("a batch's frames are written where they wait: one alone goes as it would alone, more as one batch") {
+    const acemq::InboundMessage first = delivery_of(1, 64), second = delivery_of(2, 1000), third = delivery_of(3, 0);
+    wire::Batch batch(1 << 20);
+    CHECK(batch.empty());
+    REQUIRE_FALSE(add_delivery(batch, 1, first, 64));
+    CHECK_FALSE(batch.empty());
+    // Alone, byte for byte the frame encode_deliver makes: no batch head before it.
+    CHECK(frame_bytes(batch.take()) == frame_bytes(wire::encode_deliver(7, 1, first)));
+    CHECK(batch.empty());
+
+    REQUIRE_FALSE(add_delivery(batch, 1, first, 64));
+    REQUIRE_FALSE(add_delivery(batch, 2, second, 1000));
+    REQUIRE_FALSE(batch.add(wire::encode_deliver(7, 3, third)));
+    const msgpack::sbuffer three = batch.take();
+    CHECK(tags_in(three) == std::vector<std::uint64_t>{1, 2, 3});
+    const Bytes three_bytes = frame_bytes(three);
+    const wire::Frame parsed = wire::Frame::parse(three_bytes);
+    const msgpack::object_array& entries = wire::batch_entries(parsed);
+    const wire::Deliver read = wire::read_deliver(wire::Frame::entry(entries, 1));
+    CHECK(read.message.body().size() == 1000);
+    CHECK(read.message.message_id() == "2");
+    // Taken, it starts again from nothing: the next one goes alone.
+    REQUIRE_FALSE(add_delivery(batch, 4, third, 0));
+    CHECK(tags_in(batch.take()) == std::vector<std::uint64_t>{4});
+}
+
+TEST_CASE("a frame that would pass a batch's byte limit is sent after what waited, never in a frame too large") {
+    const acemq::InboundMessage small = delivery_of(1, 40), large = delivery_of(2, 400);
+    const std::size_t small_frame = wire::encode_deliver(7, 1, small).size();
+    const std::size_t limit = 8 + 2 * small_frame + 100;
+
+    SECTION("its lower bound says so before it is written") {
+        wire::Batch batch(limit);
+        CHECK(batch.fits(limit * 2));
+        REQUIRE_FALSE(add_delivery(batch, 1, small, 40));
+        CHECK(batch.fits(40));
+        CHECK_FALSE(batch.fits(400));
+        CHECK(frame_bytes(batch.take()) == frame_bytes(wire::encode_deliver(7, 1, small)));
+        REQUIRE_FALSE(add_delivery(batch, 2, large, 400));
+        CHECK(frame_bytes(batch.take()) == frame_bytes(wire::encode_deliver(7, 2, large)));
+    }
+    SECTION("fits() not asked: found once written, as with a bound too low") {
+        wire::Batch batch(limit);
+        REQUIRE_FALSE(add_delivery(batch, 1, small, 40));
+        const std::optional<msgpack::sbuffer> before = add_delivery(batch, 2, large, 400);
+        REQUIRE(before);
+        CHECK(frame_bytes(*before) == frame_bytes(wire::encode_deliver(7, 1, small)));
+        CHECK(frame_bytes(batch.take()) == frame_bytes(wire::encode_deliver(7, 2, large)));
+    }
+    SECTION("a bound too low: found once written, the one before goes alone without the batch's head") {
+        wire::Batch batch(limit);
+        REQUIRE_FALSE(add_delivery(batch, 1, small, 40));
+        const std::optional<msgpack::sbuffer> before = add_delivery(batch, 2, large, 0);
+        REQUIRE(before);
+        CHECK(frame_bytes(*before) == frame_bytes(wire::encode_deliver(7, 1, small)));
+        CHECK(frame_bytes(batch.take()) == frame_bytes(wire::encode_deliver(7, 2, large)));
+    }
+    SECTION("a bound too low with two waiting: those two go as a batch of their own") {
+        wire::Batch batch(limit);
+        REQUIRE_FALSE(add_delivery(batch, 1, small, 40));
+        REQUIRE_FALSE(add_delivery(batch, 2, small, 40));
+        const std::optional<msgpack::sbuffer> before = add_delivery(batch, 3, large, 0);
+        REQUIRE(before);
+        CHECK(before->size() <= limit);
+        CHECK(tags_in(*before) == std::vector<std::uint64_t>{1, 2});
+        CHECK(tags_in(batch.take()) == std::vector<std::uint64_t>{3});
+    }
+    SECTION("a frame larger than the limit by itself still goes, alone") {
+        wire::Batch batch(100);
+        REQUIRE_FALSE(add_delivery(batch, 1, large, 400));
+        CHECK(tags_in(batch.take()) == std::vector<std::uint64_t>{1});
+    }
+}
+
+TEST_CASE("a batch holds at most max_batch_entries frames; the next starts another") {
+    wire::Batch batch(std::numeric_limits<std::size_t>::max());
+    for (std::uint64_t sequence = 1; sequence <= wire::max_batch_entries; ++sequence)
+        REQUIRE_FALSE(batch.add(0, [&](msgpack::sbuffer& onto) { wire::write_confirm(onto, sequence, {}); }));
+    const std::optional<msgpack::sbuffer> full =
+        batch.add(0, [](msgpack::sbuffer& onto) { wire::write_confirm(onto, 4097, {}); });
+    REQUIRE(full);
+    const Bytes full_bytes = frame_bytes(*full);
+    const wire::Frame parsed = wire::Frame::parse(full_bytes);
+    const msgpack::object_array& entries = wire::batch_entries(parsed);
+    REQUIRE(entries.size == wire::max_batch_entries);
+    CHECK(wire::read_confirm(wire::Frame::entry(entries, 0)).sequence == 1);
+    CHECK(wire::read_confirm(wire::Frame::entry(entries, entries.size - 1)).sequence == wire::max_batch_entries);
+    const msgpack::sbuffer rest = batch.take();
+    const Bytes rest_bytes = frame_bytes(rest);
+    CHECK(wire::read_confirm(wire::Frame::parse(rest_bytes)).sequence == 4097);
+}
+
+TEST_CASE("a writer that throws adds nothing: what waited is sent as it was, without the torn frame") {
+    const acemq::InboundMessage message = delivery_of(1, 64);
+    const auto torn = [](msgpack::sbuffer& onto) {
+        onto.write("\x9f\x03\x07", 3);
+        throw std::runtime_error("the writer gave up");
+    };
+    SECTION("nothing waiting") {
+        wire::Batch batch(1 << 20);
+        CHECK_THROWS_WITH((void)batch.add(0, torn), "the writer gave up");
+        CHECK(batch.empty());
+        REQUIRE_FALSE(add_delivery(batch, 1, message, 64));
+        CHECK(frame_bytes(batch.take()) == frame_bytes(wire::encode_deliver(7, 1, message)));
+    }
+    SECTION("one waiting, which the throw found made a batch's first entry") {
+        wire::Batch batch(1 << 20);
+        REQUIRE_FALSE(add_delivery(batch, 1, message, 64));
+        CHECK_THROWS_WITH((void)batch.add(0, torn), "the writer gave up");
+        CHECK(frame_bytes(batch.take()) == frame_bytes(wire::encode_deliver(7, 1, message)));
+    }
+    SECTION("two waiting") {
+        wire::Batch batch(1 << 20);
+        REQUIRE_FALSE(add_delivery(batch, 1, message, 64));
+        REQUIRE_FALSE(add_delivery(batch, 2, message, 64));
+        CHECK_THROWS_WITH((void)batch.add(0, torn), "the writer gave up");
+        REQUIRE_FALSE(add_delivery(batch, 3, message, 64));
+        CHECK(tags_in(batch.take()) == std::vector<std::uint64_t>{1, 2, 3});
     }
 }

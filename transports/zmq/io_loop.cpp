@@ -128,6 +128,10 @@ void ZmqTransport::drain_outgoing() {
         queue_.put_back(kept);
         return;
     }
+    std::size_t batchable_bytes = 0;
+    for (const Outgoing& outgoing : taken)
+        if (outgoing.batchable) batchable_bytes += outgoing.frame.size();
+    outbox_.expect(batchable_bytes);
     for (Outgoing& outgoing : taken) send_outgoing(outgoing);
     flush_outbox();
 }
@@ -137,8 +141,9 @@ void ZmqTransport::send_batched(msgpack::sbuffer frame, bool batchable) {
         flush_outbox();
         send_frame(*socket_, std::move(frame));
     } else {
-        if (!outbox_.fits(frame)) flush_outbox();
-        outbox_.add(std::move(frame));
+        if (!outbox_.fits(frame.size())) flush_outbox();
+        if (std::optional<msgpack::sbuffer> before = outbox_.add(std::move(frame)))
+            send_frame(*socket_, std::move(*before));
     }
     last_sent_ = Clock::now();
 }

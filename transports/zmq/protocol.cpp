@@ -1,7 +1,10 @@
 #include "zmq/protocol.hpp"
 
 #include <algorithm>
+#include <cstring>
 #include <limits>
+#include <new>
+#include <utility>
 
 #include "msgpack/message_pack.hpp"
 
@@ -195,35 +198,107 @@ namespace {
 // A batch frame's head: [3, 17, entries] with the entries' array header as an array 32, so
 // that it can be written before the entries are counted and filled in after.
 constexpr std::size_t batch_head_bytes = 8;
+// What a batch's buffer starts with once it holds two frames.
+constexpr std::size_t batch_room = 16 * 1024;
+
+void write_head(char* at, std::size_t entries) {
+    const auto count = static_cast<std::uint32_t>(entries);
+    const char head[batch_head_bytes] = {
+        char(0x93),        char(version_of(Command::batch)), char(Command::batch),      char(0xdd),
+        char(count >> 24), char((count >> 16) & 0xff),       char((count >> 8) & 0xff), char(count & 0xff)};
+    std::memcpy(at, head, batch_head_bytes);
+}
 
 }  // namespace
 
-bool Batch::fits(const msgpack::sbuffer& frame) const noexcept {
-    return frames_.empty() ||
-           (frames_.size() < max_batch_entries && batch_head_bytes + bytes_ + frame.size() <= max_bytes_);
+bool Batch::fits(std::size_t bytes) const noexcept {
+    if (count_ == 0) return true;
+    const std::size_t waiting = count_ == 1 ? batch_head_bytes + buffer_.size() : buffer_.size();
+    return count_ < max_batch_entries && waiting + bytes <= max_bytes_;
 }
 
-void Batch::add(msgpack::sbuffer frame) {
-    bytes_ += frame.size();
-    frames_.push_back(std::move(frame));
+std::size_t Batch::open(std::size_t at_least) {
+    if (count_ == 0) {
+        // Room for the frame (its fields beside the body), and for the frames said to be coming.
+        room_ = std::max(at_least + 256, batch_head_bytes + expected_);
+        buffer_ = msgpack::sbuffer(room_);
+        return 0;
+    }
+    if (count_ == 1) {
+        // A second frame: the one waiting becomes the batch's first entry, after the head.
+        const std::size_t alone = buffer_.size();
+        const char head[batch_head_bytes] = {};
+        if (room_ >= batch_head_bytes + alone + at_least) {
+            buffer_.write(head, batch_head_bytes);
+            std::memmove(buffer_.data() + batch_head_bytes, buffer_.data(), alone);
+        } else {
+            // Moved into a buffer with room for the entries to come: grown a frame at a time, a
+            // busy batch of a few hundred would be moved again and again.
+            room_ =
+                std::max({batch_room, 2 * (batch_head_bytes + alone) + at_least, batch_head_bytes + alone + expected_});
+            msgpack::sbuffer batch(room_);
+            batch.write(head, batch_head_bytes);
+            batch.write(buffer_.data(), alone);
+            buffer_ = std::move(batch);
+        }
+    }
+    return buffer_.size();
+}
+
+std::optional<msgpack::sbuffer> Batch::close(std::size_t start) {
+    ++count_;
+    const std::size_t written = buffer_.size() - start;
+    expected_ -= std::min(expected_, written);
+    room_ = std::max(room_, buffer_.size());
+    if (count_ == 1 || (count_ <= max_batch_entries && buffer_.size() <= max_bytes_)) return std::nullopt;
+    // Past a limit (the frame larger than its lower bound promised, or fits() not asked): it
+    // waits alone, and what waited before it goes, copied out.
+    msgpack::sbuffer alone(written);
+    alone.write(buffer_.data() + start, written);
+    const std::size_t before = count_ - 1;
+    // One frame before it had been made a batch's first entry: it goes without the head.
+    const std::size_t from = before == 1 ? batch_head_bytes : 0;
+    if (before >= 2) write_head(buffer_.data(), before);
+    msgpack::sbuffer waited(start - from);
+    waited.write(buffer_.data() + from, start - from);
+    buffer_ = std::move(alone);
+    room_ = written;
+    count_ = 1;
+    return waited;
+}
+
+void Batch::drop_from(std::size_t start) {
+    const std::size_t from = count_ == 1 ? batch_head_bytes : 0;
+    try {
+        // An sbuffer cannot be cut short: what waited is copied out without the partial frame.
+        msgpack::sbuffer kept(start - from);
+        kept.write(buffer_.data() + from, start - from);
+        buffer_ = std::move(kept);
+        room_ = start - from;
+    } catch (const std::bad_alloc&) {
+        // Nothing left to keep it with: dropped, as add() says, rather than sent torn.
+        buffer_ = msgpack::sbuffer(0);
+        count_ = 0;
+        room_ = 0;
+        throw;
+    }
+}
+
+std::optional<msgpack::sbuffer> Batch::add(msgpack::sbuffer frame) {
+    if (count_ == 0) {
+        expected_ -= std::min(expected_, frame.size());
+        room_ = frame.size();
+        buffer_ = std::move(frame);
+        count_ = 1;
+        return std::nullopt;
+    }
+    return add(frame.size(), [&frame](msgpack::sbuffer& onto) { onto.write(frame.data(), frame.size()); });
 }
 
 msgpack::sbuffer Batch::take() {
-    msgpack::sbuffer out;
-    if (frames_.size() == 1) {
-        out = std::move(frames_.front());
-    } else {
-        out = msgpack::sbuffer(batch_head_bytes + bytes_);
-        const auto count = static_cast<std::uint32_t>(frames_.size());
-        const char head[batch_head_bytes] = {
-            char(0x93),        char(version_of(Command::batch)), char(Command::batch),      char(0xdd),
-            char(count >> 24), char((count >> 16) & 0xff),       char((count >> 8) & 0xff), char(count & 0xff)};
-        out.write(head, batch_head_bytes);
-        for (const msgpack::sbuffer& frame : frames_) out.write(frame.data(), frame.size());
-    }
-    frames_.clear();
-    bytes_ = 0;
-    return out;
+    if (count_ >= 2) write_head(buffer_.data(), count_);
+    count_ = 0;
+    return std::exchange(buffer_, msgpack::sbuffer(0));
 }
 
 bool is_unsupported_version(const ProtocolError& error) noexcept {
@@ -266,7 +341,13 @@ FieldTable Frame::table_at(std::size_t index, std::string_view name) const {
 bool Frame::is_nil(std::size_t index) const { return field(index).type == msgpack::type::NIL; }
 
 Writer::Writer(Command command, std::uint32_t fields, std::size_t expected_bytes, std::uint32_t frame_version)
-    : buffer_(expected_bytes), packer_(buffer_) {
+    : own_(expected_bytes), buffer_(&own_), packer_(own_) {
+    begin(command, fields, frame_version);
+}
+Writer::Writer(msgpack::sbuffer& onto, Command command, std::uint32_t fields) : buffer_(&onto), packer_(onto) {
+    begin(command, fields, 0);
+}
+void Writer::begin(Command command, std::uint32_t fields, std::uint32_t frame_version) {
     packer_.pack_array(fields + 2);
     packer_.pack(frame_version != 0 ? frame_version : version_of(command));
     packer_.pack(static_cast<std::uint8_t>(command));
@@ -424,19 +505,29 @@ msgpack::sbuffer encode_failure(std::uint64_t request, FailureKind kind, std::st
     return std::move(out.buffer());
 }
 
-msgpack::sbuffer encode_confirm(std::uint64_t sequence, const PublishResult& result) {
-    Writer out(Command::confirm, 5);
+void write_confirm(msgpack::sbuffer& onto, std::uint64_t sequence, const PublishResult& result) {
+    Writer out(onto, Command::confirm, 5);
     out.value(sequence).value(result.confirmed).value(result.routed).value(static_cast<std::uint8_t>(result.why));
     out.text(result.return_reason);
-    return std::move(out.buffer());
+}
+
+msgpack::sbuffer encode_confirm(std::uint64_t sequence, const PublishResult& result) {
+    msgpack::sbuffer frame(64);
+    write_confirm(frame, sequence, result);
+    return frame;
+}
+
+void write_deliver(msgpack::sbuffer& onto, std::uint64_t consumer, std::uint64_t delivery_tag,
+                   const InboundMessage& message) {
+    Writer out(onto, Command::deliver, 2 + message_fields);
+    out.value(consumer).value(delivery_tag);
+    pack_message(out.out(), message);
 }
 
 msgpack::sbuffer encode_deliver(std::uint64_t consumer, std::uint64_t delivery_tag, const InboundMessage& message) {
-    Writer out(Command::deliver, 2 + message_fields,
-               message_size_hint(message.body().size(), message.headers().size()));
-    out.value(consumer).value(delivery_tag);
-    pack_message(out.out(), message);
-    return std::move(out.buffer());
+    msgpack::sbuffer frame(message_size_hint(message.body().size(), message.headers().size()));
+    write_deliver(frame, consumer, delivery_tag, message);
+    return frame;
 }
 
 msgpack::sbuffer encode_error(std::uint64_t request, ErrorCode code, std::string_view text) {

@@ -150,22 +150,59 @@ bool batchable(const PackedHeaders& headers) noexcept;
 
 // Frames for one peer, waiting to be sent as few frames as they fit in (docs/zmq-protocol.md
 // §12): one waiting alone is sent as it is, two or more as one batch frame of at most
-// max_batch_entries entries and `max_bytes` bytes. Nothing is sent on a timer: the I/O
-// thread sends what waits whenever it has taken everything it was woken for.
+// max_batch_entries entries and `max_bytes` bytes. The frames are written where they wait,
+// in one buffer: a frame written for the batch (add with a writer) is never a buffer of its
+// own copied in afterwards. Nothing is sent on a timer: the I/O thread sends what waits
+// whenever it has taken everything it was woken for.
 class Batch {
 public:
     explicit Batch(std::size_t max_bytes) : max_bytes_(max_bytes) {}
-    // Whether `frame` may join what waits without passing a limit; always, when nothing waits.
-    bool fits(const msgpack::sbuffer& frame) const noexcept;
-    void add(msgpack::sbuffer frame);
-    bool empty() const noexcept { return frames_.empty(); }
+
+    // Whether a frame of `bytes` may join what waits without passing a limit; always, when
+    // nothing waits. When it may not, send what waits (take) before adding it.
+    bool fits(std::size_t bytes) const noexcept;
+    // Adds the frame `write(buffer)` appends to the buffer it is given; `at_least` is a lower
+    // bound of the frame's size (its body's, say). When the frame came out too large to join
+    // what waited (the bound too low, or fits() not asked), it waits alone and what waited
+    // before it is returned, a frame to send first; nothing otherwise. When `write` throws, the
+    // frame is not added and what waited stays (if there is memory left to keep it apart from
+    // the bytes written: else it is dropped too).
+    template <class Write>
+    [[nodiscard]] std::optional<msgpack::sbuffer> add(std::size_t at_least, const Write& write) {
+        const std::size_t start = open(at_least);
+        try {
+            write(buffer_);
+        } catch (...) {
+            drop_from(start);
+            throw;
+        }
+        return close(start);
+    }
+    // The same for a frame written already: the first to wait is kept as it is, without a copy.
+    [[nodiscard]] std::optional<msgpack::sbuffer> add(msgpack::sbuffer frame);
+    // Says that about `bytes` of frames are about to be added (what the I/O thread took at
+    // once), so that a batch of them gets its room once instead of growing frame by frame. A
+    // hint: it limits nothing.
+    void expect(std::size_t bytes) noexcept { expected_ = bytes; }
+    bool empty() const noexcept { return count_ == 0; }
     // The frame to send (what waits alone, or a batch of it all); leaves this empty.
     msgpack::sbuffer take();
 
 private:
+    // Makes room for one more frame; returns where it starts in buffer_.
+    std::size_t open(std::size_t at_least);
+    // Counts the frame written from `start`; when it passed a limit, it stays to wait alone
+    // and what waited before it is returned.
+    std::optional<msgpack::sbuffer> close(std::size_t start);
+    // Forgets what a throwing writer wrote from `start` (and the head open() put before a lone frame).
+    void drop_from(std::size_t start);
+
     std::size_t max_bytes_;
-    std::size_t bytes_ = 0;
-    std::vector<msgpack::sbuffer> frames_;
+    std::size_t count_ = 0;
+    std::size_t room_ = 0;      // what buffer_ is known to hold without growing
+    std::size_t expected_ = 0;  // bytes of frames said to be coming (expect)
+    // One frame alone, or (from the second) the batch's head followed by its entries.
+    msgpack::sbuffer buffer_{0};
 };
 
 // Writes one frame. Each encode_* below returns the frame's bytes.
@@ -175,6 +212,10 @@ public:
     // which a confirm or an ack never uses). `frame_version`: 0 for the version the command's
     // frames carry (version_of); a hello's is the version the client asks for.
     Writer(Command command, std::uint32_t fields, std::size_t expected_bytes = 64, std::uint32_t frame_version = 0);
+    // Appends the frame to `onto` (a batch's buffer) instead of a buffer of its own.
+    Writer(msgpack::sbuffer& onto, Command command, std::uint32_t fields);
+    Writer(const Writer&) = delete;
+    Writer& operator=(const Writer&) = delete;
     msgpack::packer<msgpack::sbuffer>& out() noexcept { return packer_; }
     Writer& text(std::string_view value);
     Writer& bytes(std::span<const std::byte> value);
@@ -186,10 +227,13 @@ public:
         return *this;
     }
     Writer& nil();
-    msgpack::sbuffer& buffer() noexcept { return buffer_; }
+    msgpack::sbuffer& buffer() noexcept { return *buffer_; }
 
 private:
-    msgpack::sbuffer buffer_;
+    void begin(Command command, std::uint32_t fields, std::uint32_t frame_version);
+
+    msgpack::sbuffer own_{0};
+    msgpack::sbuffer* buffer_;
     msgpack::packer<msgpack::sbuffer> packer_;
 };
 
@@ -237,6 +281,10 @@ msgpack::sbuffer encode_reply_pulled(std::uint64_t request, std::uint64_t delive
 msgpack::sbuffer encode_failure(std::uint64_t request, FailureKind kind, std::string_view text);
 msgpack::sbuffer encode_confirm(std::uint64_t sequence, const PublishResult& result);
 msgpack::sbuffer encode_deliver(std::uint64_t consumer, std::uint64_t delivery_tag, const InboundMessage& message);
+// The same two frames appended to `onto` (what a Batch's writer is given).
+void write_confirm(msgpack::sbuffer& onto, std::uint64_t sequence, const PublishResult& result);
+void write_deliver(msgpack::sbuffer& onto, std::uint64_t consumer, std::uint64_t delivery_tag,
+                   const InboundMessage& message);
 msgpack::sbuffer encode_error(std::uint64_t request, ErrorCode code, std::string_view text);
 
 // Readers of the fields of each command, after Frame::parse; ProtocolError when a field is

@@ -173,9 +173,11 @@ private:
     void hand_over_deliveries();
     void beat_and_reap();
     void send(Session& session, msgpack::sbuffer frame);
-    // Sends `frame` in the session's next batch (or at once, to a client older than batches,
-    // or when it must travel alone); flush_outboxes() sends what the batches hold.
-    void send_batched(Session& session, msgpack::sbuffer frame, bool batchable);
+    // Sends the frame `write(buffer)` appends, of `at_least` bytes, in the session's next batch,
+    // written there (or at once, to a client older than batches, or when it must travel
+    // alone); flush_outboxes() sends what the batches hold.
+    template <class Write>
+    void send_written(Session& session, std::size_t at_least, bool batchable, const Write& write);
     void flush_outbox(Session& session);
     void flush_outboxes();
     void end_unreachable();
@@ -738,30 +740,34 @@ void ServerImpl::hand_over_deliveries() {
             send(found->second, std::move(item.frame));
     for (Confirmed& item : confirmed)
         if (const auto found = sessions_.find(item.session); found != sessions_.end())
-            send_batched(found->second, wire::encode_confirm(item.sequence, item.result), true);
+            send_written(found->second, 0, true,
+                         [&item](msgpack::sbuffer& onto) { wire::write_confirm(onto, item.sequence, item.result); });
     for (Handed& item : handed) {
         const auto found = sessions_.find(item.session);
         // A session that ended has closed its subscriptions, which took their deliveries back.
         if (found == sessions_.end()) continue;
         Session& session = found->second;
         const std::uint64_t tag = session.next_tag++;
-        msgpack::sbuffer frame = wire::encode_deliver(item.consumer, tag, item.delivery.message());
-        const bool batchable = wire::batchable(item.delivery.message().headers());
+        const InboundMessage& message = item.delivery.message();
+        send_written(session, message.body().size(), wire::batchable(message.headers()),
+                     [&](msgpack::sbuffer& onto) { wire::write_deliver(onto, item.consumer, tag, message); });
         session.unsettled.emplace(tag, Session::Unsettled{std::move(item.delivery), item.consumer});
-        send_batched(session, std::move(frame), batchable);
     }
     flush_outboxes();
 }
 
-void ServerImpl::send_batched(Session& session, msgpack::sbuffer frame, bool batchable) {
+template <class Write>
+void ServerImpl::send_written(Session& session, std::size_t at_least, bool batchable, const Write& write) {
     if (session.version < wire::version_of(Command::batch) || !batchable) {
         flush_outbox(session);
+        msgpack::sbuffer frame(at_least + 256);
+        write(frame);
         send(session, std::move(frame));
         return;
     }
-    if (!session.outbox.fits(frame)) flush_outbox(session);
+    if (!session.outbox.fits(at_least)) flush_outbox(session);
     if (session.outbox.empty()) batched_.push_back(session.id);
-    session.outbox.add(std::move(frame));
+    if (std::optional<msgpack::sbuffer> before = session.outbox.add(at_least, write)) send(session, std::move(*before));
 }
 
 void ServerImpl::flush_outbox(Session& session) {

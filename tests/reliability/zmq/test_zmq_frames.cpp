@@ -395,7 +395,7 @@ std::vector<Bytes> round_trips(Values& values) {
         alone.push_back(wire::encode_confirm(sequence, acemq::PublishResult{}));
         alone.push_back(wire::encode_deliver(consumer, tag, delivered));
         wire::Batch batch(std::numeric_limits<std::size_t>::max());
-        for (msgpack::sbuffer& frame : alone) batch.add(std::move(frame));
+        for (msgpack::sbuffer& frame : alone) CHECK_FALSE(batch.add(std::move(frame)));
         const Parsed p = parsed(batch.take());
         CHECK(p.frame.command() == Command::batch);
         CHECK(p.frame.version() == 3);
