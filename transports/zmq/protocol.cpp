@@ -269,6 +269,11 @@ std::optional<msgpack::sbuffer> Batch::close(std::size_t start) {
 
 void Batch::drop_from(std::size_t start) {
     const std::size_t from = count_ == 1 ? batch_head_bytes : 0;
+    if (start == from) {
+        buffer_ = msgpack::sbuffer(0);
+        room_ = 0;
+        return;
+    }
     try {
         // An sbuffer cannot be cut short: what waited is copied out without the partial frame.
         msgpack::sbuffer kept(start - from);
