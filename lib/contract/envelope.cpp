@@ -1,7 +1,10 @@
 #include <acemq/envelope.hpp>
 
 #include <algorithm>
+#include <array>
+#include <iterator>
 #include <limits>
+#include <optional>
 #include <span>
 #include <type_traits>
 
@@ -11,6 +14,7 @@
 
 #include "contract_names.hpp"
 #include "packed_writer.hpp"
+#include "traced_headers.hpp"
 
 namespace acemq {
 
@@ -155,7 +159,7 @@ struct TableSink {
 
     void put(std::string_view name, const FieldValue& value) { out.emplace_back(name, value); }
     void put(std::string_view name, FieldValue&& value) { out.emplace_back(name, std::move(value)); }
-    void put_text(PackedName name, const std::string& text) { out.emplace_back(name.text, text); }
+    void put_text(PackedName name, std::string_view text) { out.emplace_back(name.text, text); }
     void put_int32(PackedName name, std::int32_t value) { out.emplace_back(name.text, value); }
     void put_int64(PackedName name, std::int64_t value) { out.emplace_back(name.text, value); }
 };
@@ -164,7 +168,7 @@ struct PackedSink {
     detail::PackedWriter& out;
 
     void put(std::string_view name, const FieldValue& value) { out.put(name, value); }
-    void put_text(PackedName name, const std::string& text) { out.put_text(name, text); }
+    void put_text(PackedName name, std::string_view text) { out.put_text(name, text); }
     void put_int32(PackedName name, std::int32_t value) { out.put_int32(name, value); }
     void put_int64(PackedName name, std::int64_t value) { out.put_int64(name, value); }
 };
@@ -178,14 +182,34 @@ std::size_t reserved_count(const Envelope& envelope) {
            (envelope.route.empty() ? 0 : 2 + present(envelope.route_id));
 }
 
-// Checks `envelope` and `added`, and writes the reserved headers in name order, merged on the
-// way with the (sorted) application and added headers: front to back, with no search.
+// A header the library adds as text as it packs (a publish span's traceparent): in place
+// among the others, instead of an application header of its name; no text drops that header.
+struct AddedText {
+    PackedName name;
+    std::optional<std::string_view> text;
+};
+
+std::string_view name_of(const Headers::value_type& entry) { return entry.first.view(); }
+std::string_view name_of(const AddedText& entry) { return entry.name.text; }
+
 template <class Sink>
-void write_headers(const Envelope& envelope, Headers& added, Sink& out) {
+void put_added(Sink& out, Headers::value_type& entry) {
+    out.put(entry.first, std::move(entry.second));
+}
+template <class Sink>
+void put_added(Sink& out, const AddedText& entry) {
+    if (entry.text) out.put_text(entry.name, *entry.text);
+}
+
+// Checks `envelope` and `added`, and writes the reserved headers in name order, merged on the
+// way with the (sorted) application and added headers (a table, or AddedText): front to back,
+// with no search.
+template <class Sink, class Added>
+void write_headers(const Envelope& envelope, Added& added, Sink& out) {
     check_sendable(envelope);
-    refuse_reserved(added);
+    if constexpr (std::is_same_v<Added, Headers>) refuse_reserved(added);
     auto application = envelope.headers.begin();
-    auto extra = added.begin();
+    auto extra = std::begin(added);
     // Puts the application and added headers that sort before `name` (all of them when it is
     // null), an added one in place of an application one of its name. compare(), not <:
     // clang 14, the fuzz build's compiler, rejects a string's <=> with a string_view inside a
@@ -194,10 +218,10 @@ void write_headers(const Envelope& envelope, Headers& added, Sink& out) {
         for (;;) {
             const bool application_left =
                 application != envelope.headers.end() && (name == nullptr || application->first.compare(*name) < 0);
-            const bool added_left = extra != added.end() && (name == nullptr || extra->first.compare(*name) < 0);
-            if (added_left && (!application_left || extra->first.compare(application->first) <= 0)) {
-                if (application_left && extra->first == application->first) ++application;
-                out.put(extra->first, std::move(extra->second));
+            const bool added_left = extra != std::end(added) && (name == nullptr || name_of(*extra).compare(*name) < 0);
+            if (added_left && (!application_left || name_of(*extra).compare(application->first.view()) <= 0)) {
+                if (application_left && name_of(*extra) == application->first.view()) ++application;
+                put_added(out, *extra);
                 ++extra;
             } else if (application_left) {
                 out.put(application->first, application->second);
@@ -207,11 +231,11 @@ void write_headers(const Envelope& envelope, Headers& added, Sink& out) {
             }
         }
     };
-    const auto put_always = [&](PackedName name, const std::string& text) {
+    const auto put_always = [&](PackedName name, std::string_view text) {
         put_others_before(&name.text);
         out.put_text(name, text);
     };
-    const auto put_text = [&](PackedName name, const std::string& text) {
+    const auto put_text = [&](PackedName name, std::string_view text) {
         if (!text.empty()) put_always(name, text);
     };
     const auto put_int32 = [&](PackedName name, std::int32_t value) {
@@ -255,16 +279,31 @@ Headers render_headers(const Envelope& envelope, Headers added) {
     return out;
 }
 
-PackedTable pack_headers(const Envelope& envelope, Headers added) {
+namespace {
+
+template <class Added>
+PackedTable pack_with(const Envelope& envelope, Added& added) {
     // A reserved header packed is a byte of name and mostly a short value; the id-sized texts
     // (id, correlation, causation) are the long ones.
     constexpr std::size_t bytes_a_reserved_header = 24;
     detail::PackedWriter writer(
-        bytes_a_reserved_header * reserved_count(envelope) + 64 * (envelope.headers.size() + added.size()),
+        bytes_a_reserved_header * reserved_count(envelope) + 64 * (envelope.headers.size() + std::size(added)),
         envelope.id);
     PackedSink sink{writer};
     write_headers(envelope, added, sink);
     return std::move(writer).finish();
+}
+
+}  // namespace
+
+PackedTable pack_headers(const Envelope& envelope, Headers added) { return pack_with(envelope, added); }
+
+PackedTable detail::pack_traced_headers(const Envelope& envelope, std::string_view traceparent,
+                                        std::optional<std::string_view> tracestate) {
+    // In name order, as write_headers merges them: "traceparent" before "tracestate".
+    std::array<AddedText, 2> trace{
+        {{PackedName::known(header::traceparent), traceparent}, {PackedName::known(header::tracestate), tracestate}}};
+    return pack_with(envelope, trace);
 }
 
 namespace {

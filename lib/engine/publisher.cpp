@@ -1,14 +1,19 @@
 #include <acemq/publisher.hpp>
 
 #include <algorithm>
+#include <array>
 #include <chrono>
+#include <optional>
+#include <string_view>
 
 #include <acemq/bus.hpp>
+#include <acemq/tracing.hpp>
 #include <acemq/uuid.hpp>
 #include "bus_core.hpp"
 #include "interceptor_chain.hpp"
 #include "publish_failure.hpp"
 #include "quoted_text.hpp"
+#include "traced_headers.hpp"
 
 namespace acemq {
 
@@ -164,6 +169,16 @@ detail::Telemetry::Published published_of(const PublishContext& sent) {
     return {sent.exchange, sent.routing_key, sent.envelope.id, sent.envelope.correlation, sent.envelope.type};
 }
 
+// The headers of `envelope` with `trace` written in their place: the traceparent formatted on
+// the stack and packed from there, with no heap string for it (issue 32's decision 5).
+PackedTable packed_with_trace(const Envelope& envelope, const TraceContext& trace) {
+    std::array<char, TraceContext::traceparent_size> traceparent;
+    trace.write_traceparent(traceparent);
+    std::optional<std::string_view> tracestate;
+    if (!trace.state.empty()) tracestate = trace.state;
+    return detail::pack_traced_headers(envelope, std::string_view(traceparent.data(), traceparent.size()), tracestate);
+}
+
 // Runs the bus's publish interceptors around the final step, which encodes the payload
 // into the message to send. Throws whatever an interceptor or the codec throws.
 Prepared prepare(detail::BusCore& bus, PublishContext context, const Codec& codec,
@@ -177,15 +192,15 @@ Prepared prepare(detail::BusCore& bus, PublishContext context, const Codec& code
         message.body = std::move(encoded.body);
         message.content_type = std::move(encoded.content_type);
         message.message_id = ready.envelope.id;
-        Headers trace;
         if (bus.telemetry().tracing()) {
-            // Started before the headers are rendered, so that its traceparent is rendered in
-            // its place among them instead of inserted after (which moved every header behind
-            // it); checked first, so that a publish that cannot be sent starts no span.
+            // Started before the headers are packed, so that its traceparent is written in its
+            // place among them; checked first, so that a publish that cannot be sent starts no
+            // span.
             check_sendable(ready.envelope);
-            prepared.span = bus.telemetry().start_publish(published_of(ready), ready.envelope.headers, trace);
+            prepared.span = bus.telemetry().start_publish_span(published_of(ready), ready.envelope.headers);
         }
-        message.headers = pack_headers(ready.envelope, std::move(trace));
+        message.headers =
+            prepared.span ? packed_with_trace(ready.envelope, prepared.span->context()) : pack_headers(ready.envelope);
         message.reply_to = ready.reply_to;
         message.persistent = ready.persistent;
         message.mandatory = ready.mandatory;

@@ -149,10 +149,12 @@ std::string_view span_name(std::string_view destination, std::string_view operat
 }  // namespace
 
 std::unique_ptr<Span> Telemetry::start_publish(const Published& publish, Headers& headers) const {
-    return start_publish(publish, headers, headers);
+    std::unique_ptr<Span> span = start_publish_span(publish, headers);
+    if (span) inject_trace(span->context(), headers);
+    return span;
 }
 
-std::unique_ptr<Span> Telemetry::start_publish(const Published& publish, const Headers& carried, Headers& trace) const {
+std::unique_ptr<Span> Telemetry::start_publish_span(const Published& publish, const Headers& carried) const {
     if (!tracer_) return nullptr;
     const std::optional<TraceContext> carried_trace = extract_trace(carried);
     const TraceContext* parent = carried_trace ? &*carried_trace : current_trace();
@@ -168,10 +170,8 @@ std::unique_ptr<Span> Telemetry::start_publish(const Published& publish, const H
     // Unknown to the outbox relay, which has only the record's rendered headers.
     if (!publish.correlation.empty()) attributes[count++] = {span_attribute::conversation_id, publish.correlation};
     if (!publish.type.empty()) attributes[count++] = {span_attribute::message_type, publish.type};
-    std::unique_ptr<Span> span = tracer_->start_span(
+    return tracer_->start_span(
         {span_name(destination, " publish"), SpanKind::producer, parent, std::span(attributes.data(), count)});
-    inject_trace(span->context(), trace);
-    return span;
 }
 
 void Telemetry::end_publish(Span& span, PublishOutcome outcome, std::string_view error) {

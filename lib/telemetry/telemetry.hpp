@@ -95,10 +95,10 @@ public:
         std::string_view exchange, routing_key, message_id, correlation, type;
     };
     std::unique_ptr<Span> start_publish(const Published& publish, Headers& headers) const;
-    // The same for a message not rendered yet: the trace it carries is in `carried` (its
-    // application headers), and its own context goes into `trace`, to be rendered with them
-    // (render_headers' `added`), each header in its place instead of inserted among them.
-    std::unique_ptr<Span> start_publish(const Published& publish, const Headers& carried, Headers& trace) const;
+    // The same for a message not packed yet: the trace it carries is in `carried` (its
+    // application headers), and the span's own context is for the caller to write as it packs
+    // them (detail::pack_traced_headers), each header in its place and no table between.
+    std::unique_ptr<Span> start_publish_span(const Published& publish, const Headers& carried) const;
     static void end_publish(Span& span, PublishOutcome outcome, std::string_view error = {});
     // "<destination> request" (CLIENT) around one call of a Requester: a child of the trace
     // the request's headers carry, else of the delivery this thread handles, else a new

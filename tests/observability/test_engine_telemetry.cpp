@@ -295,6 +295,39 @@ TEST_CASE("a traced publish renders its own traceparent among the headers, a chi
         CHECK(std::ranges::adjacent_find(names) == names.end());
         delivery->ack();
     }
+    SECTION("the parent's tracestate goes on with the span's traceparent, in its place") {
+        acemq::SendOptions send;
+        send.headers = {{"traceparent", acemq::FieldValue("00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01")},
+                        {"tracestate", acemq::FieldValue("vendor=1,other=2")},
+                        {"tracez", acemq::FieldValue("after both")}};
+        f.bus().publisher_to_queue(queue).send(Order{"o-3", 3}, send);
+        const auto spans = tracer->named(publish_span);
+        REQUIRE(spans.size() == 1);
+        auto delivery = f.pull(queue);
+        REQUIRE(delivery);
+        const acemq::PackedHeaders headers = delivery->message().headers();
+        CHECK(headers.at("traceparent") == acemq::FieldValue(spans[0].context.traceparent()));
+        CHECK(headers.at("tracestate") == acemq::FieldValue("vendor=1,other=2"));
+        CHECK(headers.at("tracez") == acemq::FieldValue("after both"));
+        std::vector<std::string> names;
+        for (auto entry = headers.begin(); entry != headers.end(); ++entry) names.emplace_back(entry.name());
+        CHECK(std::ranges::is_sorted(names));
+        delivery->ack();
+    }
+    SECTION("a tracestate without a traceparent is dropped: the span starts a trace of its own") {
+        acemq::SendOptions send;
+        send.headers = {{"tracestate", acemq::FieldValue("vendor=1")}};
+        f.bus().publisher_to_queue(queue).send(Order{"o-4", 4}, send);
+        const auto spans = tracer->named(publish_span);
+        REQUIRE(spans.size() == 1);
+        CHECK_FALSE(spans[0].parent);
+        auto delivery = f.pull(queue);
+        REQUIRE(delivery);
+        const acemq::PackedHeaders headers = delivery->message().headers();
+        CHECK(headers.at("traceparent") == acemq::FieldValue(spans[0].context.traceparent()));
+        CHECK_FALSE(headers.contains("tracestate"));
+        delivery->ack();
+    }
     SECTION("a publish whose envelope cannot be sent starts no span") {
         *spoil = true;
         CHECK_THROWS_AS(f.bus().publisher_to_queue(queue).send(Order{"o-2", 2}), acemq::InvalidArgument);
