@@ -457,21 +457,18 @@ TEST_CASE("a frame that would pass a batch's byte limit is sent after what waite
         REQUIRE_FALSE(add_delivery(batch, 2, large, 400));
         CHECK(frame_bytes(batch.take()) == frame_bytes(wire::encode_deliver(7, 2, large)));
     }
-    SECTION("fits() not asked: found once written, as with a bound too low") {
-        wire::Batch batch(limit);
-        REQUIRE_FALSE(add_delivery(batch, 1, small, 40));
-        const std::optional<msgpack::sbuffer> before = add_delivery(batch, 2, large, 400);
-        REQUIRE(before);
-        CHECK(frame_bytes(*before) == frame_bytes(wire::encode_deliver(7, 1, small)));
-        CHECK(frame_bytes(batch.take()) == frame_bytes(wire::encode_deliver(7, 2, large)));
-    }
-    SECTION("a bound too low: found once written, the one before goes alone without the batch's head") {
-        wire::Batch batch(limit);
-        REQUIRE_FALSE(add_delivery(batch, 1, small, 40));
-        const std::optional<msgpack::sbuffer> before = add_delivery(batch, 2, large, 0);
-        REQUIRE(before);
-        CHECK(frame_bytes(*before) == frame_bytes(wire::encode_deliver(7, 1, small)));
-        CHECK(frame_bytes(batch.take()) == frame_bytes(wire::encode_deliver(7, 2, large)));
+    SECTION(
+        "fits() not asked, or a bound too low: found once written, the one before goes alone, "
+        "without the batch's head") {
+        for (const std::size_t bound : {std::size_t{400}, std::size_t{0}}) {
+            INFO("bound " << bound);
+            wire::Batch batch(limit);
+            REQUIRE_FALSE(add_delivery(batch, 1, small, 40));
+            const std::optional<msgpack::sbuffer> before = add_delivery(batch, 2, large, bound);
+            REQUIRE(before);
+            CHECK(frame_bytes(*before) == frame_bytes(wire::encode_deliver(7, 1, small)));
+            CHECK(frame_bytes(batch.take()) == frame_bytes(wire::encode_deliver(7, 2, large)));
+        }
     }
     SECTION("a bound too low with two waiting: those two go as a batch of their own") {
         wire::Batch batch(limit);
