@@ -20,6 +20,7 @@
 #include <acemq/acemq.hpp>
 #include <acemq/zmq.hpp>
 
+#include "../support/msgpack_bytes.hpp"
 #include "../support/wait.hpp"
 #include "broker_process.hpp"
 #include "fake_broker.hpp"
@@ -384,10 +385,7 @@ TEST_CASE("acks made just before close reach the broker ahead of the bye") {
 // The sender's side of a batch (wire::Batch), without a socket: what it hands over to send.
 namespace {
 
-Bytes frame_bytes(const msgpack::sbuffer& frame) {
-    const auto* first = reinterpret_cast<const std::byte*>(frame.data());
-    return Bytes(first, first + frame.size());
-}
+using testing_support::bytes_of;
 
 acemq::InboundMessage delivery_of(int number, std::size_t body_bytes) {
     acemq::OutboundMessage message = batch_message("q", number);
@@ -403,7 +401,7 @@ std::optional<msgpack::sbuffer> add_delivery(wire::Batch& batch, std::uint64_t t
 
 // The delivery tags a frame carries, in order: one for a frame alone, one an entry for a batch.
 std::vector<std::uint64_t> tags_in(const msgpack::sbuffer& frame) {
-    const Bytes bytes = frame_bytes(frame);
+    const Bytes bytes = bytes_of(frame);
     const wire::Frame parsed = wire::Frame::parse(bytes);
     if (parsed.command() == Command::deliver) return {wire::read_deliver(parsed).delivery_tag};
     REQUIRE(parsed.command() == Command::batch);
@@ -423,7 +421,7 @@ TEST_CASE("a batch's frames are written where they wait: one alone goes as it wo
     REQUIRE_FALSE(add_delivery(batch, 1, first, 64));
     CHECK_FALSE(batch.empty());
     // Alone, byte for byte the frame encode_deliver makes: no batch head before it.
-    CHECK(frame_bytes(batch.take()) == frame_bytes(wire::encode_deliver(7, 1, first)));
+    CHECK(bytes_of(batch.take()) == bytes_of(wire::encode_deliver(7, 1, first)));
     CHECK(batch.empty());
 
     REQUIRE_FALSE(add_delivery(batch, 1, first, 64));
@@ -431,7 +429,7 @@ TEST_CASE("a batch's frames are written where they wait: one alone goes as it wo
     REQUIRE_FALSE(batch.add(wire::encode_deliver(7, 3, third)));
     const msgpack::sbuffer three = batch.take();
     CHECK(tags_in(three) == std::vector<std::uint64_t>{1, 2, 3});
-    const Bytes three_bytes = frame_bytes(three);
+    const Bytes three_bytes = bytes_of(three);
     const wire::Frame parsed = wire::Frame::parse(three_bytes);
     const msgpack::object_array& entries = wire::batch_entries(parsed);
     const wire::Deliver read = wire::read_deliver(wire::Frame::entry(entries, 1));
@@ -453,9 +451,9 @@ TEST_CASE("a frame that would pass a batch's byte limit is sent after what waite
         REQUIRE_FALSE(add_delivery(batch, 1, small, 40));
         CHECK(batch.fits(40));
         CHECK_FALSE(batch.fits(400));
-        CHECK(frame_bytes(batch.take()) == frame_bytes(wire::encode_deliver(7, 1, small)));
+        CHECK(bytes_of(batch.take()) == bytes_of(wire::encode_deliver(7, 1, small)));
         REQUIRE_FALSE(add_delivery(batch, 2, large, 400));
-        CHECK(frame_bytes(batch.take()) == frame_bytes(wire::encode_deliver(7, 2, large)));
+        CHECK(bytes_of(batch.take()) == bytes_of(wire::encode_deliver(7, 2, large)));
     }
     SECTION(
         "fits() not asked, or a bound too low: found once written, the one before goes alone, "
@@ -466,8 +464,8 @@ TEST_CASE("a frame that would pass a batch's byte limit is sent after what waite
             REQUIRE_FALSE(add_delivery(batch, 1, small, 40));
             const std::optional<msgpack::sbuffer> before = add_delivery(batch, 2, large, bound);
             REQUIRE(before);
-            CHECK(frame_bytes(*before) == frame_bytes(wire::encode_deliver(7, 1, small)));
-            CHECK(frame_bytes(batch.take()) == frame_bytes(wire::encode_deliver(7, 2, large)));
+            CHECK(bytes_of(*before) == bytes_of(wire::encode_deliver(7, 1, small)));
+            CHECK(bytes_of(batch.take()) == bytes_of(wire::encode_deliver(7, 2, large)));
         }
     }
     SECTION("a bound too low with two waiting: those two go as a batch of their own") {
@@ -494,14 +492,14 @@ TEST_CASE("a batch holds at most max_batch_entries frames; the next starts anoth
     const std::optional<msgpack::sbuffer> full =
         batch.add(0, [](msgpack::sbuffer& onto) { wire::write_confirm(onto, 4097, {}); });
     REQUIRE(full);
-    const Bytes full_bytes = frame_bytes(*full);
+    const Bytes full_bytes = bytes_of(*full);
     const wire::Frame parsed = wire::Frame::parse(full_bytes);
     const msgpack::object_array& entries = wire::batch_entries(parsed);
     REQUIRE(entries.size == wire::max_batch_entries);
     CHECK(wire::read_confirm(wire::Frame::entry(entries, 0)).sequence == 1);
     CHECK(wire::read_confirm(wire::Frame::entry(entries, entries.size - 1)).sequence == wire::max_batch_entries);
     const msgpack::sbuffer rest = batch.take();
-    const Bytes rest_bytes = frame_bytes(rest);
+    const Bytes rest_bytes = bytes_of(rest);
     CHECK(wire::read_confirm(wire::Frame::parse(rest_bytes)).sequence == 4097);
 }
 
@@ -516,13 +514,13 @@ TEST_CASE("a writer that throws adds nothing: what waited is sent as it was, wit
         CHECK_THROWS_WITH((void)batch.add(0, torn), "the writer gave up");
         CHECK(batch.empty());
         REQUIRE_FALSE(add_delivery(batch, 1, message, 64));
-        CHECK(frame_bytes(batch.take()) == frame_bytes(wire::encode_deliver(7, 1, message)));
+        CHECK(bytes_of(batch.take()) == bytes_of(wire::encode_deliver(7, 1, message)));
     }
     SECTION("one waiting, which the throw found made a batch's first entry") {
         wire::Batch batch(1 << 20);
         REQUIRE_FALSE(add_delivery(batch, 1, message, 64));
         CHECK_THROWS_WITH((void)batch.add(0, torn), "the writer gave up");
-        CHECK(frame_bytes(batch.take()) == frame_bytes(wire::encode_deliver(7, 1, message)));
+        CHECK(bytes_of(batch.take()) == bytes_of(wire::encode_deliver(7, 1, message)));
     }
     SECTION("two waiting") {
         wire::Batch batch(1 << 20);
